@@ -1,0 +1,34 @@
+"""dcaccel: data-centric application-space exploration of spatial DNN accelerators.
+
+The pipeline, top to bottom (data never flows back up):
+
+``frontend`` (load a model into an SDFG) → ``expansions`` (canonical implementations of the
+operators) → ``transforms`` (full lowering, granularity, fusion) → ``dag`` (the canonical task
+DAG) → ``scheduler`` (makespan and I/O on P processing elements) → ``explore`` (sweeps).
+
+The public names below are imported lazily, so that ``import dcaccel`` and the scheduler (which
+needs no DaCe) stay fast.
+"""
+
+import importlib
+
+__version__ = "0.1.0"
+
+_EXPORTS = {
+    "load": "dcaccel.frontend",
+    "Workload": "dcaccel.frontend",
+    "TaskDAG": "dcaccel.dag",
+    "extract": "dcaccel.dag",
+    "schedule": "dcaccel.scheduler",
+    "Schedule": "dcaccel.scheduler",
+    "explore": "dcaccel.explore",
+    "DcaccelError": "dcaccel.errors",
+}
+
+__all__ = sorted(_EXPORTS)
+
+
+def __getattr__(name: str):
+    if name not in _EXPORTS:
+        raise AttributeError(f"module 'dcaccel' has no attribute '{name}'")
+    return getattr(importlib.import_module(_EXPORTS[name]), name)

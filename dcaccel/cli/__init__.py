@@ -1,0 +1,49 @@
+"""The ``dcaccel`` command line: one module per sub-command, each exposing ``register(subparsers)``.
+
+A sub-command module adds its parser with ``set_defaults(run=callable)``; the callable takes the
+parsed arguments and returns the exit status. Errors a user can act on (:class:`DcaccelError`)
+are printed as one line and exit with status 2.
+"""
+
+import argparse
+import importlib
+import sys
+
+from dcaccel.errors import DcaccelError
+
+#: Sub-command modules, in the order ``dcaccel --help`` lists them.
+COMMANDS = ("info", "verify", "dag", "schedule", "explore")
+
+
+def build_parser() -> argparse.ArgumentParser:
+    parser = argparse.ArgumentParser(
+        prog="dcaccel",
+        description="Data-centric application-space exploration of spatial DNN accelerators.",
+    )
+    subparsers = parser.add_subparsers(dest="command", metavar="COMMAND")
+    for name in COMMANDS:
+        try:
+            module = importlib.import_module(f"dcaccel.cli.{name}")
+        except ModuleNotFoundError as err:
+            if err.name != f"dcaccel.cli.{name}":
+                raise
+            continue
+        module.register(subparsers)
+    return parser
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = build_parser()
+    args = parser.parse_args(argv)
+    if not hasattr(args, "run"):
+        parser.print_help()
+        return 0
+    try:
+        return int(args.run(args) or 0)
+    except DcaccelError as err:
+        print(f"dcaccel {args.command}: error: {err}", file=sys.stderr)
+        return 2
+
+
+if __name__ == "__main__":
+    sys.exit(main())
