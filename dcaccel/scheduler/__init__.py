@@ -1,1 +1,90 @@
-"""scheduler"""
+"""Schedulers for canonical task DAGs on P processing elements.
+
+``schedule(dag, pes, scheduler="streaming")`` runs the streaming scheduler of the HPDC'23 paper
+(spatial block partitioning, streaming intervals, gang scheduling, buffer sizing, refinement);
+``scheduler="list"`` runs the non-streaming list scheduler (the reference's EFT baseline with
+the default options). The model and every deviation from the reference implementation are in
+``docs/scheduler.md``. Plotting lives in :mod:`dcaccel.scheduler.gantt` (not imported here).
+"""
+
+from __future__ import annotations
+
+from dcaccel.dag.taskdag import TaskDAG
+from dcaccel.errors import DcaccelError
+from dcaccel.scheduler.graph import CanonicalGraph
+from dcaccel.scheduler.io import IOVolume
+from dcaccel.scheduler.list import list_schedule
+from dcaccel.scheduler.schedule import Schedule, ScheduleError, TaskEvent
+from dcaccel.scheduler.streaming import streaming_schedule
+
+__all__ = ["IOVolume", "Schedule", "ScheduleError", "TaskEvent", "schedule"]
+
+SCHEDULERS = ("streaming", "list")
+PARTITIONINGS = ("relaxed", "strict")
+
+#: Options each scheduler accepts, with their defaults (``onchip`` and ``validate`` apply to both).
+OPTIONS = {
+    "streaming": {"refine": True, "reference": True},
+    "list": {"insertion": True, "bandwidth": None},
+}
+
+
+def schedule(
+    dag: TaskDAG,
+    pes: int,
+    scheduler: str = "streaming",
+    partitioning: str = "relaxed",
+    *,
+    onchip: int = 0,
+    validate: bool = True,
+    **options,
+) -> Schedule:
+    """Schedule ``dag`` on ``pes`` PEs and return the :class:`Schedule` (``dag`` is not modified).
+
+    ``partitioning`` ("relaxed" or "strict") applies to the streaming scheduler. ``onchip`` is the
+    on-chip memory per block, in elements, for the I/O split. Streaming options: ``refine``
+    (the refinement loop, default True), ``reference`` (reproduce the reference's defects B1, B5,
+    B6, default True). List options: ``insertion`` (fill idle gaps, default True), ``bandwidth``
+    (elements per cycle between PEs; None: free communication). With ``validate`` (default) the
+    schedule is checked by :meth:`Schedule.validate` before it is returned.
+    """
+    if scheduler not in SCHEDULERS:
+        raise DcaccelError(f"unknown scheduler '{scheduler}' (expected one of {', '.join(SCHEDULERS)})")
+    if partitioning not in PARTITIONINGS:
+        raise DcaccelError(f"unknown partitioning '{partitioning}' (expected one of {', '.join(PARTITIONINGS)})")
+    if isinstance(pes, bool) or not isinstance(pes, int) or pes < 1:
+        raise DcaccelError(f"the number of PEs must be a positive integer, got {pes!r}")
+    if isinstance(onchip, bool) or not isinstance(onchip, int) or onchip < 0:
+        raise DcaccelError(f"the on-chip capacity must be a non-negative integer (elements), got {onchip!r}")
+    unknown = sorted(set(options) - set(OPTIONS[scheduler]))
+    if unknown:
+        known = ", ".join(OPTIONS[scheduler])
+        raise DcaccelError(f"unknown option(s) {', '.join(unknown)} for the {scheduler} scheduler (known: {known})")
+    settings = {**OPTIONS[scheduler], **options}
+    graph = CanonicalGraph.from_dag(dag)
+    if scheduler == "streaming":
+        result = streaming_schedule(
+            graph, pes, strict=partitioning == "strict", refine=settings["refine"], reference=settings["reference"]
+        )
+        built = Schedule(
+            graph,
+            pes,
+            scheduler,
+            result.timing,
+            partitioning=partitioning,
+            blocks=result.blocks,
+            streaming=result.streaming,
+            capacities=result.capacities,
+            makespan_before_refinement=result.makespan_before_refinement,
+            refinement_iterations=result.refinement_iterations,
+            onchip=onchip,
+        )
+    else:
+        bandwidth = settings["bandwidth"]
+        if bandwidth is not None and not bandwidth > 0:
+            raise DcaccelError(f"bandwidth must be positive (elements per cycle), got {bandwidth!r}")
+        timing, _ = list_schedule(graph, pes, insertion=settings["insertion"], bandwidth=bandwidth)
+        built = Schedule(graph, pes, scheduler, timing, onchip=onchip)
+    if validate:
+        built.validate()
+    return built

@@ -1,0 +1,346 @@
+"""Run ONNX's backend node test cases through dcaccel's canonical implementations.
+
+For every ONNX op with a canonical implementation (``dcaccel.expansions.supported_ops()``), the
+test cases of that op (``onnx.backend.test.case.node.collect_testcases``: a model and reference
+inputs and outputs; ``_expanded`` variants included) go through import (``dace.ml.ONNXModel``) →
+``implementation = "canonical"`` on every ONNX node → library node expansion → compile → run →
+comparison with the reference outputs at the case's tolerances. Every case ends as:
+
+- ``pass``;
+- ``skip``, with the reason: the model uses an op dcaccel does not lower, a tensor type DaCe
+  cannot represent, or an attribute the canonical implementation rejects (``UnsupportedOpError``);
+- ``fail``, with the reason (the error, or the largest deviation from the reference).
+
+Shape parameters that the canonical model needs as constants (Reshape's ``shape``, Slice's
+``starts``…, the ``axes`` inputs) are graph inputs in the backend tests; they are bound to the
+test's values as initializers before import. Cases are imported and expanded one by one (which
+finds skips without compiling), then compiled together: the cases with the same opset are
+merged into one model (tensors renamed per case) and one SDFG per batch is compiled. A batch
+that fails to compile or run is split in halves until the failing cases are isolated.
+
+Usage: ``python benchmarks/onnx_node_tests.py [--ops Relu,Softmax] [--batch 40] [--verbose]``.
+Set ``DACE_default_build_folder`` to a folder of your own first.
+"""
+
+import argparse
+import copy
+import enum
+import sys
+import time
+from collections import Counter, defaultdict
+from collections.abc import Iterable, Sequence
+from dataclasses import astuple, dataclass, field, fields
+
+import numpy as np
+import onnx
+from onnx.backend.test.case.node import collect_testcases
+from onnx.backend.test.case.test_case import TestCase
+
+PARAMETER_INPUTS = {
+    "Reshape": (1,),
+    "Slice": (1, 2, 3, 4),
+    "Squeeze": (1,),
+    "Unsqueeze": (1,),
+    "ReduceMean": (1,),
+    "ReduceSum": (1,),
+    "ReduceMax": (1,),
+}
+"""Input positions per op that the canonical implementations need as constants (shape parameters)."""
+
+
+class Status(enum.StrEnum):
+    """How a test case ended."""
+
+    PASS = "pass"
+    FAIL = "fail"
+    SKIP = "skip"
+
+
+@dataclass(frozen=True)
+class CaseOutcome:
+    """The result of one backend test case."""
+
+    op: str
+    case: str
+    status: Status
+    reason: str = ""
+
+
+@dataclass(frozen=True)
+class OpSummary:
+    """Pass, fail and skip counts of the test cases of one op."""
+
+    op: str
+    cases: int
+    passed: int
+    failed: int
+    skipped: int
+
+
+@dataclass
+class PreparedCase:
+    """A test case ready to run: its model (shape parameters bound), inputs and expected outputs."""
+
+    op: str
+    case: TestCase
+    model: onnx.ModelProto
+    inputs: dict[str, np.ndarray]
+    expected: list[np.ndarray]
+    opset: int = field(init=False)
+
+    def __post_init__(self):
+        self.opset = max(o.version for o in self.model.opset_import if o.domain in ("", "ai.onnx"))
+
+
+def _normalized(name: str) -> str:
+    return name.lower().replace("_", "")
+
+
+_SCHEMA_NAMES = {_normalized(s.name): s.name for s in onnx.defs.get_all_schemas_with_history()}
+
+
+def primary_op(case: TestCase) -> str:
+    """The op a test case tests: its only op type, or (an ``_expanded`` graph) the op named by the test."""
+    op_types = {node.op_type for node in case.model.graph.node}
+    if len(op_types) == 1:
+        return op_types.pop()
+    key = _normalized(case.name.removeprefix("test_"))
+    best = max((name for name in _SCHEMA_NAMES if key.startswith(name)), key=len, default=None)
+    return _SCHEMA_NAMES[best] if best else "+".join(sorted(op_types))
+
+
+def select_cases(ops: Iterable[str]) -> list[tuple[str, TestCase]]:
+    """The backend node test cases whose primary op is in ``ops``, with that op, in collection order."""
+    wanted = set(ops)
+    selected = []
+    for case in collect_testcases(None):
+        op = primary_op(case)
+        if op in wanted:
+            selected.append((op, case))
+    return selected
+
+
+def prepare(op: str, case: TestCase) -> PreparedCase:
+    """Bind the shape parameters of ``case`` to its test inputs and return it ready to run."""
+    inputs, expected = case.data_sets[0]
+    model = copy.deepcopy(case.model)
+    graph = model.graph
+    values = {value.name: array for value, array in zip(graph.input, inputs, strict=False)}
+    bound = set()
+    for node in graph.node:
+        for position in PARAMETER_INPUTS.get(node.op_type, ()):
+            if position < len(node.input) and node.input[position] in values and node.input[position] not in bound:
+                name = node.input[position]
+                graph.initializer.append(onnx.numpy_helper.from_array(np.asarray(values[name]), name))
+                bound.add(name)
+    kept = [value for value in graph.input if value.name not in bound]
+    del graph.input[:]
+    graph.input.extend(kept)
+    feed = {name: np.asarray(array).copy() for name, array in values.items() if name not in bound}
+    return PreparedCase(op, case, model, feed, [np.asarray(e) for e in expected])
+
+
+def merge(cases: Sequence[PreparedCase]) -> tuple[onnx.ModelProto, dict[str, np.ndarray]]:
+    """One model running all ``cases`` side by side (same opset): tensors and nodes renamed per case."""
+    graph = onnx.GraphProto(name="merged")
+    feed = {}
+    for k, prepared in enumerate(cases):
+        prefix = f"case{k}_"
+
+        def rename(name: str, prefix=prefix) -> str:
+            return prefix + name if name else name
+
+        source = prepared.model.graph
+        for index, node in enumerate(source.node):
+            renamed = copy.deepcopy(node)
+            renamed.name = prefix + (node.name or f"node{index}")
+            renamed.input[:] = [rename(n) for n in node.input]
+            renamed.output[:] = [rename(n) for n in node.output]
+            graph.node.append(renamed)
+        for target, values in (
+            (graph.input, source.input),
+            (graph.output, source.output),
+            (graph.value_info, source.value_info),
+            (graph.initializer, source.initializer),
+        ):
+            for value in values:
+                renamed = copy.deepcopy(value)
+                renamed.name = rename(value.name)
+                target.append(renamed)
+        feed.update({rename(name): array for name, array in prepared.inputs.items()})
+    first = cases[0].model
+    model = onnx.helper.make_model(graph, opset_imports=first.opset_import, ir_version=first.ir_version)
+    return model, feed
+
+
+def _import_and_expand(name: str, model: onnx.ModelProto):
+    """Import ``model``, choose the canonical implementation for every ONNX node and expand them all."""
+    from dace.libraries.onnx.nodes.onnx_op import ONNXOp
+    from dace.ml import ONNXModel
+
+    imported = ONNXModel(name, model, onnx_simplify=False)
+    for node, _ in imported.sdfg.all_nodes_recursive():
+        if isinstance(node, ONNXOp):
+            node.implementation = "canonical"
+    imported.sdfg.expand_library_nodes()
+    return imported
+
+
+def _unsupported_types(model: onnx.ModelProto) -> list[str]:
+    from dace.libraries.onnx.converters import onnx_tensor_type_to_typeclass
+
+    graph = model.graph
+    types = {v.type.tensor_type.elem_type for v in (*graph.input, *graph.output, *graph.value_info)}
+    types |= {t.data_type for t in graph.initializer}
+    missing = []
+    for elem_type in sorted(types):
+        try:
+            onnx_tensor_type_to_typeclass(elem_type)
+        except (ValueError, KeyError, TypeError):
+            missing.append(onnx.TensorProto.DataType.Name(elem_type))
+    return missing
+
+
+def dry_run(prepared: PreparedCase, supported: set[str]) -> CaseOutcome | None:
+    """Import and expand one case without compiling; the outcome if it cannot run, else None."""
+    from dcaccel.errors import UnsupportedOpError
+
+    name = prepared.case.name
+    unsupported_ops = sorted({n.op_type for n in prepared.model.graph.node} - supported - {"Constant"})
+    if unsupported_ops:
+        return CaseOutcome(
+            prepared.op, name, Status.SKIP, f"uses ops without a canonical implementation: {unsupported_ops}"
+        )
+    if types := _unsupported_types(prepared.model):
+        return CaseOutcome(prepared.op, name, Status.SKIP, f"tensor types DaCe cannot represent: {types}")
+    try:
+        _import_and_expand(f"dry_{name}", prepared.model)
+    except UnsupportedOpError as error:
+        return CaseOutcome(prepared.op, name, Status.SKIP, str(error))
+    except Exception as error:  # noqa: BLE001 - every failure is reported with its reason
+        return CaseOutcome(prepared.op, name, Status.FAIL, f"import/expand: {_first_line(error)}")
+    return None
+
+
+def _first_line(error: Exception) -> str:
+    text = str(error).strip().splitlines()
+    return f"{type(error).__name__}: {text[0] if text else ''}"[:200]
+
+
+def compare(prepared: PreparedCase, outputs: Sequence) -> CaseOutcome:
+    """The outcome of one case from its outputs (graph output order) and its reference outputs."""
+    name = prepared.case.name
+    for index, (actual, expected) in enumerate(zip(outputs, prepared.expected, strict=True)):
+        actual = np.asarray(actual)
+        if actual.shape != expected.shape:
+            return CaseOutcome(
+                prepared.op, name, Status.FAIL, f"output {index}: shape {actual.shape} != {expected.shape}"
+            )
+        if expected.dtype.kind in "fc":
+            deviation = np.abs(actual.astype(np.complex128) - expected) if actual.size else np.zeros(0)
+            if not np.allclose(actual, expected, rtol=prepared.case.rtol, atol=prepared.case.atol, equal_nan=True):
+                worst = float(np.nanmax(deviation)) if deviation.size else 0.0
+                return CaseOutcome(prepared.op, name, Status.FAIL, f"output {index}: max abs deviation {worst:.3g}")
+        elif not np.array_equal(actual, expected.astype(actual.dtype) if expected.dtype != object else expected):
+            return CaseOutcome(prepared.op, name, Status.FAIL, f"output {index}: values differ")
+    return CaseOutcome(prepared.op, name, Status.PASS)
+
+
+class Runner:
+    """Runs prepared cases in merged batches and counts the compiles."""
+
+    def __init__(self, batch: int, verbose: bool = False):
+        self.batch = batch
+        self.verbose = verbose
+        self.compiles = 0
+
+    def run_batch(self, cases: Sequence[PreparedCase]) -> list[CaseOutcome]:
+        """Compile and run ``cases`` as one merged model; split the batch in halves if that fails."""
+        model, feed = merge(cases) if len(cases) > 1 else (cases[0].model, cases[0].inputs)
+        label = f"onnx_node_{cases[0].opset}_{self.compiles}"
+        try:
+            imported = _import_and_expand(label, model)
+            self.compiles += 1
+            outputs = imported(**{name: array.copy() for name, array in feed.items()})
+        except Exception as error:  # noqa: BLE001 - isolated below, reported per case
+            if len(cases) == 1:
+                return [CaseOutcome(cases[0].op, cases[0].case.name, Status.FAIL, f"compile/run: {_first_line(error)}")]
+            half = len(cases) // 2
+            return self.run_batch(cases[:half]) + self.run_batch(cases[half:])
+        outputs = list(outputs) if isinstance(outputs, tuple) else [outputs]
+        outcomes, start = [], 0
+        for prepared in cases:
+            count = len(prepared.model.graph.output)
+            outcomes.append(compare(prepared, outputs[start : start + count]))
+            start += count
+        if self.verbose:
+            print(f"  batch {label}: {len(cases)} cases", file=sys.stderr)
+        return outcomes
+
+    def run(self, selected: Sequence[tuple[str, TestCase]], supported: set[str]) -> list[CaseOutcome]:
+        """Outcomes of all ``selected`` cases: dry runs first, then batched compiles per opset."""
+        outcomes, runnable = [], defaultdict(list)
+        for op, case in selected:
+            prepared = prepare(op, case)
+            outcome = dry_run(prepared, supported)
+            if outcome is None:
+                runnable[prepared.opset].append(prepared)
+            else:
+                outcomes.append(outcome)
+        for opset in sorted(runnable):
+            group = runnable[opset]
+            for start in range(0, len(group), self.batch):
+                outcomes.extend(self.run_batch(group[start : start + self.batch]))
+        return outcomes
+
+
+def summarize(outcomes: Iterable[CaseOutcome]) -> list[OpSummary]:
+    """Counts per op, ops in alphabetical order."""
+    counts = defaultdict(Counter)
+    for outcome in outcomes:
+        counts[outcome.op][outcome.status] += 1
+    return [
+        OpSummary(op, sum(c.values()), c[Status.PASS], c[Status.FAIL], c[Status.SKIP])
+        for op, c in sorted(counts.items())
+    ]
+
+
+def format_table(rows: Sequence, header: Sequence[str] | None = None) -> str:
+    """A plain-text table of dataclass rows (header from the dataclass fields)."""
+    header = list(header or [f.name for f in fields(rows[0])])
+    cells = [header] + [[str(v.value if isinstance(v, enum.Enum) else v) for v in astuple(row)] for row in rows]
+    widths = [max(len(row[i]) for row in cells) for i in range(len(header))]
+    lines = ["  ".join(cell.ljust(width) for cell, width in zip(row, widths, strict=True)) for row in cells]
+    lines.insert(1, "  ".join("-" * width for width in widths))
+    return "\n".join(lines)
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    """Run the cases, print the per-op table and every failing or skipped case; exit 1 if any failed."""
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser.add_argument("--ops", help="comma-separated ops (default: every op with a canonical implementation)")
+    parser.add_argument("--batch", type=int, default=40, help="cases per compiled SDFG (default 40)")
+    parser.add_argument("--verbose", action="store_true", help="report every compiled batch on stderr")
+    args = parser.parse_args(argv)
+
+    import dcaccel.expansions
+
+    supported = set(dcaccel.expansions.supported_ops())
+    ops = args.ops.split(",") if args.ops else sorted(supported)
+    began = time.perf_counter()
+    selected = select_cases(ops)
+    runner = Runner(args.batch, args.verbose)
+    outcomes = runner.run(selected, supported)
+    summary = summarize(outcomes)
+    total = OpSummary("total", *(sum(getattr(s, f.name) for s in summary) for f in fields(OpSummary)[1:]))
+    print(format_table([*summary, total]))
+    problems = sorted((o for o in outcomes if o.status is not Status.PASS), key=lambda o: (o.op, o.status, o.case))
+    if problems:
+        print()
+        print(format_table(problems))
+    print(f"\n{len(outcomes)} cases, {runner.compiles} compiled SDFGs, {time.perf_counter() - began:.0f} s")
+    return 1 if total.failed else 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,114 @@
+"""``dcaccel dag MODEL``: the canonical task DAG of a lowered model.
+
+Lowers the model with the ``--impl`` choices, extracts its task DAG (:func:`dcaccel.dag.extract.extract`)
+and either writes it (``--out dag.json`` in the vectors' format, ``--out dag.dot`` for Graphviz) or
+prints a one-screen summary: numbers of tasks, buffers and edges, work, depth, I/O volume and the
+task labels that account for most tasks. Nothing is compiled.
+"""
+
+import argparse
+import json
+import sys
+from collections import Counter
+from dataclasses import dataclass
+
+from dcaccel.cli.models import add_impl_argument, add_model_argument, implementation_choices, resolve_model
+from dcaccel.cli.table import format_table
+from dcaccel.dag import metrics
+from dcaccel.dag.extract import EDGE_VOLUME_RULES, SINK_MODES, Granularity, extract
+from dcaccel.dag.taskdag import TaskDAG
+from dcaccel.errors import DcaccelError
+
+#: How many task labels the summary lists.
+TOP_LABELS = 8
+
+
+@dataclass(frozen=True)
+class LabelRow:
+    """Tasks sharing one map label (a task map's iterations share their map's label) and their work."""
+
+    label: str
+    tasks: int
+    work: str
+
+
+def register(subparsers) -> None:
+    """Add the ``dag`` sub-command."""
+    parser = subparsers.add_parser("dag", help="extract the canonical task DAG of a lowered model")
+    add_model_argument(parser)
+    add_impl_argument(parser)
+    parser.add_argument(
+        "--granularity",
+        default="task",
+        type=_granularity,
+        metavar="task|coarse|tiles=T",
+        help="one task per iteration of a task map (default), one per task map, or T per task map",
+    )
+    parser.add_argument(
+        "--edge-volume",
+        choices=EDGE_VOLUME_RULES,
+        default="exact",
+        help="volume of an edge through a streamed container (default: %(default)s)",
+    )
+    parser.add_argument(
+        "--sink", choices=SINK_MODES, default="auto", help="when to add a pseudo sink (default: %(default)s)"
+    )
+    parser.add_argument("--fuse", action="store_true", help="fuse chains of element-wise tasks first")
+    parser.add_argument("--out", metavar="FILE", help="write the DAG to FILE (.json or .dot) instead of a summary")
+    parser.set_defaults(run=run)
+
+
+def _granularity(text: str) -> Granularity:
+    try:
+        return Granularity.parse(text)
+    except DcaccelError as err:
+        raise argparse.ArgumentTypeError(str(err)) from None
+
+
+def run(args: argparse.Namespace) -> int:
+    """Extract the DAG; write it to ``--out`` or print its summary."""
+    if args.out is not None and not args.out.endswith((".json", ".dot")):
+        raise DcaccelError(f"dag: --out file '{args.out}' must end in .json or .dot")
+    workload = resolve_model(args.model)
+    lowered = workload.lower(implementation_choices(args.impl))
+    dag = extract(lowered, args.granularity, args.edge_volume, sink=args.sink, fusion=args.fuse)
+    if args.out is None:
+        sys.stdout.write(summary(dag) + "\n")
+        return 0
+    with open(args.out, "w") as stream:
+        if args.out.endswith(".json"):
+            json.dump(dag.to_json(), stream, indent=1)
+        else:
+            stream.write(dag.to_dot())
+    sys.stdout.write(f"wrote {dag!r} to {args.out}\n")
+    return 0
+
+
+def summary(dag: TaskDAG) -> str:
+    """The one-screen description ``dcaccel dag`` prints: counts, work, depth, I/O and the top labels."""
+    tasks = dag.tasks
+    lines = [
+        f"DAG {dag.name}: {len(tasks)} tasks, {len(dag.buffers)} buffers, {dag.num_edges} edges",
+        f"work {_number(metrics.work(dag))}, depth {_number(metrics.depth(dag))}, "
+        f"I/O volume {_number(metrics.io_volume(dag))}",
+        "",
+        format_table(label_rows(dag)),
+    ]
+    return "\n".join(lines)
+
+
+def label_rows(dag: TaskDAG, top: int = TOP_LABELS) -> list[LabelRow]:
+    """The ``top`` map labels with the most tasks (ties in order of first appearance)."""
+    costs = metrics.task_costs(dag)
+    counts: Counter[str] = Counter()
+    work: dict[str, int] = {}
+    for v in dag.tasks:
+        node = dag.node(v)
+        label = node.meta.get("map", node.label)
+        counts[label] += 1
+        work[label] = work.get(label, 0) + costs[v]
+    return [LabelRow(label, count, _number(work[label])) for label, count in counts.most_common(top)]
+
+
+def _number(value) -> str:
+    return f"{value:,}" if isinstance(value, int) else str(value)

@@ -1,0 +1,84 @@
+"""``dcaccel info MODEL``: a model's inputs, outputs and parameters, and its operators.
+
+Lists the op types with their counts and dcaccel's canonical implementations, then every
+operator (library node) with its op type and operand shapes. Nothing is compiled.
+"""
+
+import argparse
+import sys
+from collections import Counter
+from dataclasses import dataclass
+
+from dcaccel.cli.models import add_model_argument, resolve_model
+from dcaccel.cli.table import format_table
+from dcaccel.frontend import TensorSpec, Workload
+from dcaccel.frontend.ops import operators
+
+
+@dataclass(frozen=True)
+class OpTypeRow:
+    """One op type of the model: how many nodes have it, and dcaccel's implementations of it."""
+
+    op_type: str
+    count: int
+    implementations: str
+
+
+@dataclass(frozen=True)
+class NodeRow:
+    """One operator of the model, with its operand shapes."""
+
+    node: str
+    op_type: str
+    inputs: str
+    outputs: str
+
+
+def register(subparsers) -> None:
+    """Add the ``info`` sub-command."""
+    parser = subparsers.add_parser("info", help="list a model's operators, shapes and canonical implementations")
+    add_model_argument(parser)
+    parser.set_defaults(run=run)
+
+
+def run(args: argparse.Namespace) -> int:
+    """Print the description of the model."""
+    sys.stdout.write(describe(resolve_model(args.model)) + "\n")
+    return 0
+
+
+def describe(workload: Workload) -> str:
+    """The text ``dcaccel info`` prints for ``workload``."""
+    lines = [
+        f"workload {workload.name} (from {workload.origin.value})",
+        *(f"input  {_tensor(spec)}" for spec in workload.inputs),
+        *(f"output {_tensor(spec)}" for spec in workload.outputs),
+        f"parameters {workload.parameter_count:,}",
+    ]
+    if workload.symbols:
+        lines.append("symbols " + ", ".join(f"{k}={v}" for k, v in workload.symbols.items()))
+    lines += ["", format_table(op_type_rows(workload)), "", format_table(node_rows(workload))]
+    return "\n".join(lines)
+
+
+def op_type_rows(workload: Workload) -> list[OpTypeRow]:
+    """Op types in order of first appearance, with counts and dcaccel's implementation names (``-``: none yet)."""
+    from dcaccel.expansions import implementations
+
+    counts = Counter(op.op_type for op in operators(workload.sdfg))
+    return [OpTypeRow(op, count, ", ".join(implementations(op)) or "-") for op, count in counts.items()]
+
+
+def node_rows(workload: Workload) -> list[NodeRow]:
+    """One row per operator of the workload's SDFG."""
+    return [NodeRow(op.node, op.op_type, _shapes(op.inputs), _shapes(op.outputs)) for op in operators(workload.sdfg)]
+
+
+def _tensor(spec: TensorSpec) -> str:
+    """``name dtype[d0, d1, ...]``."""
+    return f"{spec.name} {spec.dtype}[{', '.join(str(d) for d in spec.shape)}]"
+
+
+def _shapes(shapes) -> str:
+    """Operand shapes as ``1x6x24x24, 6``."""
+    return ", ".join("x".join(str(d) for d in shape) or "scalar" for shape in shapes)

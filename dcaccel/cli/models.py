@@ -1,0 +1,62 @@
+"""What a sub-command needs to build the workload it works on: the MODEL argument and ``--impl`` choices.
+
+MODEL is a built-in workload name (see :mod:`dcaccel.workloads`), an ONNX file, or
+``path/to/file.py:attribute`` (see :mod:`dcaccel.frontend.python_file`).
+"""
+
+import argparse
+import os
+
+from dcaccel import workloads
+from dcaccel.errors import DcaccelError
+from dcaccel.frontend import Workload, load
+from dcaccel.frontend.python_file import is_python_spec
+
+MODEL_HELP = "a built-in workload ({}), an .onnx file, or path/to/file.py:attribute"
+
+
+def add_model_argument(parser: argparse.ArgumentParser) -> None:
+    """Add the positional MODEL argument."""
+    parser.add_argument("model", metavar="MODEL", help=MODEL_HELP.format(", ".join(workloads.names())))
+
+
+def resolve_model(spec: str) -> Workload:
+    """The workload MODEL names: a built-in workload, an ONNX file, or an attribute of a Python file.
+
+    Raises :class:`DcaccelError` for a name that is none of these (listing the built-in names), a
+    missing file, or a file that is not a model.
+    """
+    if spec in workloads.names():
+        return workloads.get(spec)
+    if is_python_spec(spec) or spec.endswith(".onnx") or os.path.exists(spec):
+        return load(spec)
+    raise DcaccelError(
+        f"unknown model '{spec}': not a built-in workload ({', '.join(workloads.names())}), "
+        "an .onnx file or path/to/file.py:attribute"
+    )
+
+
+def add_impl_argument(parser: argparse.ArgumentParser) -> None:
+    """Add ``--impl OP=NAME ...``: canonical implementations chosen per ONNX op type or per node name."""
+    parser.add_argument(
+        "--impl",
+        metavar="OP=NAME",
+        nargs="+",
+        action="extend",
+        type=_choice,
+        default=[],
+        help="implementation NAME for an op type or a node (e.g. Conv=op conv2=lmv); implies lowering",
+    )
+
+
+def implementation_choices(pairs: list[tuple[str, str]]) -> dict[str, str]:
+    """The ``--impl`` pairs as the ``choices`` mapping of ``Workload.lower`` (a later pair wins)."""
+    return dict(pairs)
+
+
+def _choice(text: str) -> tuple[str, str]:
+    """Parse one ``OP=NAME`` pair."""
+    key, separator, value = text.partition("=")
+    if not separator or not key or not value:
+        raise argparse.ArgumentTypeError(f"expected OP=NAME, got '{text}'")
+    return key, value

@@ -1,0 +1,46 @@
+"""``dcaccel verify MODEL``: run the model's SDFG and compare its outputs with the reference.
+
+Prints the maximum absolute and relative error per output and exits with status 1 on a mismatch.
+With ``--impl`` (or ``--lowered``) the model is first lowered with those implementation choices and
+the lowered SDFG is checked.
+"""
+
+import argparse
+import sys
+
+from dcaccel.cli.models import add_impl_argument, add_model_argument, implementation_choices, resolve_model
+from dcaccel.cli.table import format_table
+from dcaccel.verify import VerifyReport, verify
+
+
+def register(subparsers) -> None:
+    """Add the ``verify`` sub-command."""
+    parser = subparsers.add_parser("verify", help="check a model's SDFG against onnxruntime or its Python function")
+    add_model_argument(parser)
+    parser.add_argument("--rtol", type=float, default=1e-4, help="relative tolerance (default: %(default)g)")
+    parser.add_argument("--atol", type=float, default=1e-5, help="absolute tolerance (default: %(default)g)")
+    parser.add_argument("--seed", type=int, default=0, help="seed of the random inputs (default: %(default)d)")
+    add_impl_argument(parser)
+    parser.add_argument("--lowered", action="store_true", help="lower the model fully before checking it")
+    parser.set_defaults(run=run)
+
+
+def run(args: argparse.Namespace) -> int:
+    """Verify the model; 0 when every output matches, 1 otherwise."""
+    workload = resolve_model(args.model)
+    lowered = None
+    if args.impl or args.lowered:
+        lowered = workload.lower(implementation_choices(args.impl))
+    report = verify(workload, lowered, rtol=args.rtol, atol=args.atol, seed=args.seed)
+    sys.stdout.write(format_report(report) + "\n")
+    return 0 if report.passed else 1
+
+
+def format_report(report: VerifyReport) -> str:
+    """The per-output errors and a closing verdict line."""
+    verdict = "PASS" if report.passed else "FAIL"
+    return (
+        f"{format_table(list(report.outputs))}\n"
+        f"{verdict}: {report.workload} ({report.program} SDFG) against {report.reference}, "
+        f"rtol={report.rtol:g} atol={report.atol:g} seed={report.seed}"
+    )

@@ -1,0 +1,325 @@
+"""The task scopes of a fully lowered SDFG: which top-level scopes are tasks and what each accesses.
+
+This module is the only part of :mod:`dcaccel.dag` that reads an SDFG (it imports DaCe; the rest
+of the package imports it lazily). It turns a fully lowered, inlined SDFG into a
+:class:`LoweredProgram`: the steps of the program in order (task scopes and container-to-container
+copies) plus the data containers with their buffer marks. Building the task DAG from it is the job
+of :mod:`dcaccel.dag.extract`; summing its volumes in closed form is :mod:`dcaccel.dag.symbolic`'s.
+
+Rules (architecture.md, Contract 2):
+
+* states are visited in program order; inside a state, top-level nodes in DaCe's depth-first
+  topological order (``dace.sdfg.utils.dfs_topological_sort``);
+* every top-level map scope is a task scope. It is a **task map** when its body contains another
+  map scope; then each iteration of its (outermost) map is a task, and the accesses recorded are
+  those of one iteration: the memlets on the edges leaving its entry / entering its exit, which
+  DaCe's memlet propagation has already summed over the inner maps. Their subsets and volumes are
+  expressions in the task map's parameters, read once per scope and substituted per iteration by
+  the caller (never re-propagated);
+* a top-level tasklet, library node or nested SDFG is a single task scope;
+* an edge between two access nodes at top level is a :class:`Copy`;
+* a container is a buffer iff its descriptor carries a buffer mark (:mod:`dcaccel.buffers`); the
+  non-transient containers of the SDFG (program inputs and outputs) are buffers even when the
+  program was not marked (a bare SDFG): their reason is then ``PROGRAM_IO``.
+
+Every expression is rewritten over plain SymPy symbols (program sizes without assumptions, or
+positive integers on request; map parameters ``integer=True, nonnegative=True``) so that results
+can be compared, summed and evaluated by symbol name.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+from typing import Any
+
+import dace
+import sympy
+from dace.sdfg import nodes as dnodes
+from dace.sdfg.state import ControlFlowRegion, SDFGState
+
+from dcaccel.buffers import BufferReason, buffer_reason
+from dcaccel.errors import DcaccelError
+
+
+@dataclass(frozen=True)
+class Access:
+    """The accesses of one task (or of one iteration of a task map) to one container.
+
+    ``begin``/``end`` bound the accessed elements per dimension (inclusive), ``elements`` is the
+    number of distinct elements of the subset, ``volume`` the number of element accesses (re-reads
+    count). All are SymPy expressions, in the task map's parameters for a per-iteration access.
+    ``accumulate`` marks a write with write-conflict resolution (it reads what it updates).
+    """
+
+    data: str
+    begin: tuple[sympy.Expr, ...]
+    end: tuple[sympy.Expr, ...]
+    elements: sympy.Expr
+    volume: sympy.Expr
+    dynamic: bool = False
+    accumulate: bool = False
+
+
+@dataclass(frozen=True)
+class TaskScope:
+    """One top-level scope that is a task, or a task map whose iterations are tasks.
+
+    ``reads``/``writes`` are per iteration for a task map (expressions in ``params``) and for the
+    whole scope otherwise; ``whole_reads``/``whole_writes`` are always those of the whole scope
+    (what ``granularity="coarse"`` uses).
+    """
+
+    label: str
+    state: str
+    params: tuple[sympy.Symbol, ...]
+    ranges: tuple[tuple[sympy.Expr, sympy.Expr, sympy.Expr], ...]
+    reads: tuple[Access, ...]
+    writes: tuple[Access, ...]
+    whole_reads: tuple[Access, ...]
+    whole_writes: tuple[Access, ...]
+    meta: Mapping[str, Any] = field(default_factory=dict)
+
+    @property
+    def is_task_map(self) -> bool:
+        """Whether each iteration of the scope's outermost map is a task."""
+        return bool(self.params)
+
+    @property
+    def iterations(self) -> sympy.Expr:
+        """Number of iterations of the outermost map (1 for a single task)."""
+        count = sympy.Integer(1)
+        for begin, end, step in self.ranges:
+            count *= sympy.floor((end - begin) / step) + 1
+        return count
+
+
+@dataclass(frozen=True)
+class Copy:
+    """A copy between two containers (an edge between two access nodes)."""
+
+    state: str
+    src: Access
+    dst: Access
+
+
+@dataclass(frozen=True)
+class Container:
+    """A data container of the program and whether it is a buffer node."""
+
+    name: str
+    shape: tuple[sympy.Expr, ...]
+    transient: bool
+    reason: BufferReason | None
+
+    @property
+    def is_buffer(self) -> bool:
+        return self.reason is not None
+
+
+@dataclass
+class LoweredProgram:
+    """A fully lowered program as the task DAG sees it: steps in program order and containers."""
+
+    name: str
+    steps: list[TaskScope | Copy]
+    containers: dict[str, Container]
+    symbols: frozenset[sympy.Symbol]
+
+
+def program_symbol(name: str, positive: bool = False) -> sympy.Symbol:
+    """The SymPy symbol standing for the program size ``name``: a plain one (the symbol
+    ``TaskDAG.evaluate`` and a JSON round-trip produce), or a positive integer one for closed forms."""
+    return sympy.Symbol(name, integer=True, positive=True) if positive else sympy.Symbol(name)
+
+
+def parameter_symbol(name: str) -> sympy.Symbol:
+    """The plain SymPy symbol standing for the map parameter ``name``."""
+    return sympy.Symbol(name, integer=True, nonnegative=True)
+
+
+class _Reader:
+    """Reads one SDFG into a :class:`LoweredProgram` (see the module docstring for the rules)."""
+
+    def __init__(self, sdfg: dace.SDFG, symbols: Mapping[str, int] | None, positive: bool):
+        self.sdfg = sdfg
+        self.positive = positive
+        self.values = {name: sympy.Integer(v) for name, v in (symbols or {}).items()}
+        self.program_symbols: set[sympy.Symbol] = set()
+
+    # -- expressions -------------------------------------------------------------------------
+    def expr(self, value, params: Mapping[str, sympy.Symbol]) -> sympy.Expr:
+        """``value`` as a SymPy expression over plain symbols, with known sizes substituted."""
+        expr = sympy.sympify(dace.symbolic.pystr_to_symbolic(value) if isinstance(value, str) else value)
+        replacements = {}
+        for sym in expr.free_symbols:
+            name = str(sym)
+            if name in params:
+                replacements[sym] = params[name]
+            elif name in self.values:
+                replacements[sym] = self.values[name]
+            else:
+                plain = program_symbol(name, self.positive)
+                self.program_symbols.add(plain)
+                replacements[sym] = plain
+        return expr.xreplace(replacements)
+
+    def access(self, data: str, subset, memlet, params: Mapping[str, sympy.Symbol]) -> Access:
+        """The :class:`Access` of ``memlet`` to ``data`` over ``subset``."""
+        if subset is None:
+            subset = dace.subsets.Range.from_array(self.sdfg.arrays[data])
+        begin = tuple(self.expr(b, params) for b in subset.min_element())
+        end = tuple(self.expr(e, params) for e in subset.max_element())
+        elements = self.expr(subset.num_elements(), params)
+        dynamic = bool(memlet.dynamic)
+        volume = self.expr(memlet.volume, params)
+        if dynamic and volume == 0:
+            volume = elements
+        return Access(data, begin, end, elements, volume, dynamic, memlet.wcr is not None)
+
+    # -- program order -----------------------------------------------------------------------
+    def states(self, region: ControlFlowRegion):
+        """The states of ``region`` in program order; any other control flow is refused."""
+        for block in dace.sdfg.utils.dfs_topological_sort(region, sources=[region.start_block]):
+            if isinstance(block, SDFGState):
+                yield block
+            elif type(block) is ControlFlowRegion:
+                yield from self.states(block)
+            else:
+                raise DcaccelError(
+                    f"extract: control-flow block '{block.label}' ({type(block).__name__}) in SDFG "
+                    f"'{self.sdfg.name}' has no static task structure; unroll or convert it to maps first"
+                )
+
+    def read(self) -> LoweredProgram:
+        steps: list[TaskScope | Copy] = []
+        for state in self.states(self.sdfg):
+            steps.extend(self.state_steps(state))
+        containers = {}
+        for name, desc in self.sdfg.arrays.items():
+            reason = buffer_reason(desc)
+            if reason is None and not desc.transient:
+                reason = BufferReason.PROGRAM_IO
+            shape = tuple(self.expr(s, {}) for s in desc.shape)
+            containers[name] = Container(name, shape, bool(desc.transient), reason)
+        return LoweredProgram(self.sdfg.name, steps, containers, frozenset(self.program_symbols))
+
+    def state_steps(self, state: SDFGState):
+        scope_dict = state.scope_dict()
+        children = state.scope_children()
+        for node in dace.sdfg.utils.dfs_topological_sort(state):
+            if scope_dict[node] is not None:
+                continue
+            if isinstance(node, dnodes.MapEntry):
+                yield self.map_scope(state, node, children)
+            elif isinstance(node, dnodes.AccessNode):
+                for edge in state.in_edges(node):
+                    if isinstance(edge.src, dnodes.AccessNode) and not edge.data.is_empty():
+                        yield self.copy(state, edge)
+            elif isinstance(node, (dnodes.Tasklet, dnodes.LibraryNode, dnodes.NestedSDFG)):
+                yield self.node_scope(state, node)
+            elif isinstance(node, dnodes.EntryNode):
+                raise DcaccelError(
+                    f"extract: scope '{node.label}' ({type(node).__name__}) in state '{state.label}' is not a map"
+                )
+
+    # -- steps -------------------------------------------------------------------------------
+    def copy(self, state: SDFGState, edge) -> Copy:
+        memlet = edge.data
+        src = self.access(edge.src.data, memlet.get_src_subset(edge, state), memlet, {})
+        dst = self.access(edge.dst.data, memlet.get_dst_subset(edge, state), memlet, {})
+        return Copy(state.label, src, dst)
+
+    def outer_accesses(self, state: SDFGState, node) -> tuple[tuple[Access, ...], tuple[Access, ...]]:
+        """The accesses of the whole scope of ``node``: the edges from and to top-level access nodes."""
+        exit_node = state.exit_node(node) if isinstance(node, dnodes.EntryNode) else node
+        reads = [
+            self.access(e.src.data, e.data.get_src_subset(e, state), e.data, {})
+            for e in state.in_edges(node)
+            if isinstance(e.src, dnodes.AccessNode) and not e.data.is_empty()
+        ]
+        writes = [
+            self.access(e.dst.data, e.data.get_dst_subset(e, state), e.data, {})
+            for e in state.out_edges(exit_node)
+            if isinstance(e.dst, dnodes.AccessNode) and not e.data.is_empty()
+        ]
+        return _merge(reads), _merge(writes)
+
+    def node_scope(self, state: SDFGState, node) -> TaskScope:
+        reads, writes = self.outer_accesses(state, node)
+        meta = {"node_type": type(node).__name__, "scope": node.label}
+        return TaskScope(node.label, state.label, (), (), reads, writes, reads, writes, meta)
+
+    def map_scope(self, state: SDFGState, entry: dnodes.MapEntry, children) -> TaskScope:
+        whole_reads, whole_writes = self.outer_accesses(state, entry)
+        meta = {"map": entry.map.label}
+        label = entry.map.label
+        if not any(isinstance(child, dnodes.MapEntry) for child in children[entry]):
+            return TaskScope(label, state.label, (), (), whole_reads, whole_writes, whole_reads, whole_writes, meta)
+        params = {p: parameter_symbol(p) for p in entry.map.params}
+        ranges = tuple(tuple(self.expr(v, {}) for v in rng) for rng in entry.map.range.ranges)
+        reads = self.inner_accesses(state, entry, params, reading=True)
+        writes = self.inner_accesses(state, state.exit_node(entry), params, reading=False)
+        return TaskScope(
+            label, state.label, tuple(params.values()), ranges, reads, writes, whole_reads, whole_writes, meta
+        )
+
+    def inner_accesses(self, state: SDFGState, scope_node, params, reading: bool) -> tuple[Access, ...]:
+        """Per-iteration accesses of a task map: memlets just inside its entry (reads) or exit (writes)."""
+        outer_data = {}
+        if reading:
+            for e in state.in_edges(scope_node):
+                if e.dst_conn and isinstance(e.src, dnodes.AccessNode):
+                    outer_data[e.dst_conn[3:]] = e.src.data
+            inner = [(e, e.src_conn[4:]) for e in state.out_edges(scope_node) if e.src_conn]
+        else:
+            for e in state.out_edges(scope_node):
+                if e.src_conn and isinstance(e.dst, dnodes.AccessNode):
+                    outer_data[e.src_conn[4:]] = e.dst.data
+            inner = [(e, e.dst_conn[3:]) for e in state.in_edges(scope_node) if e.dst_conn]
+        accesses = []
+        for edge, conn in inner:
+            if conn not in outer_data or edge.data.is_empty():
+                continue
+            data = outer_data[conn]
+            memlet = edge.data
+            if memlet.data == data:
+                subset = memlet.subset
+            else:
+                subset = memlet.get_src_subset(edge, state) if reading else memlet.get_dst_subset(edge, state)
+            accesses.append(self.access(data, subset, memlet, params))
+        return _merge(accesses)
+
+
+def _merge(accesses: list[Access]) -> tuple[Access, ...]:
+    """One access per container, in first-access order: volumes summed, bounds the bounding box."""
+    merged: dict[str, Access] = {}
+    for acc in accesses:
+        old = merged.get(acc.data)
+        if old is None:
+            merged[acc.data] = acc
+            continue
+        begin = tuple(sympy.Min(a, b) for a, b in zip(old.begin, acc.begin, strict=True))
+        end = tuple(sympy.Max(a, b) for a, b in zip(old.end, acc.end, strict=True))
+        box = sympy.Integer(1)
+        for b, e in zip(begin, end, strict=True):
+            box *= e - b + 1
+        elements = sympy.Min(old.elements + acc.elements, box)
+        merged[acc.data] = Access(
+            acc.data,
+            begin,
+            end,
+            elements,
+            old.volume + acc.volume,
+            old.dynamic or acc.dynamic,
+            old.accumulate or acc.accumulate,
+        )
+    return tuple(merged.values())
+
+
+def read_program(
+    sdfg: dace.SDFG, symbols: Mapping[str, int] | None = None, positive_sizes: bool = False
+) -> LoweredProgram:
+    """The steps and containers of the fully lowered ``sdfg``, with the sizes in ``symbols`` substituted;
+    the remaining sizes become plain symbols, or positive integer ones with ``positive_sizes``."""
+    return _Reader(sdfg, symbols, positive_sizes).read()

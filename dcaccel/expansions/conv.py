@@ -1,0 +1,445 @@
+"""Canonical implementations of the ONNX ``Conv`` op: im2col + MMM (``mv``, ``op``, ``lmv``) and ``direct``.
+
+Progressive lowering: the Conv node expands into a nested SDFG of canonical steps, in one state
+
+    ``Wr``          weight reshape W → W_col [G, F/G, K]   (K = C/G · kernel size), a WEIGHTS buffer;
+    ``Xr``          im2col X → X_col [G, K, M]              (M = batch · output size), column by column;
+    ``MMM`` × G     Y_col[g] = W_col[g] · X_col[g]          one MMM node per group, in the chosen shape;
+    ``AddBias``     Y_col_bias = Y_col + B (row by row)     a LAYER_OUTPUT buffer (absent without bias);
+    ``ReshapeOut``  Y_col_bias → Y [batch, F, out...]
+
+and the MMM nodes expand in turn into their task maps. Groups (incl. depthwise) are one MMM node per
+group over the group's slice of W_col, X_col and Y_col; the batch is folded into the columns of X_col
+(M = batch · output size). The marks of X_col and Y_col follow from the orders the MMM shape declares
+(:func:`dcaccel.expansions.mmm.buffer_reason_between`): X_col is produced column by column, Y_col is
+read row by row by ``AddBias``. Without a bias, ``ReshapeOut`` reads Y_col, which is then the layer
+output (LAYER_OUTPUT). Any number of spatial dimensions, pads (explicit or ``auto_pad``), strides and
+dilations are supported; padded input positions read a clamped element and are masked to zero.
+"""
+
+import math
+from dataclasses import dataclass
+
+import dace
+from dace.libraries.onnx.forward_implementation_abc import ONNXForward
+from dace.libraries.onnx.op_implementations.utils import op_implementation
+from dace.sdfg.utils import in_desc_with_name, out_desc_with_name
+
+from dcaccel.buffers import BufferReason, mark_buffer
+from dcaccel.errors import UnsupportedOpError
+from dcaccel.expansions.mmm import MMM, Order, buffer_reason_between
+from dcaccel.expansions.mmm.expansions.common import expansion_state
+
+FLOAT_TYPES = (dace.float16, dace.float32, dace.float64)
+
+
+@dataclass(frozen=True)
+class ConvGeometry:
+    """Sizes of a convolution ``Y = conv(X, W) + B`` with explicit begin pads."""
+
+    batch: int
+    channels: int
+    filters: int
+    groups: int
+    in_sizes: tuple[int, ...]
+    kernel: tuple[int, ...]
+    out_sizes: tuple[int, ...]
+    strides: tuple[int, ...]
+    dilations: tuple[int, ...]
+    pads_begin: tuple[int, ...]
+
+    @property
+    def channels_per_group(self) -> int:
+        return self.channels // self.groups
+
+    @property
+    def filters_per_group(self) -> int:
+        return self.filters // self.groups
+
+    @property
+    def patch(self) -> int:
+        """K: the length of one patch (a column of X_col), channels per group × kernel size."""
+        return self.channels_per_group * math.prod(self.kernel)
+
+    @property
+    def columns(self) -> int:
+        """M: the number of columns of X_col and Y_col, batch × output size."""
+        return self.batch * math.prod(self.out_sizes)
+
+    @property
+    def dims(self) -> range:
+        return range(len(self.kernel))
+
+    def kernel_params(self) -> list[str]:
+        return [f"__y{d}" for d in self.dims]
+
+    def out_params(self) -> list[str]:
+        return [f"__o{d}" for d in self.dims]
+
+    def patch_index(self) -> str:
+        """Row of X_col (and column of W_col) of channel ``c`` and kernel offset ``y...``."""
+        return _flat_index(["__c", *self.kernel_params()], (self.channels_per_group, *self.kernel))
+
+    def column_index(self) -> str:
+        """Column of X_col / Y_col of batch element ``b`` and output position ``o...``."""
+        return _flat_index(["__b", *self.out_params()], (self.batch, *self.out_sizes))
+
+    def input_position(self, d: int) -> str:
+        """Input coordinate read in spatial dimension ``d`` by output ``o_d`` and kernel offset ``y_d``."""
+        return f"{self.strides[d]} * __o{d} + {self.dilations[d]} * __y{d} - {self.pads_begin[d]}"
+
+    def is_padded(self, d: int) -> bool:
+        """Whether some output position reads outside the input in spatial dimension ``d``."""
+        last = self.strides[d] * (self.out_sizes[d] - 1) + self.dilations[d] * (self.kernel[d] - 1)
+        return self.pads_begin[d] > 0 or last - self.pads_begin[d] >= self.in_sizes[d]
+
+
+def _flat_index(params: list[str], sizes: tuple[int, ...]) -> str:
+    """Row-major linear index of ``params`` in an array of ``sizes``."""
+    terms = [f"{math.prod(sizes[i + 1 :])} * {p}" for i, p in enumerate(params)]
+    return " + ".join(terms)
+
+
+def _ints(values, default: int, count: int) -> tuple[int, ...]:
+    return tuple(int(v) for v in values) if values else (default,) * count
+
+
+def conv_geometry(node, state: dace.SDFGState, sdfg: dace.SDFG) -> ConvGeometry:
+    """The geometry of the ONNX Conv ``node``; :class:`UnsupportedOpError` for what it cannot lower."""
+    x = in_desc_with_name(node, state, sdfg, "X")
+    w = in_desc_with_name(node, state, sdfg, "W")
+    y = out_desc_with_name(node, state, sdfg, "Y")
+    if x.dtype not in FLOAT_TYPES or w.dtype != x.dtype:
+        raise UnsupportedOpError("Conv", node.label, f"element types X {x.dtype}, W {w.dtype}")
+    if len(x.shape) < 3 or len(w.shape) != len(x.shape):
+        raise UnsupportedOpError("Conv", node.label, f"X shape {tuple(x.shape)} with W shape {tuple(w.shape)}")
+    try:
+        shapes = [tuple(int(s) for s in desc.shape) for desc in (x, w, y)]
+    except TypeError:
+        raise UnsupportedOpError("Conv", node.label, "symbolic tensor sizes") from None
+    (batch, channels, *in_sizes), (filters, channels_per_group, *kernel), (_, _, *out_sizes) = shapes
+    n_dims = len(kernel)
+    groups = int(node.group or 1)
+    if channels != channels_per_group * groups or filters % groups:
+        raise UnsupportedOpError(
+            "Conv", node.label, f"{channels} channels and {filters} filters do not split into {groups} groups"
+        )
+    strides = _ints(node.strides, 1, n_dims)
+    dilations = _ints(node.dilations, 1, n_dims)
+    auto_pad = node.auto_pad or "NOTSET"
+    if auto_pad == "NOTSET":
+        pads_begin = _ints(node.pads, 0, 2 * n_dims)[:n_dims]
+    elif auto_pad == "VALID":
+        pads_begin = (0,) * n_dims
+    else:
+        totals = [
+            max(0, (o - 1) * s + (k - 1) * d + 1 - i)
+            for o, s, k, d, i in zip(out_sizes, strides, kernel, dilations, in_sizes, strict=True)
+        ]
+        pads_begin = tuple(t // 2 if auto_pad == "SAME_UPPER" else t - t // 2 for t in totals)
+    return ConvGeometry(
+        batch,
+        channels,
+        filters,
+        groups,
+        tuple(in_sizes),
+        tuple(kernel),
+        tuple(out_sizes),
+        strides,
+        dilations,
+        pads_begin,
+    )
+
+
+def _map_ranges(params: list[str], sizes) -> dict[str, str]:
+    return {p: f"0:{s}" for p, s in zip(params, sizes, strict=True)}
+
+
+def _add_flat_map(state, label, ranges, inputs, code, outputs, language=dace.Language.Python) -> None:
+    """One single-task map ``label`` with a tasklet body; ``inputs``/``outputs``: connector → (node, memlet)."""
+    entry, exit_ = state.add_map(label, ranges)
+    tasklet = state.add_tasklet(label, dict.fromkeys(inputs), dict.fromkeys(outputs), code, language=language)
+    for conn, (node, memlet) in inputs.items():
+        state.add_memlet_path(node, entry, tasklet, dst_conn=conn, memlet=memlet)
+    for conn, (node, memlet) in outputs.items():
+        state.add_memlet_path(tasklet, exit_, node, src_conn=conn, memlet=memlet)
+
+
+def _add_weight_reshape(state, geometry: ConvGeometry, w, w_col) -> None:
+    """``Wr``: W[g·F/G + f, c, y...] → W_col[g, f, c·kernel size + y...], in W's row-major order."""
+    kernel_params = geometry.kernel_params()
+    _add_flat_map(
+        state,
+        "Wr",
+        _map_ranges(
+            ["__g", "__f", "__c", *kernel_params],
+            (geometry.groups, geometry.filters_per_group, geometry.channels_per_group, *geometry.kernel),
+        ),
+        {
+            "__in": (
+                w,
+                dace.Memlet(f"{w.data}[{geometry.filters_per_group} * __g + __f, __c, {', '.join(kernel_params)}]"),
+            )
+        },
+        "__out = __in",
+        {"__out": (w_col, dace.Memlet(f"{w_col.data}[__g, __f, {geometry.patch_index()}]"))},
+    )
+
+
+def _add_im2col(state, geometry: ConvGeometry, x, x_col, dtype) -> None:
+    """``Xr``: X_col[g, c·kernel size + y..., b·out size + o...] = X[b, g·C/G + c, stride·o + dilation·y - pad],
+    zero where that position is padding; one column (patch) after the other within each group."""
+    positions, inside = [], []
+    for d in geometry.dims:
+        position = geometry.input_position(d)
+        if geometry.is_padded(d):
+            inside.append(f"({position} >= 0) and ({position} < {geometry.in_sizes[d]})")
+            position = f"max(0, min({geometry.in_sizes[d] - 1}, {position}))"
+        positions.append(position)
+    code = f"__out = __in if ({' and '.join(inside)}) else dace.{dtype.to_string()}(0)" if inside else "__out = __in"
+    _add_flat_map(
+        state,
+        "Xr",
+        _map_ranges(
+            ["__g", "__b", *geometry.out_params(), "__c", *geometry.kernel_params()],
+            (geometry.groups, geometry.batch, *geometry.out_sizes, geometry.channels_per_group, *geometry.kernel),
+        ),
+        {"__in": (x, dace.Memlet(f"{x.data}[__b, {geometry.channels_per_group} * __g + __c, {', '.join(positions)}]"))},
+        code,
+        {"__out": (x_col, dace.Memlet(f"{x_col.data}[__g, {geometry.patch_index()}, {geometry.column_index()}]"))},
+    )
+
+
+def _add_bias(state, geometry: ConvGeometry, y_col, bias, y_col_bias) -> None:
+    """``AddBias``: Y_col_bias[g, f, m] = Y_col[g, f, m] + B[g·F/G + f], row by row."""
+    _add_flat_map(
+        state,
+        "AddBias",
+        _map_ranges(["__g", "__f", "__m"], (geometry.groups, geometry.filters_per_group, geometry.columns)),
+        {
+            "__in": (y_col, dace.Memlet(f"{y_col.data}[__g, __f, __m]")),
+            "__bias": (bias, dace.Memlet(f"{bias.data}[{geometry.filters_per_group} * __g + __f]")),
+        },
+        "__out = __in + __bias",
+        {"__out": (y_col_bias, dace.Memlet(f"{y_col_bias.data}[__g, __f, __m]"))},
+    )
+
+
+def _add_output_reshape(state, geometry: ConvGeometry, y_col, y) -> None:
+    """``ReshapeOut``: Y[b, g·F/G + f, o...] = Y_col[g, f, b·out size + o...], reading Y_col row by row."""
+    out_params = geometry.out_params()
+    _add_flat_map(
+        state,
+        "ReshapeOut",
+        _map_ranges(
+            ["__g", "__f", "__b", *out_params],
+            (geometry.groups, geometry.filters_per_group, geometry.batch, *geometry.out_sizes),
+        ),
+        {"__in": (y_col, dace.Memlet(f"{y_col.data}[__g, __f, {geometry.column_index()}]"))},
+        "__out = __in",
+        {
+            "__out": (
+                y,
+                dace.Memlet(f"{y.data}[__b, {geometry.filters_per_group} * __g + __f, {', '.join(out_params)}]"),
+            )
+        },
+    )
+
+
+def im2col_marks(implementation: str, has_bias: bool) -> dict[str, BufferReason | None]:
+    """Buffer reasons of the im2col transients under the MMM shape ``implementation`` (None: streams)."""
+    expansion = MMM.implementations[implementation]
+    y_col = buffer_reason_between(expansion.produces, Order.ROW) if has_bias else BufferReason.LAYER_OUTPUT
+    marks = {
+        "W_col": BufferReason.WEIGHTS,
+        "X_col": buffer_reason_between(Order.COLUMN, expansion.consumes_b),
+        "Y_col": y_col,
+    }
+    if has_bias:
+        marks["Y_col_bias"] = BufferReason.LAYER_OUTPUT
+    return marks
+
+
+def build_im2col_sdfg(
+    geometry: ConvGeometry, dtype: dace.typeclass, implementation: str, has_bias: bool, name: str = "conv_im2col"
+) -> dace.SDFG:
+    """The im2col lowering of a convolution as a nested SDFG with inputs ``X``, ``W`` (and ``B``), output ``Y``.
+
+    One state: ``Wr`` and ``Xr`` → one ``MMM`` node per group with ``implementation`` → ``AddBias`` →
+    ``ReshapeOut`` (see the module docstring); the transients carry the marks of :func:`im2col_marks`.
+    """
+    g, fg, k, m = geometry.groups, geometry.filters_per_group, geometry.patch, geometry.columns
+    sdfg = dace.SDFG(name)
+    sdfg.add_array("X", (geometry.batch, geometry.channels, *geometry.in_sizes), dtype)
+    sdfg.add_array("W", (geometry.filters, geometry.channels_per_group, *geometry.kernel), dtype)
+    sdfg.add_array("Y", (geometry.batch, geometry.filters, *geometry.out_sizes), dtype)
+    if has_bias:
+        sdfg.add_array("B", (geometry.filters,), dtype)
+    shapes = {"W_col": (g, fg, k), "X_col": (g, k, m), "Y_col": (g, fg, m), "Y_col_bias": (g, fg, m)}
+    for container, reason in im2col_marks(implementation, has_bias).items():
+        sdfg.add_transient(container, shapes[container], dtype)
+        if reason is not None:
+            mark_buffer(sdfg.arrays[container], reason)
+    state = expansion_state(sdfg, name, __file__)
+    w_col, x_col, y_col = state.add_access("W_col"), state.add_access("X_col"), state.add_access("Y_col")
+    _add_weight_reshape(state, geometry, state.add_read("W"), w_col)
+    _add_im2col(state, geometry, state.add_read("X"), x_col, dtype)
+    for group in range(g):
+        mmm = MMM(f"MMM_g{group}" if g > 1 else "MMM")
+        mmm.implementation = implementation
+        state.add_node(mmm)
+        state.add_edge(w_col, None, mmm, "_a", dace.Memlet(f"W_col[{group}, 0:{fg}, 0:{k}]"))
+        state.add_edge(x_col, None, mmm, "_b", dace.Memlet(f"X_col[{group}, 0:{k}, 0:{m}]"))
+        state.add_edge(mmm, "_c", y_col, None, dace.Memlet(f"Y_col[{group}, 0:{fg}, 0:{m}]"))
+    layer_output = y_col
+    if has_bias:
+        layer_output = state.add_access("Y_col_bias")
+        _add_bias(state, geometry, y_col, state.add_read("B"), layer_output)
+    _add_output_reshape(state, geometry, layer_output, state.add_write("Y"))
+    return sdfg
+
+
+def _direct_conv_code(geometry: ConvGeometry, dtype: dace.typeclass, has_bias: bool) -> str:
+    """C++ tasklet code of one output of the direct convolution (see :func:`build_direct_sdfg`).
+
+    The connectors ``__w`` and ``__x`` point at the filter's weights and at the group's input plane (or
+    are scalars when that window is one element); indices are linear in the row-major layouts of W and X.
+    """
+    cg, kernel_params = geometry.channels_per_group, geometry.kernel_params()
+    w_strides = [math.prod(geometry.kernel[d + 1 :]) for d in geometry.dims]
+    x_strides = [math.prod(geometry.in_sizes[d + 1 :]) for d in geometry.dims]
+    kernel_size, plane_size = math.prod(geometry.kernel), math.prod(geometry.in_sizes)
+    lines = [f"{dtype.ctype} __acc = {'__bias' if has_bias else '0'};"]
+    for loop_var, size in zip(["__c", *kernel_params], (cg, *geometry.kernel), strict=True):
+        lines.append(f"for (long {loop_var} = 0; {loop_var} < {size}; ++{loop_var})")
+    lines.append("{")
+    inside = []
+    for d in geometry.dims:
+        lines.append(f"    const long __p{d} = {geometry.input_position(d)};")
+        inside.append(f"__p{d} >= 0 && __p{d} < {geometry.in_sizes[d]}")
+    w_index = " + ".join([f"__c * {kernel_size}"] + [f"__y{d} * {w_strides[d]}" for d in geometry.dims])
+    x_index = " + ".join([f"__c * {plane_size}"] + [f"__p{d} * {x_strides[d]}" for d in geometry.dims])
+    weight = f"__w[{w_index}]" if geometry.patch > 1 else "__w"
+    image = f"__x[{x_index}]" if cg * plane_size > 1 else "__x"
+    guard = f"if ({' && '.join(inside)}) " if any(geometry.is_padded(d) for d in geometry.dims) else ""
+    lines.append(f"    {guard}__acc += {weight} * {image};")
+    lines.append("}")
+    lines.append("__out = __acc;")
+    return "\n".join(lines)
+
+
+def build_direct_sdfg(geometry: ConvGeometry, dtype: dace.typeclass, has_bias: bool, name: str = "conv_direct"):
+    """The direct convolution as a nested SDFG with inputs ``X``, ``W`` (and ``B``), output ``Y``: one task.
+
+    A single flat map ``Conv`` over the outputs (b, g, f, o...) in row-major order of Y; the tasklet of
+    output (b, g·F/G + f, o...) sums W[f, c, y...]·X[b, g·C/G + c, stride·o + dilation·y - pad] over the
+    channels c of group g and the kernel offsets y (padding masked), starting from B[f]: no accumulation
+    into Y, so no initialisation task. Each output reads the C/G · kernel size weights of its filter and
+    as many input elements (the memlet volumes count these accesses; the input memlet's subset is the
+    group's whole input plane).
+    """
+    sdfg = dace.SDFG(name)
+    sdfg.add_array("X", (geometry.batch, geometry.channels, *geometry.in_sizes), dtype)
+    sdfg.add_array("W", (geometry.filters, geometry.channels_per_group, *geometry.kernel), dtype)
+    sdfg.add_array("Y", (geometry.batch, geometry.filters, *geometry.out_sizes), dtype)
+    if has_bias:
+        sdfg.add_array("B", (geometry.filters,), dtype)
+    state = expansion_state(sdfg, name, __file__)
+    cg, fg, out_params = geometry.channels_per_group, geometry.filters_per_group, geometry.out_params()
+    in_plane = ", ".join(f"0:{s}" for s in geometry.in_sizes)
+    kernel_window = ", ".join(f"0:{s}" for s in geometry.kernel)
+    inputs = {
+        "__x": (
+            state.add_read("X"),
+            dace.Memlet(data="X", subset=f"__b, {cg} * __g:{cg} * __g + {cg}, {in_plane}", volume=geometry.patch),
+        ),
+        "__w": (
+            state.add_read("W"),
+            dace.Memlet(data="W", subset=f"{fg} * __g + __f, 0:{cg}, {kernel_window}", volume=geometry.patch),
+        ),
+    }
+    if has_bias:
+        inputs["__bias"] = (state.add_read("B"), dace.Memlet(f"B[{fg} * __g + __f]"))
+    _add_flat_map(
+        state,
+        "Conv",
+        _map_ranges(["__b", "__g", "__f", *out_params], (geometry.batch, geometry.groups, fg, *geometry.out_sizes)),
+        inputs,
+        _direct_conv_code(geometry, dtype, has_bias),
+        {"__out": (state.add_write("Y"), dace.Memlet(f"Y[__b, {fg} * __g + __f, {', '.join(out_params)}]"))},
+        language=dace.Language.CPP,
+    )
+    return sdfg
+
+
+def _can_lower(node, state, sdfg) -> bool:
+    try:
+        conv_geometry(node, state, sdfg)
+    except UnsupportedOpError:
+        return False
+    return True
+
+
+def _element_type(node, state, sdfg) -> dace.typeclass:
+    return in_desc_with_name(node, state, sdfg, "X").dtype
+
+
+class _Im2colConv(ONNXForward):
+    """im2col + MMM lowering of Conv; subclasses fix the MMM shape."""
+
+    mmm_implementation: str
+
+    @staticmethod
+    def forward_can_be_applied(node, state, sdfg) -> bool:
+        return _can_lower(node, state, sdfg)
+
+    @classmethod
+    def forward(cls, node, state, sdfg):
+        geometry = conv_geometry(node, state, sdfg)
+        return build_im2col_sdfg(
+            geometry,
+            _element_type(node, state, sdfg),
+            cls.mmm_implementation,
+            "B" in node.in_connectors,
+            f"{node.label}_im2col_{cls.mmm_implementation}",
+        )
+
+
+@op_implementation(op="Conv", name="mv")
+class ConvIm2colMV(_Im2colConv):
+    """Conv as im2col + MMM ``mv``: X_col streams into the MMM's ``_b`` buffer, Y_col streams to AddBias."""
+
+    mmm_implementation = "mv"
+
+
+@op_implementation(op="Conv", name="op")
+class ConvIm2colOP(_Im2colConv):
+    """Conv as im2col + MMM ``op``: X_col streams into the MMM's ``_b`` buffer, Y_col is accumulated (buffer)."""
+
+    mmm_implementation = "op"
+
+
+@op_implementation(op="Conv", name="lmv")
+class ConvIm2colLMV(_Im2colConv):
+    """Conv as im2col + MMM ``lmv``: X_col is reordered (buffer) for BcastB, Y_col is produced column by
+    column (buffer) before AddBias reads it row by row."""
+
+    mmm_implementation = "lmv"
+
+
+@op_implementation(op="Conv", name="direct")
+class DirectConv(ONNXForward):
+    """Conv as one task: a flat map over the outputs (see :func:`build_direct_sdfg`)."""
+
+    @staticmethod
+    def forward_can_be_applied(node, state, sdfg) -> bool:
+        return _can_lower(node, state, sdfg)
+
+    @staticmethod
+    def forward(node, state, sdfg):
+        return build_direct_sdfg(
+            conv_geometry(node, state, sdfg),
+            _element_type(node, state, sdfg),
+            "B" in node.in_connectors,
+            f"{node.label}_direct",
+        )

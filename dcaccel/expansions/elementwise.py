@@ -1,0 +1,152 @@
+"""Canonical element-wise ops: one flat map over the output each.
+
+Every op here computes ``out[i] = f(in_0[b_0(i)], in_1[b_1(i)], ...)`` for each output index
+``i``, where ``b_k`` is numpy broadcasting of input ``k`` to the output shape. The map iterates
+the output row-major, so the output is produced row-major and every input that is not broadcast
+is read row-major, once: a task with rate 1. An input that is broadcast (read more than once)
+and produced by another task is first copied into a REUSE buffer (see
+:meth:`~dcaccel.expansions.common.MapSteps.operand`). A constant input with a single element
+(an ONNX initializer, e.g. the ``sqrt(2)`` of torch's GELU) is folded into the tasklet as a
+literal: it is an operand of the instruction, not data.
+"""
+
+import math
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass
+
+import dace
+import numpy as np
+from dace import SDFG, SDFGState
+from dace.libraries.onnx.forward_implementation_abc import ONNXForward
+from dace.sdfg.utils import out_desc_with_name
+
+from dcaccel.expansions.common import (
+    MapSteps,
+    broadcast_indices,
+    constant_input,
+    index_params,
+    index_ranges,
+    is_broadcast,
+    literal,
+    onnx_shape,
+    register_canonical,
+    subscript,
+    unsupported,
+)
+
+Operands = Mapping[str, str]
+"""Tasklet expressions of the inputs of one element, keyed by ONNX connector name."""
+
+
+@dataclass(frozen=True)
+class ElementwiseOp:
+    """An ONNX op computed element by element.
+
+    ``formula(x, T, node)`` returns the tasklet expression of one output element from the operand
+    expressions ``x`` (by connector name), the output type constructor ``T`` (e.g.
+    ``"dace.float32"``) and the node (for attributes).
+    """
+
+    op: str
+    formula: Callable[[Operands, str, object], str]
+    summary: str
+
+
+def _clip(x: Operands, T: str, node) -> str:
+    low = x.get("min")
+    high = x.get("max")
+    if node.schema.since_version < 11:
+        low, high = f"{T}({node.min!r})", f"{T}({node.max!r})"
+    # Conditional expressions, not min/max: the nested SDFG has containers named "min" and "max"
+    value = x["input"]
+    if low is not None:
+        value = f"({low} if {value} < {low} else {value})"
+    if high is not None:
+        value = f"({high} if {value} > {high} else {value})"
+    return value
+
+
+def _gelu(x: Operands, T: str, node) -> str:
+    v = x["X"]
+    if node.approximate == "tanh":
+        inner = f"{T}({math.sqrt(2 / math.pi)!r}) * ({v} + {T}(0.044715) * {v} * {v} * {v})"
+        return f"{T}(0.5) * {v} * ({T}(1) + tanh({inner}))"
+    if node.approximate != "none":
+        raise unsupported(node, f"approximate='{node.approximate}'")
+    return f"{T}(0.5) * {v} * ({T}(1) + erf({v} * {T}({1 / math.sqrt(2)!r})))"
+
+
+ELEMENTWISE_OPS = (
+    ElementwiseOp("Relu", lambda x, T, n: f"max({x['X']}, {T}(0))", "Y = max(X, 0)"),
+    ElementwiseOp("Sigmoid", lambda x, T, n: f"{T}(1) / ({T}(1) + exp(-{x['X']}))", "Y = 1 / (1 + exp(-X))"),
+    ElementwiseOp("Tanh", lambda x, T, n: f"tanh({x['input']})", "output = tanh(input)"),
+    ElementwiseOp("Exp", lambda x, T, n: f"exp({x['input']})", "output = exp(input)"),
+    ElementwiseOp("Sqrt", lambda x, T, n: f"sqrt({x['X']})", "Y = sqrt(X)"),
+    ElementwiseOp("Erf", lambda x, T, n: f"erf({x['input']})", "output = erf(input)"),
+    ElementwiseOp("Neg", lambda x, T, n: f"-{x['X']}", "Y = -X"),
+    ElementwiseOp("Reciprocal", lambda x, T, n: f"{T}(1) / {x['X']}", "Y = 1 / X"),
+    ElementwiseOp("Identity", lambda x, T, n: x["input"], "output = input (a copy task)"),
+    ElementwiseOp("Cast", lambda x, T, n: x["input"], "output = input converted to the type `to`"),
+    ElementwiseOp("Clip", _clip, "output = min(max(input, min), max)"),
+    ElementwiseOp("Gelu", _gelu, "Y = X/2 (1 + erf(X/sqrt 2)), or the tanh approximation"),
+    ElementwiseOp("Add", lambda x, T, n: f"{x['A']} + {x['B']}", "C = A + B"),
+    ElementwiseOp("Sub", lambda x, T, n: f"{x['A']} - {x['B']}", "C = A - B"),
+    ElementwiseOp("Mul", lambda x, T, n: f"{x['A']} * {x['B']}", "C = A * B"),
+    ElementwiseOp("Div", lambda x, T, n: f"{x['A']} / {x['B']}", "C = A / B (truncating for integers)"),
+    ElementwiseOp("Pow", lambda x, T, n: f"{x['X']} ** {x['Y']}", "Z = X ** Y"),
+)
+
+
+def _folded_constant(node, state: SDFGState, sdfg: SDFG, connector: str) -> str | None:
+    """The literal of a finite single-element constant feeding ``connector``, or None."""
+    value = constant_input(node, state, sdfg, connector)
+    if value is None or value.size != 1 or not np.isfinite(value).all():
+        return None
+    return literal(value.reshape(()).item(), dace.typeclass(value.dtype.type))
+
+
+def expand_elementwise(spec: ElementwiseOp, node, state: SDFGState, sdfg: SDFG) -> SDFG:
+    """The nested SDFG computing ``spec`` for ``node``: one flat map over the output (row-major)."""
+    (out_edge,) = state.out_edges(node)
+    out_name = out_edge.src_conn
+    out_desc = out_desc_with_name(node, state, sdfg, out_name)
+    connectors = [edge.dst_conn for edge in node.iter_inputs_in_onnx_order(state)]
+    folded = {c: v for c in connectors if (v := _folded_constant(node, state, sdfg, c)) is not None}
+    steps = MapSteps.for_node(node, state, sdfg, drop=list(folded))
+
+    out_shape = onnx_shape(out_desc)
+    params = index_params(len(out_shape))
+    operands = dict(folded)
+    memlets = {}
+    for k, connector in enumerate(c for c in connectors if c not in folded):
+        in_shape = onnx_shape(steps.desc(connector))
+        source = steps.operand(connector, reused=is_broadcast(in_shape, out_shape))
+        indices = broadcast_indices(in_shape, out_shape, params)
+        memlets[f"in{k}"] = dace.Memlet(f"{source}[{subscript(indices)}]")
+        operands[connector] = f"in{k}"
+    expression = spec.formula(operands, f"dace.{out_desc.dtype.to_string()}", node)
+    steps.step(
+        spec.op.lower(),
+        index_ranges(params, out_shape),
+        memlets,
+        f"out = {expression}",
+        {"out": dace.Memlet(f"{out_name}[{subscript(params)}]")},
+    )
+    return steps.sdfg
+
+
+def _implementation(spec: ElementwiseOp) -> type[ONNXForward]:
+    class Implementation(ONNXForward):
+        @staticmethod
+        def forward(node, state: SDFGState, sdfg: SDFG) -> SDFG:
+            return expand_elementwise(spec, node, state, sdfg)
+
+    Implementation.__name__ = Implementation.__qualname__ = f"Canonical{spec.op}"
+    Implementation.__doc__ = (
+        f"Canonical {spec.op}: {spec.summary}, element-wise with numpy broadcasting. "
+        "One flat map over the output; the output is produced row-major."
+    )
+    return register_canonical(spec.op)(Implementation)
+
+
+IMPLEMENTATIONS = {spec.op: _implementation(spec) for spec in ELEMENTWISE_OPS}

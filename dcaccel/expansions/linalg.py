@@ -1,0 +1,339 @@
+"""Canonical linear algebra of ``@dace.program`` workloads (PUSCH-MIMO): DaCe's ``linalg`` library nodes.
+
+Registered as the ``"canonical"`` implementation of ``dace.libraries.linalg`` nodes:
+
+- ``Cholesky``: A = L·Lᴴ, right-looking, one column per step;
+- ``Inv``: A⁻¹ = L⁻ᴴ·L⁻¹ through Cholesky, forward substitution (L·Y = I) and back
+  substitution (Lᴴ·X = Y);
+- ``Solve``: A·X = B the same way, with B in place of I;
+- ``Transpose``: a permuting copy.
+
+Cholesky, and therefore ``Inv`` and ``Solve`` here, require a Hermitian (real: symmetric)
+positive definite matrix, as the Gram matrices of MMSE detection are; the result for another
+matrix is meaningless. The factorisation and the substitutions are sequences of dependent steps
+over the matrix size n, so they are unrolled into flat maps (about 6n tasks): n must be a
+number when the node is expanded (specialise the program's symbols first).
+
+The intermediate matrices are stored in the coordinates of the full matrix, shifted by the step
+(``A_j`` holds rows and columns j..n-1 of the j-th trailing matrix).
+"""
+
+import copy
+
+import dace
+import dace.library
+from dace import SDFG, Memlet, SDFGState
+from dace.libraries.linalg import Cholesky, Inv, Solve, Transpose
+from dace.symbolic import issymbolic
+from dace.transformation.transformation import ExpandTransformation
+
+from dcaccel.buffers import BufferReason
+from dcaccel.expansions.common import (
+    IMPLEMENTATION,
+    MapSteps,
+    is_complex,
+    literal,
+    produced_by_task,
+    unsupported,
+)
+
+
+def _shift(param: str, offset: int) -> str:
+    return param if offset == 0 else f"{param} - {offset}"
+
+
+def _conj(expression: str, dtype: dace.typeclass) -> str:
+    return f"conj({expression})" if is_complex(dtype) else expression
+
+
+def _node_steps(node, state: SDFGState, sdfg: SDFG) -> tuple[MapSteps, dict[str, tuple]]:
+    """The nested SDFG of a linalg node: one argument per connector, shaped like its (squeezed) memlet.
+
+    Returns the builder and the shape of every argument.
+    """
+    steps = MapSteps(node.label)
+    shapes = {}
+    edges = [(e, e.dst_conn) for e in state.in_edges(node)] + [(e, e.src_conn) for e in state.out_edges(node)]
+    for edge, connector in edges:
+        outer = sdfg.arrays[edge.data.data]
+        subset = copy.deepcopy(edge.data.subset)
+        dims = subset.squeeze()
+        shape = tuple(subset.size())
+        desc = dace.data.Array(outer.dtype, shape, strides=[outer.strides[d] for d in dims], storage=outer.storage)
+        steps.argument(connector, desc)
+        shapes[connector] = shape
+        if edge.dst is node:
+            source = state.memlet_path(edge)[0].src
+            if not isinstance(source, dace.nodes.AccessNode) or produced_by_task(sdfg, source.data):
+                steps.mark_streamed(connector)
+    return steps, shapes
+
+
+def _size(node, shape: tuple) -> int:
+    if any(issymbolic(s) for s in shape):
+        raise unsupported(node, f"symbolic matrix size {tuple(map(str, shape))}: specialise the symbols first")
+    return int(shape[0])
+
+
+def add_cholesky(steps: MapSteps, source: str, n: int, dtype: dace.typeclass) -> str:
+    """Add the steps of the Cholesky factor L of the n×n matrix ``source``; returns L's container.
+
+    For each column j (right-looking):
+
+    - ``column_j``: ``L[i, j] = A_j[i, j] / sqrt(A_j[j, j])`` for i ≥ j (column j of L, top down);
+    - ``update_j`` (j < n-1): ``A_{j+1}[i, k] = A_j[i, k] - L[i, j]·conj(L[k, j])`` for i, k > j,
+      row-major (the whole Hermitian trailing matrix, both triangles).
+
+    Only the lower triangle of L is written. L and every ``A_j`` are REUSE buffers: ``L[:, j]``
+    is re-read for every element of the trailing update, the pivot ``A_j[j, j]`` for every
+    element of column j, which is also read in another order than the update wrote it.
+    """
+    factor = steps.transient("cholesky_factor", (n, n), dtype, BufferReason.REUSE)
+    current, offset = source, 0
+    for j in range(n):
+        steps.step(
+            f"column_{j}",
+            {"i": f"{j}:{n}"},
+            {
+                "a": Memlet(f"{current}[{_shift('i', offset)}, {j - offset}]"),
+                "d": Memlet(f"{current}[{j - offset}, {j - offset}]"),
+            },
+            "l = a / sqrt(d)",
+            {"l": Memlet(f"{factor}[i, {j}]")},
+        )
+        if j == n - 1:
+            break
+        trailing = steps.transient(f"trailing_{j + 1}", (n - j - 1, n - j - 1), dtype, BufferReason.REUSE)
+        steps.step(
+            f"update_{j}",
+            {"i": f"{j + 1}:{n}", "k": f"{j + 1}:{n}"},
+            {
+                "a": Memlet(f"{current}[{_shift('i', offset)}, {_shift('k', offset)}]"),
+                "li": Memlet(f"{factor}[i, {j}]"),
+                "lk": Memlet(f"{factor}[k, {j}]"),
+            },
+            f"out = a - li * {_conj('lk', dtype)}",
+            {"out": Memlet(f"{trailing}[{_shift('i', j + 1)}, {_shift('k', j + 1)}]")},
+        )
+        current, offset = trailing, j + 1
+    return factor
+
+
+def add_substitutions(
+    steps: MapSteps, factor: str, rhs: str | None, n: int, m: int, dtype: dace.typeclass, vector: bool = False
+) -> str:
+    """Add the steps solving L·Lᴴ·X = B for X (n×m) given the factor L; returns X's container.
+
+    ``rhs`` is B's container (a vector if ``vector``), or None for B = I (the inverse).
+
+    Forward substitution L·Y = B, for each row k top down:
+
+    - ``forward_row_k``: ``Y[k, :] = B_k[k, :] / L[k, k]``;
+    - ``forward_update_k`` (k < n-1): ``B_{k+1}[i, :] = B_k[i, :] - L[i, k]·Y[k, :]`` for i > k.
+
+    Back substitution Lᴴ·X = Y, for each row k bottom up (``C_{n-1} = Y``):
+
+    - ``backward_row_k``: ``X[k, :] = C_k[k, :] / conj(L[k, k])``;
+    - ``backward_update_k`` (k > 0): ``C_{k-1}[i, :] = C_k[i, :] - conj(L[k, i])·X[k, :]`` for i < k.
+
+    Every step runs row-major. Y and X are REUSE buffers (row k is re-read by every element of
+    the following update); the ``B_k`` and ``C_k`` are each read once, in the order written, and
+    stream. With B = I, the identity is not stored: its elements are written into the tasklets.
+    """
+    one, zero = literal(1, dtype), literal(0, dtype)
+    forward = steps.transient("forward", (n, m), dtype, BufferReason.REUSE)
+    current, offset = rhs, 0
+    for k in range(n):
+        inputs = {"d": Memlet(f"{factor}[{k}, {k}]")}
+        if current is None:
+            value = f"({one} if c == {k} else {zero})"
+        else:
+            row = k - offset
+            index = f"{row}" if vector and current == rhs else f"{row}, c"
+            inputs["b"] = Memlet(f"{current}[{index}]")
+            value = "b"
+        steps.step(f"forward_row_{k}", {"c": f"0:{m}"}, inputs, f"y = {value} / d", {"y": Memlet(f"{forward}[{k}, c]")})
+        if k == n - 1:
+            break
+        following = steps.transient(f"forward_rhs_{k + 1}", (n - k - 1, m), dtype)
+        inputs = {"l": Memlet(f"{factor}[i, {k}]"), "y": Memlet(f"{forward}[{k}, c]")}
+        if current is None:
+            value = f"({one} if i == c else {zero})"
+        else:
+            index = _shift("i", offset) if vector and current == rhs else f"{_shift('i', offset)}, c"
+            inputs["b"] = Memlet(f"{current}[{index}]")
+            value = "b"
+        steps.step(
+            f"forward_update_{k}",
+            {"i": f"{k + 1}:{n}", "c": f"0:{m}"},
+            inputs,
+            f"out = {value} - l * y",
+            {"out": Memlet(f"{following}[{_shift('i', k + 1)}, c]")},
+        )
+        current, offset = following, k + 1
+
+    solution = steps.transient("solution", (n, m), dtype, BufferReason.REUSE)
+    current = forward
+    for k in reversed(range(n)):
+        steps.step(
+            f"backward_row_{k}",
+            {"c": f"0:{m}"},
+            {"b": Memlet(f"{current}[{k}, c]"), "d": Memlet(f"{factor}[{k}, {k}]")},
+            f"x = b / {_conj('d', dtype)}",
+            {"x": Memlet(f"{solution}[{k}, c]")},
+        )
+        if k == 0:
+            break
+        preceding = steps.transient(f"backward_rhs_{k - 1}", (k, m), dtype)
+        steps.step(
+            f"backward_update_{k}",
+            {"i": f"0:{k}", "c": f"0:{m}"},
+            {
+                "b": Memlet(f"{current}[i, c]"),
+                "l": Memlet(f"{factor}[{k}, i]"),
+                "x": Memlet(f"{solution}[{k}, c]"),
+            },
+            f"out = b - {_conj('l', dtype)} * x",
+            {"out": Memlet(f"{preceding}[i, c]")},
+        )
+        current = preceding
+    return solution
+
+
+def _copy_out(steps: MapSteps, source: str, target: str, shape: tuple, vector: bool = False) -> None:
+    """Copy the n×m ``source`` into the output ``target``, row-major (the output is produced in order)."""
+    n, m = shape[0], shape[1] if len(shape) > 1 else 1
+    index = "i" if vector else "i, c"
+    steps.step(
+        "output",
+        {"i": f"0:{n}", "c": f"0:{m}"},
+        {"v": Memlet(f"{source}[i, c]")},
+        "out = v",
+        {"out": Memlet(f"{target}[{index}]")},
+    )
+
+
+@dace.library.expansion
+class ExpandCholeskyCanonical(ExpandTransformation):
+    """Canonical Cholesky: the factor L (``lower``) or Lᴴ (upper) of a Hermitian positive definite matrix.
+
+    The steps of :func:`add_cholesky`, then ``output``: a copy task writing the factor row-major,
+    zeros in the other triangle. An input produced by another task is first copied into a REUSE
+    buffer (its first column is read top down and its pivot re-read).
+    """
+
+    environments = []
+
+    @staticmethod
+    def expansion(node, parent_state: SDFGState, parent_sdfg: SDFG) -> SDFG:
+        """Validate ``node`` and build its nested SDFG."""
+        node.validate(parent_sdfg, parent_state)
+        steps, shapes = _node_steps(node, parent_state, parent_sdfg)
+        n = _size(node, shapes["_a"])
+        dtype = steps.desc("_b").dtype
+        source = steps.operand("_a", reused=True)
+        factor = add_cholesky(steps, source, n, dtype)
+        row, col = ("i", "Min(k, i)") if node.lower else ("Max(k, i)", "i")
+        keep = "k <= i" if node.lower else "k >= i"
+        value = "v" if node.lower else _conj("v", dtype)
+        steps.step(
+            "output",
+            {"i": f"0:{n}", "k": f"0:{n}"},
+            {"v": Memlet(f"{factor}[{row}, {col}]")},
+            f"out = {value} if {keep} else {literal(0, dtype)}",
+            {"out": Memlet("_b[i, k]")},
+        )
+        return steps.sdfg
+
+
+@dace.library.expansion
+class ExpandInvCanonical(ExpandTransformation):
+    """Canonical Inv of a Hermitian positive definite matrix: A⁻¹ = L⁻ᴴ·L⁻¹.
+
+    The steps of :func:`add_cholesky` and :func:`add_substitutions` with B = I, then ``output``
+    copies the inverse into the output row-major. An input produced by another task is first
+    copied into a REUSE buffer.
+    """
+
+    environments = []
+
+    @staticmethod
+    def expansion(node, parent_state: SDFGState, parent_sdfg: SDFG) -> SDFG:
+        """Validate ``node`` and build its nested SDFG."""
+        node.validate(parent_sdfg, parent_state)
+        if node.overwrite:
+            raise unsupported(node, "overwrite_a=True")
+        steps, shapes = _node_steps(node, parent_state, parent_sdfg)
+        n = _size(node, shapes["_ain"])
+        dtype = steps.desc("_aout").dtype
+        factor = add_cholesky(steps, steps.operand("_ain", reused=True), n, dtype)
+        inverse = add_substitutions(steps, factor, None, n, n, dtype)
+        _copy_out(steps, inverse, "_aout", (n, n))
+        return steps.sdfg
+
+
+@dace.library.expansion
+class ExpandSolveCanonical(ExpandTransformation):
+    """Canonical Solve A·X = B for a Hermitian positive definite A (B a vector or a matrix).
+
+    The steps of :func:`add_cholesky` on A and :func:`add_substitutions` on B (read row by row, in
+    order, once), then ``output`` copies X into the output row-major. An A produced by another
+    task is first copied into a REUSE buffer.
+    """
+
+    environments = []
+
+    @staticmethod
+    def expansion(node, parent_state: SDFGState, parent_sdfg: SDFG) -> SDFG:
+        """Check the shapes of ``node`` and build its nested SDFG.
+
+        (``Solve.validate`` of DaCe rejects a vector right-hand side, so the shapes are checked here.)
+        """
+        steps, shapes = _node_steps(node, parent_state, parent_sdfg)
+        a, b, x = shapes["_ain"], shapes["_bin"], shapes["_bout"]
+        if len(a) != 2 or a[0] != a[1] or len(b) not in (1, 2) or b[0] != a[0] or tuple(x) != tuple(b):
+            raise unsupported(node, f"shapes A {a}, B {b}, X {x} (expected n×n, n or n×m, same as B)")
+        n = _size(node, a)
+        vector = len(b) == 1
+        m = 1 if vector else _size(node, shapes["_bin"][1:])
+        dtype = steps.desc("_bout").dtype
+        factor = add_cholesky(steps, steps.operand("_ain", reused=True), n, dtype)
+        solution = add_substitutions(steps, factor, "_bin", n, m, dtype, vector=vector)
+        _copy_out(steps, solution, "_bout", shapes["_bout"], vector=vector)
+        return steps.sdfg
+
+
+@dace.library.expansion
+class ExpandTransposeCanonical(ExpandTransformation):
+    """Canonical Transpose of a matrix: ``_out[j, i] = _inp[i, j]``.
+
+    One flat map over the output, produced row-major, reading the input column by column: an
+    input produced by another task is first copied into a REORDER buffer.
+    """
+
+    environments = []
+
+    @staticmethod
+    def expansion(node, parent_state: SDFGState, parent_sdfg: SDFG) -> SDFG:
+        """Validate ``node`` and build its nested SDFG."""
+        node.validate(parent_sdfg, parent_state)
+        steps, shapes = _node_steps(node, parent_state, parent_sdfg)
+        rows, cols = shapes["_out"]
+        source = steps.operand("_inp", reused=True, reason=BufferReason.REORDER)
+        steps.step(
+            "transpose",
+            {"j": f"0:{rows}", "i": f"0:{cols}"},
+            {"v": Memlet(f"{source}[i, j]")},
+            "out = v",
+            {"out": Memlet("_out[j, i]")},
+        )
+        return steps.sdfg
+
+
+for _node_class, _expansion in (
+    (Cholesky, ExpandCholeskyCanonical),
+    (Inv, ExpandInvCanonical),
+    (Solve, ExpandSolveCanonical),
+    (Transpose, ExpandTransposeCanonical),
+):
+    _node_class.register_implementation(IMPLEMENTATION, _expansion)

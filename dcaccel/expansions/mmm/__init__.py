@@ -1,0 +1,32 @@
+"""The canonical matrix-multiply node ``MMM`` and its shapes ``mv``, ``op``, ``lmv``.
+
+``node.py`` holds the library node, ``expansions/`` one module per shape (each with a builder that
+returns the nested SDFG, testable alone), ``order.py`` the data orders the shapes declare and the
+buffer rule derived from them, ``operands.py`` how the operands are read from the memlets.
+"""
+
+from dcaccel.expansions.mmm.expansions import (
+    ExpandLMV,
+    ExpandMV,
+    ExpandOP,
+    build_lmv_sdfg,
+    build_mv_sdfg,
+    build_op_sdfg,
+)
+from dcaccel.expansions.mmm.node import MMM
+from dcaccel.expansions.mmm.operands import MMMOperands, mmm_operands
+from dcaccel.expansions.mmm.order import Order, buffer_reason_between
+
+__all__ = [
+    "MMM",
+    "ExpandLMV",
+    "ExpandMV",
+    "ExpandOP",
+    "MMMOperands",
+    "Order",
+    "buffer_reason_between",
+    "build_lmv_sdfg",
+    "build_mv_sdfg",
+    "build_op_sdfg",
+    "mmm_operands",
+]

@@ -1,0 +1,317 @@
+"""Canonical data-movement ops: the reshape family, Transpose, Concat, Slice, Gather and Shape.
+
+In the canonical model a reshape is a task, not a view: Reshape, Flatten, Squeeze and Unsqueeze
+are one copy map each, reading the input and writing the output in the same (row-major) element
+order. Shape parameters (Reshape's ``shape``, the ``axes`` inputs) are not data: the output
+shape is known when the node is expanded, so those inputs are disconnected.
+"""
+
+import itertools
+import math
+
+import dace
+import numpy as np
+from dace import SDFG, Memlet, SDFGState
+from dace.libraries.onnx.forward_implementation_abc import ONNXForward
+
+from dcaccel.buffers import BufferReason
+from dcaccel.expansions.common import (
+    MapSteps,
+    constant_input,
+    constant_ints,
+    index_params,
+    index_ranges,
+    input_edge,
+    normalize_axis,
+    onnx_shape,
+    register_canonical,
+    subscript,
+    unsupported,
+)
+
+
+def _suffix_products(shape) -> list[int]:
+    return [math.prod(shape[d:]) for d in range(len(shape) + 1)]
+
+
+def _refinement(in_shape, out_shape) -> list[int] | None:
+    """Strides (inner to outer) of the coarsest index space both shapes are groupings of, or None.
+
+    Every dimension of either shape must be a product of consecutive dimensions of that space
+    (e.g. (N, C, H, W) for a Flatten of (N, C, H, W) to (N, C·H·W)); this fails when the two
+    shapes split the elements at incompatible places (e.g. (2, 6) and (3, 4)).
+    """
+    total = math.prod(in_shape)
+    if total == 0:
+        return None
+    cuts = sorted(set(_suffix_products(in_shape)) | set(_suffix_products(out_shape)))
+    if any(outer % inner for inner, outer in itertools.pairwise(cuts)):
+        return None
+    return cuts
+
+
+def _grouped_indices(shape, cuts: list[int], params: list[str]) -> list[str]:
+    """Per-dimension indices of ``shape`` in the refined index space ``params`` (outer to inner)."""
+    strides = _suffix_products(shape)[1:]
+    levels = list(reversed(cuts[:-1]))  # stride of each refined parameter, outer to inner
+    indices = []
+    for size, stride in zip(shape, strides, strict=True):
+        terms = [
+            p if level == stride else f"{p} * {level // stride}"
+            for p, level in zip(params, levels, strict=True)
+            if stride <= level < stride * size
+        ]
+        indices.append(" + ".join(terms) if terms else "0")
+    return indices
+
+
+def add_copy(steps: MapSteps, label: str, source: str, target: str) -> None:
+    """Add one flat map copying ``source`` into ``target`` element by element in row-major order.
+
+    The shapes may differ (same element count): the map runs over the coarsest common refinement
+    of the two shapes, so that both subscripts are affine; if there is none, over the target
+    shape with the source subscript computed by division and remainder of the linear index.
+    """
+    in_shape, out_shape = onnx_shape(steps.desc(source)), onnx_shape(steps.desc(target))
+    cuts = _refinement(in_shape, out_shape)
+    if cuts is not None:
+        sizes = [outer // inner for inner, outer in itertools.pairwise(cuts)][::-1]
+        params = index_params(len(sizes), "r")
+        ranges = index_ranges(params, sizes)
+        in_index = _grouped_indices(in_shape, cuts, params)
+        out_index = _grouped_indices(out_shape, cuts, params)
+    else:
+        params = index_params(len(out_shape))
+        ranges = index_ranges(params, out_shape)
+        out_strides = _suffix_products(out_shape)[1:]
+        linear = " + ".join(f"{p} * {s}" for p, s in zip(params, out_strides, strict=True)) or "0"
+        in_strides = _suffix_products(in_shape)[1:]
+        in_index = [f"(({linear}) // {s}) % {n}" for s, n in zip(in_strides, in_shape, strict=True)]
+        out_index = params
+    steps.step(
+        label,
+        ranges,
+        {"v": Memlet(f"{source}[{subscript(in_index)}]")},
+        "out = v",
+        {"out": Memlet(f"{target}[{subscript(out_index)}]")},
+    )
+
+
+def _copy_implementation(op: str, data: str, output: str, parameters: tuple[str, ...]) -> type[ONNXForward]:
+    class Implementation(ONNXForward):
+        @staticmethod
+        def forward(node, state: SDFGState, sdfg: SDFG) -> SDFG:
+            steps = MapSteps.for_node(node, state, sdfg, drop=parameters)
+            add_copy(steps, "copy", data, output)
+            return steps.sdfg
+
+    Implementation.__name__ = Implementation.__qualname__ = f"Canonical{op}"
+    Implementation.__doc__ = (
+        f"Canonical {op}: a copy task. One flat map reads ``{data}`` and writes ``{output}`` in the "
+        "same row-major element order (see :func:`add_copy`); the output is produced row-major."
+    )
+    return register_canonical(op)(Implementation)
+
+
+CanonicalReshape = _copy_implementation("Reshape", "data", "reshaped", ("shape",))
+CanonicalFlatten = _copy_implementation("Flatten", "input", "output", ())
+CanonicalSqueeze = _copy_implementation("Squeeze", "data", "squeezed", ("axes",))
+CanonicalUnsqueeze = _copy_implementation("Unsqueeze", "data", "expanded", ("axes",))
+
+
+@register_canonical("Transpose")
+class CanonicalTranspose(ONNXForward):
+    """Canonical Transpose: ``transposed[o] = data[o permuted back]`` (``perm``, default reversed axes).
+
+    One flat map over the output, produced row-major, reading the input in permuted order. If the
+    permutation keeps the order of the axes larger than 1, it is a plain copy in order. Otherwise
+    an input produced by another task is first copied into a REORDER buffer.
+    """
+
+    @staticmethod
+    def forward(node, state: SDFGState, sdfg: SDFG) -> SDFG:
+        steps = MapSteps.for_node(node, state, sdfg)
+        shape = onnx_shape(steps.desc("data"))
+        perm = list(node.perm) if node.perm is not None else list(reversed(range(len(shape))))
+        if sorted(perm) != list(range(len(shape))):
+            raise unsupported(node, f"perm {perm} for rank {len(shape)}")
+        moved = [d for d in perm if shape[d] != 1]
+        if moved == sorted(moved):
+            add_copy(steps, "copy", "data", "transposed")
+            return steps.sdfg
+        source = steps.operand("data", reused=True, reason=BufferReason.REORDER)
+        out_shape = [shape[d] for d in perm]
+        params = index_params(len(out_shape))
+        in_index = [None] * len(shape)
+        for k, d in enumerate(perm):
+            in_index[d] = params[k]
+        steps.step(
+            "transpose",
+            index_ranges(params, out_shape),
+            {"v": Memlet(f"{source}[{subscript(in_index)}]")},
+            "out = v",
+            {"out": Memlet(f"transposed[{subscript(params)}]")},
+        )
+        return steps.sdfg
+
+
+@register_canonical("Concat")
+class CanonicalConcat(ONNXForward):
+    """Canonical Concat along ``axis``: one copy map per input, each writing its block of the output.
+
+    Each input is read once, row-major; the output is produced input by input (row-major within
+    each block).
+    """
+
+    @staticmethod
+    def forward(node, state: SDFGState, sdfg: SDFG) -> SDFG:
+        steps = MapSteps.for_node(node, state, sdfg)
+        inputs = [edge.dst_conn for edge in node.iter_inputs_in_onnx_order(state)]
+        out_shape = onnx_shape(steps.desc("concat_result"))
+        axis = normalize_axis(node.axis, len(out_shape), node)
+        offset = 0
+        for k, connector in enumerate(inputs):
+            shape = onnx_shape(steps.desc(connector))
+            if math.prod(shape) > 0:
+                params = index_params(len(shape))
+                out_index = list(params)
+                out_index[axis] = f"{params[axis]} + {offset}"
+                steps.step(
+                    f"copy_{k}",
+                    index_ranges(params, shape),
+                    {"v": Memlet(f"{connector}[{subscript(params)}]")},
+                    "out = v",
+                    {"out": Memlet(f"concat_result[{subscript(out_index)}]")},
+                )
+            offset += shape[axis]
+        return steps.sdfg
+
+
+def _slice_ranges(node, state: SDFGState, sdfg: SDFG, shape) -> dict[int, tuple[int, int, int]]:
+    """Per sliced axis: (first index, step, element count), following the ONNX clamping rules."""
+    if node.schema.since_version < 10:
+        starts, ends, axes, steps = node.starts, node.ends, node.axes, None
+    else:
+        starts, ends = (constant_ints(node, state, sdfg, c) for c in ("starts", "ends"))
+        axes, steps = (constant_ints(node, state, sdfg, c) for c in ("axes", "steps"))
+        if starts is None or ends is None:
+            raise unsupported(node, "'starts' and 'ends' must be constants")
+        for name, value in (("axes", axes), ("steps", steps)):
+            if value is None and input_edge(node, state, name) is not None:
+                raise unsupported(node, f"'{name}' must be a constant")
+    axes = axes or list(range(len(starts)))
+    steps = steps or [1] * len(starts)
+    sliced = {}
+    for axis, start, end, step in zip(axes, starts, ends, steps, strict=True):
+        axis = normalize_axis(axis, len(shape), node)
+        size = shape[axis]
+        start, end = (v + size if v < 0 else v for v in (start, end))
+        if step > 0:
+            start, end = min(max(start, 0), size), min(max(end, 0), size)
+        else:
+            start, end = min(max(start, 0), size - 1), min(max(end, -1), size - 1)
+        sliced[axis] = (start, step, max(0, -(-(end - start) // step)))
+    return sliced
+
+
+@register_canonical("Slice")
+class CanonicalSlice(ONNXForward):
+    """Canonical Slice (constant starts, ends, axes, steps): ``output[o] = data[start + o * step]``.
+
+    One flat map over the output, produced row-major. The input is read in order, skipping the
+    elements outside the slice, unless a step is negative: then an input produced by another task
+    is first copied into a REORDER buffer.
+    """
+
+    @staticmethod
+    def forward(node, state: SDFGState, sdfg: SDFG) -> SDFG:
+        shape = onnx_shape(sdfg.arrays[input_edge(node, state, "data").data.data])
+        sliced = _slice_ranges(node, state, sdfg, shape)
+        steps = MapSteps.for_node(node, state, sdfg, drop=("starts", "ends", "axes", "steps"))
+        out_shape = onnx_shape(steps.desc("output"))
+        expected = [sliced[d][2] if d in sliced else s for d, s in enumerate(shape)]
+        if list(out_shape) != expected:
+            raise unsupported(node, f"output shape {list(out_shape)} differs from the slice's {expected}")
+        if math.prod(out_shape) == 0:
+            return steps.sdfg
+        reversed_axis = any(step < 0 for _, step, _ in sliced.values())
+        source = steps.operand("data", reused=reversed_axis, reason=BufferReason.REORDER)
+        params = index_params(len(out_shape))
+        in_index = [f"{sliced[d][0]} + {p} * {sliced[d][1]}" if d in sliced else p for d, p in enumerate(params)]
+        steps.step(
+            "slice",
+            index_ranges(params, out_shape),
+            {"v": Memlet(f"{source}[{subscript(in_index)}]")},
+            "out = v",
+            {"out": Memlet(f"output[{subscript(params)}]")},
+        )
+        return steps.sdfg
+
+
+@register_canonical("Gather")
+class CanonicalGather(ONNXForward):
+    """Canonical Gather along ``axis``: ``output[a, j, b] = data[a, indices[j], b]`` (negative indices wrap).
+
+    One flat map over the output, produced row-major. With a constant scalar index the input
+    element is known (a static memlet); otherwise each output reads its index and one element of
+    ``data`` at a data-dependent position (a dynamic memlet of volume 1), so ``data`` produced by
+    another task is first copied into a REUSE buffer.
+    """
+
+    @staticmethod
+    def forward(node, state: SDFGState, sdfg: SDFG) -> SDFG:
+        constant = constant_input(node, state, sdfg, "indices")
+        static = constant is not None and constant.size == 1 and constant.ndim == 0
+        steps = MapSteps.for_node(node, state, sdfg, drop=("indices",) if static else ())
+        data_shape = onnx_shape(steps.desc("data"))
+        out_shape = onnx_shape(steps.desc("output"))
+        axis = normalize_axis(node.axis, len(data_shape), node)
+        size = data_shape[axis]
+        params = index_params(len(out_shape))
+        index_rank = len(out_shape) - len(data_shape) + 1
+        before, chosen, after = params[:axis], params[axis : axis + index_rank], params[axis + index_rank :]
+        if static:
+            index = int(constant) % size
+            memlet = Memlet(f"data[{subscript([*before, index, *after])}]")
+            steps.step("gather", index_ranges(params, out_shape), {"v": memlet}, "out = v", {"out": _write(params)})
+            return steps.sdfg
+        source = steps.operand("data", reused=True)
+        row = Memlet(data=source, subset=subscript([*before, f"0:{size}", *after]), volume=1, dynamic=True)
+        tasklet = steps.step(
+            "gather",
+            index_ranges(params, out_shape),
+            {"row": row, "j": Memlet(f"indices[{subscript(chosen)}]")},
+            f"out = row[j if j >= 0 else j + {size}]",
+            {"out": _write(params)},
+        )
+        tasklet.in_connectors["row"] = dace.pointer(steps.desc(source).dtype)
+        return steps.sdfg
+
+
+def _write(params: list[str]) -> Memlet:
+    return Memlet(f"output[{subscript(params)}]")
+
+
+@register_canonical("Shape")
+class CanonicalShape(ONNXForward):
+    """Canonical Shape: the (sliced, ``start``/``end``) shape of ``data`` as a constant int64 vector.
+
+    The shape is known when the node is expanded, so no data is read: one flat map writes the
+    constants, in order.
+    """
+
+    @staticmethod
+    def forward(node, state: SDFGState, sdfg: SDFG) -> SDFG:
+        data = sdfg.arrays[input_edge(node, state, "data").data.data]
+        dims = list(onnx_shape(data))
+        start = getattr(node, "start", None) or 0
+        end = getattr(node, "end", None)
+        values = [int(v) for v in np.array(dims[start:end], dtype=np.int64)]
+        steps = MapSteps.for_node(node, state, sdfg, drop=("data",))
+        if not values:
+            return steps.sdfg
+        expression = str(values[-1])
+        for k in reversed(range(len(values) - 1)):
+            expression = f"({values[k]} if i0 == {k} else {expression})"
+        steps.step("shape", {"i0": f"0:{len(values)}"}, {}, f"out = {expression}", {"out": Memlet("shape[i0]")})
+        return steps.sdfg

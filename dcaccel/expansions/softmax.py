@@ -1,0 +1,94 @@
+"""Canonical Softmax: numerically stable, as four flat map steps."""
+
+from dace import SDFG, Memlet, SDFGState
+from dace.libraries.onnx.forward_implementation_abc import ONNXForward
+
+from dcaccel.buffers import BufferReason
+from dcaccel.expansions.common import (
+    WCR_MAX,
+    WCR_SUM,
+    MapSteps,
+    index_params,
+    index_ranges,
+    literal,
+    lowest,
+    normalize_axis,
+    onnx_shape,
+    register_canonical,
+    subscript,
+    unsupported,
+)
+
+
+def softmax_axes(node, rank: int) -> list[int]:
+    """The axes Softmax normalises over.
+
+    Opset 13 and later: the single axis ``axis`` (default -1). Before: the input is read as a
+    matrix split at ``axis`` (default 1), and every axis from ``axis`` on is normalised.
+    """
+    axis = normalize_axis(node.axis, rank, node)
+    return [axis] if node.schema.since_version >= 13 else list(range(axis, rank))
+
+
+@register_canonical("Softmax")
+class CanonicalSoftmax(ONNXForward):
+    """Canonical Softmax: ``output = exp(input - max) / sum(exp(input - max))`` along the softmax axes.
+
+    Steps (flat maps over the input, row-major), with ``row`` the index without the softmax axes:
+
+    1. ``max``: ``row_max[row] = max(input)`` (WCR max; ``row_max`` starts at the lowest value);
+    2. ``exp``: ``exps = exp(input - row_max[row])``;
+    3. ``sum``: ``row_sum[row] = sum(exps)`` (WCR sum; ``row_sum`` starts at 0);
+    4. ``div``: ``output = exps / row_sum[row]``, produced row-major.
+
+    ``row_max`` and ``row_sum`` are re-read once per element of their row and ``exps`` is read by
+    two steps: all three are REUSE buffers. The input is read by two steps; if another task
+    produces it, it is copied into a REUSE buffer first.
+    """
+
+    @staticmethod
+    def forward(node, state: SDFGState, sdfg: SDFG) -> SDFG:
+        steps = MapSteps.for_node(node, state, sdfg)
+        shape = onnx_shape(steps.desc("input"))
+        if not shape:
+            raise unsupported(node, "a rank-0 input has no axis to normalise")
+        axes = softmax_axes(node, len(shape))
+        dtype = steps.desc("output").dtype
+        params = index_params(len(shape))
+        ranges = index_ranges(params, shape)
+        element = subscript(params)
+        row = subscript(["0" if d in axes else p for d, p in enumerate(params)])
+        row_shape = [1 if d in axes else s for d, s in enumerate(shape)]
+
+        source = steps.operand("input", reused=True)
+        row_max = steps.transient("row_max", row_shape, dtype, BufferReason.REUSE)
+        row_sum = steps.transient("row_sum", row_shape, dtype, BufferReason.REUSE)
+        exps = steps.transient("exps", shape, dtype, BufferReason.REUSE)
+        steps.init(row_max, lowest(dtype))
+        steps.init(row_sum, literal(0, dtype))
+
+        steps.step(
+            "max",
+            ranges,
+            {"v": Memlet(f"{source}[{element}]")},
+            "m = v",
+            {"m": Memlet(f"{row_max}[{row}]", wcr=WCR_MAX)},
+        )
+        steps.step(
+            "exp",
+            ranges,
+            {"v": Memlet(f"{source}[{element}]"), "m": Memlet(f"{row_max}[{row}]")},
+            "e = exp(v - m)",
+            {"e": Memlet(f"{exps}[{element}]")},
+        )
+        steps.step(
+            "sum", ranges, {"e": Memlet(f"{exps}[{element}]")}, "s = e", {"s": Memlet(f"{row_sum}[{row}]", wcr=WCR_SUM)}
+        )
+        steps.step(
+            "div",
+            ranges,
+            {"e": Memlet(f"{exps}[{element}]"), "s": Memlet(f"{row_sum}[{row}]")},
+            "y = e / s",
+            {"y": Memlet(f"output[{element}]")},
+        )
+        return steps.sdfg

@@ -1,0 +1,77 @@
+"""Compiling and running SDFGs on a workload's inputs and weights.
+
+Compiling costs seconds (code generation, cmake, gcc), so every SDFG object is compiled once and
+its program cached for as long as the SDFG lives. Inputs are copied before a run: DaCe refuses
+arrays that are views, and a program may write its arguments.
+"""
+
+import warnings
+import weakref
+from collections.abc import Mapping
+from typing import TYPE_CHECKING
+
+import dace
+import numpy as np
+from dace.codegen.compiled_sdfg import CompiledSDFG
+
+from dcaccel.errors import UnsupportedOpError
+from dcaccel.frontend.ops import library_nodes, op_type
+from dcaccel.frontend.shapes import concrete_shape, dimension_str
+
+if TYPE_CHECKING:
+    from dcaccel.frontend.workload import Workload
+
+_PROGRAMS: "weakref.WeakKeyDictionary[dace.SDFG, CompiledSDFG]" = weakref.WeakKeyDictionary()
+
+
+def compiled(sdfg: dace.SDFG) -> CompiledSDFG:
+    """The compiled program of ``sdfg``: compiled on first use, then cached per SDFG object.
+
+    Raises :class:`UnsupportedOpError` for a library node that has no implementation to expand it.
+    """
+    program = _PROGRAMS.get(sdfg)
+    if program is None:
+        check_implementations(sdfg)
+        with warnings.catch_warnings():
+            # Notes from inside DaCe's library-node expansions and code generator; nothing a user can act on.
+            warnings.filterwarnings("ignore", message="Using sets for connectors is discouraged")
+            warnings.filterwarnings("ignore", message="Variable-length array .* allocated on the heap")
+            program = sdfg.compile()
+        _PROGRAMS[sdfg] = program
+    return program
+
+
+def check_implementations(sdfg: dace.SDFG) -> None:
+    """Raise :class:`UnsupportedOpError` for the first library node of ``sdfg`` without any implementation.
+
+    DaCe's implementations and dcaccel's canonical ones (registered by :mod:`dcaccel.expansions`) count.
+    """
+    import dcaccel.expansions  # noqa: F401  (registers the canonical implementations on the ONNX nodes)
+
+    for node, _ in library_nodes(sdfg):
+        if not type(node).implementations:
+            raise UnsupportedOpError(op_type(node), node.label, "no implementation to expand it")
+
+
+def run_sdfg(sdfg: dace.SDFG, workload: "Workload", inputs: Mapping[str, np.ndarray]) -> dict[str, np.ndarray]:
+    """Run ``sdfg`` (the workload's own SDFG or a lowered version of it) on ``inputs``.
+
+    Inputs and outputs are keyed by the names of the workload's tensor specs; the weights of the
+    workload are passed to every container of the same name. Returns one array per output.
+    """
+    symbols = workload.bind_symbols(inputs)
+    program = compiled(sdfg)
+    parameters = program.sdfg.arglist()  # of the compiled (expanded) SDFG, which may need more symbols
+    arguments = {spec.container: np.array(inputs[spec.name], dtype=spec.dtype) for spec in workload.inputs}
+    arguments.update({name: np.array(value) for name, value in workload.weights.items() if name in parameters})
+    for spec in workload.outputs:
+        if spec.container not in arguments:
+            desc = sdfg.arrays[spec.container]
+            shape = concrete_shape(spec.name, [dimension_str(d) for d in desc.shape], symbols)
+            arguments[spec.container] = np.zeros(shape, dtype=spec.dtype)
+    arguments.update({name: value for name, value in symbols.items() if name in parameters})
+    with warnings.catch_warnings():
+        # Outputs named ``__return`` are passed in as arrays we allocated, which DaCe reports.
+        warnings.filterwarnings("ignore", message="Return value .* is passed as a regular argument")
+        program(**arguments)
+    return {spec.name: arguments[spec.container].reshape(spec.concrete_shape(symbols)) for spec in workload.outputs}

@@ -1,0 +1,50 @@
+"""The single entry point of the frontend: :func:`load` any supported model into a Workload."""
+
+import os
+import sys
+from collections.abc import Mapping
+
+import dace
+import onnx
+from dace.frontend.python.parser import DaceProgram
+
+from dcaccel.errors import DcaccelError
+from dcaccel.frontend.onnx_import import from_onnx
+from dcaccel.frontend.program_import import from_program, from_sdfg
+from dcaccel.frontend.python_file import is_python_spec, read_python_model
+from dcaccel.frontend.workload import Workload
+
+
+def load(model, example_inputs=None, *, symbols: Mapping[str, int] | None = None, name: str | None = None) -> Workload:
+    """Import ``model`` into a :class:`Workload`.
+
+    ``model`` is one of: a ``torch.nn.Module`` (with ``example_inputs``), an ONNX file path or
+    ``onnx.ModelProto``, a ``@dace.program`` (annotated, or with ``example_inputs``), a ``dace.SDFG``,
+    a ``"path/to/file.py:attribute"`` string (see :mod:`dcaccel.frontend.python_file`), or a Workload
+    (returned as is). ``symbols`` gives values of symbolic sizes; ``name`` names the workload.
+    """
+    if isinstance(model, Workload):
+        return model
+    if isinstance(model, str | os.PathLike) and is_python_spec(os.fspath(model)):
+        found = read_python_model(os.fspath(model))
+        return load(
+            found.model,
+            found.example_inputs if example_inputs is None else example_inputs,
+            symbols=found.symbols if symbols is None else symbols,
+            name=name or found.name,
+        )
+    if isinstance(model, str | os.PathLike | onnx.ModelProto):
+        return from_onnx(model, example_inputs, symbols=symbols, name=name)
+    if isinstance(model, DaceProgram):
+        return from_program(model, example_inputs, symbols=symbols, name=name)
+    if isinstance(model, dace.SDFG):
+        return from_sdfg(model, symbols=symbols, name=name)
+    # A torch module can only exist if torch was imported; checking so keeps torch's import off other paths.
+    if "torch" in sys.modules and isinstance(model, sys.modules["torch"].nn.Module):
+        from dcaccel.frontend.torch_import import from_torch
+
+        return from_torch(model, example_inputs, name=name)
+    raise DcaccelError(
+        f"cannot load a {type(model).__name__}: expected a torch.nn.Module, an ONNX model or file, "
+        "a @dace.program, an SDFG or 'file.py:attribute'"
+    )

@@ -1,0 +1,212 @@
+"""Import of ONNX models (a file or an ``onnx.ModelProto``) with DaCe's ONNX importer.
+
+The model is simplified first (constant folding and shape inference, no operator fusion: see
+:func:`simplify`); DaCe's importer (``dace.ml.ONNXModel``, the merged DaCeML) then builds an SDFG
+with one ONNX library node per operator, and initializers become weights. Dynamic input
+dimensions (``dim_param``) are fixed before import, from ``symbols`` or from the shapes of
+``example_inputs``, so that every container of the SDFG has a concrete shape.
+"""
+
+import copy
+import os
+from collections.abc import Mapping, Sequence
+
+import numpy as np
+import onnx
+from dace import data as dt
+from dace.libraries.onnx.converters import clean_onnx_name, onnx_tensor_type_to_typeclass
+from dace.libraries.onnx.nodes.onnx_op_registry import has_onnx_node
+from google.protobuf.message import DecodeError
+
+from dcaccel.errors import DcaccelError, UnsupportedOpError
+from dcaccel.frontend.naming import identifier
+from dcaccel.frontend.shapes import bind_symbols, concrete_shape, dimension_str
+from dcaccel.frontend.workload import Origin, TensorSpec, Workload
+
+#: Domains whose ops DaCe's ONNX importer knows (the default ONNX domain).
+_ONNX_DOMAINS = ("", "ai.onnx")
+
+
+def from_onnx(
+    model: str | os.PathLike | onnx.ModelProto,
+    example_inputs: Sequence | Mapping | None = None,
+    *,
+    symbols: Mapping[str, int] | None = None,
+    name: str | None = None,
+    origin: Origin = Origin.ONNX,
+) -> Workload:
+    """Import an ONNX model into a :class:`Workload` whose SDFG holds ONNX library nodes.
+
+    ``example_inputs`` (arrays in graph-input order, or by name) and ``symbols`` give the values of
+    dynamic input dimensions. Raises :class:`DcaccelError` for a missing or invalid file, an
+    unsupported op, or a dynamic dimension without a value.
+    """
+    from dace.ml import ONNXModel
+
+    proto, source = _read(model)
+    name = name or _default_name(model, proto)
+    check_ops(proto)
+    try:
+        onnx.checker.check_model(proto)
+    except onnx.checker.ValidationError as err:
+        raise DcaccelError(f"{source} is not a valid ONNX model: {_first_line(err)}") from err
+
+    initializers = {init.name for init in proto.graph.initializer}
+    graph_inputs = [value for value in proto.graph.input if value.name not in initializers]
+    specs = [_value_spec(value) for value in graph_inputs]
+    symbols = _bind_dimensions(specs, example_inputs, symbols or {})
+    fixed = specialize(proto, symbols)
+    simplified = simplify(fixed, source)
+    check_ops(simplified)
+
+    try:
+        imported = ONNXModel(identifier(name), simplified, onnx_simplify=False)
+    except (ValueError, KeyError, NotImplementedError) as err:
+        raise DcaccelError(f"cannot import {source}: {_first_line(err)}") from err
+    sdfg = imported.sdfg
+
+    inputs = [_container_spec(sdfg, value_name, clean_onnx_name(value_name)) for value_name in imported.inputs]
+    outputs = [
+        _container_spec(sdfg, value.name, container, shape_of=clean_onnx_name(value.name))
+        for value, container in zip(proto.graph.output, imported.outputs, strict=True)
+    ]
+    weights = {
+        container: tensor.detach().cpu().numpy().copy()
+        for container, tensor in imported.clean_weights.items()
+        if container in sdfg.arrays
+    }
+    return Workload(
+        name=name,
+        origin=origin,
+        sdfg=sdfg,
+        inputs=inputs,
+        outputs=outputs,
+        weights=weights,
+        onnx_model=fixed,
+        symbols=dict(symbols),
+    )
+
+
+def check_ops(proto: onnx.ModelProto) -> None:
+    """Raise :class:`UnsupportedOpError` for the first node whose op DaCe's ONNX importer has no node class for."""
+    for index, node in enumerate(proto.graph.node):
+        if node.domain not in _ONNX_DOMAINS or not has_onnx_node(node.op_type):
+            op = node.op_type if node.domain in _ONNX_DOMAINS else f"{node.domain}.{node.op_type}"
+            raise UnsupportedOpError(op, node.name or f"#{index}", "DaCe's ONNX importer has no node for it")
+
+
+def simplify(proto: onnx.ModelProto, source: str) -> onnx.ModelProto:
+    """``proto`` with constants folded and shapes inferred by onnx-simplifier, operators otherwise as written.
+
+    onnx-simplifier's graph optimizations are off: they would fuse operators (MatMul and Add into
+    Gemm, attention subgraphs into an ``Attention`` op DaCe does not know, batch norm into Conv),
+    and the operators of the model are what dcaccel explores implementations for.
+    """
+    import onnxsim
+
+    try:
+        simplified, _ = onnxsim.simplify(proto, skip_fuse_bn=True, perform_optimization=False)
+    except (ValueError, RuntimeError, onnx.checker.ValidationError) as err:
+        raise DcaccelError(f"cannot simplify {source}: {_first_line(err)}") from err
+    return simplified
+
+
+def specialize(proto: onnx.ModelProto, symbols: Mapping[str, int]) -> onnx.ModelProto:
+    """A copy of ``proto`` whose dynamic input and output dimensions take their values from ``symbols``.
+
+    Intermediate shape annotations are dropped so that shape inference recomputes them concretely;
+    an output dimension whose parameter has no value is cleared for the same reason.
+    """
+    fixed = copy.deepcopy(proto)
+    initializers = {init.name for init in fixed.graph.initializer}
+    for value in fixed.graph.input:
+        if value.name in initializers:
+            continue
+        for index, dim in enumerate(value.type.tensor_type.shape.dim):
+            if not dim.HasField("dim_value"):
+                dim.dim_value = symbols[_dimension_name(value.name, index, dim)]
+    for value in fixed.graph.output:
+        for index, dim in enumerate(value.type.tensor_type.shape.dim):
+            if not dim.HasField("dim_value"):
+                parameter = _dimension_name(value.name, index, dim)
+                if parameter in symbols:
+                    dim.dim_value = symbols[parameter]
+                else:
+                    dim.Clear()
+    del fixed.graph.value_info[:]
+    return fixed
+
+
+def _read(model: str | os.PathLike | onnx.ModelProto) -> tuple[onnx.ModelProto, str]:
+    """The model proto, and how to name its source in a message."""
+    if isinstance(model, onnx.ModelProto):
+        return model, f"ONNX model '{model.graph.name}'"
+    path = os.fspath(model)
+    if not os.path.isfile(path):
+        raise DcaccelError(f"file '{path}' not found")
+    try:
+        return onnx.load(path), f"'{path}'"
+    except (DecodeError, ValueError, RuntimeError) as err:
+        raise DcaccelError(f"'{path}' is not an ONNX model: {_first_line(err)}") from err
+
+
+def _default_name(model, proto: onnx.ModelProto) -> str:
+    """A workload name: the file's stem, else the graph's name."""
+    if isinstance(model, str | os.PathLike):
+        return os.path.splitext(os.path.basename(os.fspath(model)))[0]
+    return proto.graph.name or "model"
+
+
+def _dimension_name(tensor: str, index: int, dim: onnx.TensorShapeProto.Dimension) -> str:
+    """The symbol of a dynamic dimension: its ``dim_param``, or ``<tensor>_dim<index>`` when it has none."""
+    return dim.dim_param if dim.HasField("dim_param") else f"{clean_onnx_name(tensor)}_dim{index}"
+
+
+def _value_spec(value: onnx.ValueInfoProto) -> TensorSpec:
+    """The spec of a graph input as declared in the model (dynamic dimensions by their symbol)."""
+    tensor_type = value.type.tensor_type
+    shape = tuple(
+        dim.dim_value if dim.HasField("dim_value") else _dimension_name(value.name, index, dim)
+        for index, dim in enumerate(tensor_type.shape.dim)
+    )
+    try:
+        dtype = onnx_tensor_type_to_typeclass(tensor_type.elem_type).as_numpy_dtype()
+    except ValueError as err:
+        element = onnx.TensorProto.DataType.Name(tensor_type.elem_type)
+        raise DcaccelError(f"tensor '{value.name}': element type {element} is not supported") from err
+    return TensorSpec(value.name, shape, dtype, container=clean_onnx_name(value.name))
+
+
+def _bind_dimensions(specs: list[TensorSpec], example_inputs, symbols: Mapping[str, int]) -> dict[str, int]:
+    """Values of the dynamic input dimensions, from ``symbols`` and the shapes of ``example_inputs``."""
+    if example_inputs is not None:
+        arrays = _by_name(specs, example_inputs)
+        return bind_symbols(specs, {key: np.asarray(arrays[key]) for key in arrays}, symbols)
+    bound = dict(symbols)
+    for spec in specs:
+        concrete_shape(spec.name, spec.shape, bound)
+    return bound
+
+
+def _by_name(specs: list[TensorSpec], example_inputs) -> dict:
+    """Example inputs keyed by input name (a mapping is taken as is; a sequence follows the input order)."""
+    if isinstance(example_inputs, Mapping):
+        return dict(example_inputs)
+    if not isinstance(example_inputs, list | tuple):
+        example_inputs = (example_inputs,)
+    if len(example_inputs) != len(specs):
+        raise DcaccelError(f"{len(example_inputs)} example inputs for the {len(specs)} inputs of the model")
+    return {spec.name: value for spec, value in zip(specs, example_inputs, strict=True)}
+
+
+def _container_spec(sdfg, name: str, container: str, shape_of: str | None = None) -> TensorSpec:
+    """The spec of an SDFG container, named ``name``; its shape is read from ``shape_of`` if given."""
+    desc = sdfg.arrays[shape_of or container]
+    shape = () if isinstance(desc, dt.Scalar) else tuple(dimension_str(d) for d in desc.shape)
+    return TensorSpec(name, shape, desc.dtype.as_numpy_dtype(), container=container)
+
+
+def _first_line(err: BaseException) -> str:
+    """The first line of an exception's message."""
+    text = str(err).strip()
+    return text.splitlines()[0] if text else type(err).__name__

@@ -1,0 +1,95 @@
+"""The concrete view of a task DAG that every scheduling stage reads.
+
+:class:`CanonicalGraph` checks the DAG contract once (``TaskDAG.validate``), requires concrete
+volumes, and exposes flat lists indexed by node or edge id: the stages never call back into the
+``TaskDAG`` in their inner loops.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from dcaccel.dag.metrics import task_costs
+from dcaccel.dag.taskdag import NodeKind, TaskDAG
+from dcaccel.errors import DcaccelError
+
+
+@dataclass(frozen=True, eq=False)
+class CanonicalGraph:
+    """A validated, concrete canonical DAG as flat lists.
+
+    ``in_volume[v]`` (I) and ``out_volume[v]`` (O) are the volumes of the first in-edge and the
+    first out-edge of ``v`` (0 where there is none); ``cost[v]`` is T(v) of §0.3.
+    """
+
+    dag: TaskDAG
+    n: int
+    src: list[int]
+    dst: list[int]
+    vol: list[int]
+    out_start: list[int]
+    out_edges: list[int]
+    in_start: list[int]
+    in_edges: list[int]
+    is_buffer: bytearray
+    source: int
+    pseudo_sink: int  # -1 when the exit is a real node
+    exit: int
+    in_volume: list[int]
+    out_volume: list[int]
+    cost: list[int]
+
+    @classmethod
+    def from_dag(cls, dag: TaskDAG) -> CanonicalGraph:
+        """Validate ``dag`` and build its view; symbolic volumes must be evaluated first."""
+        dag.validate()
+        if not dag.is_concrete:
+            names = ", ".join(sorted(str(s) for s in dag.symbols))
+            raise DcaccelError(f"DAG '{dag.name}' has symbolic volumes ({names}): call dag.evaluate(...) first")
+        adj = dag.adjacency()
+        n = dag.num_nodes
+        vol = list(dag.edge_volumes)
+        is_buffer = bytearray(n)
+        for b in dag.buffers:
+            is_buffer[b] = 1
+        in_start, in_edges, out_start, out_edges = adj.in_start, adj.in_edges, adj.out_start, adj.out_edges
+        in_volume = [vol[in_edges[in_start[v]]] if in_start[v] < in_start[v + 1] else 0 for v in range(n)]
+        out_volume = [vol[out_edges[out_start[v]]] if out_start[v] < out_start[v + 1] else 0 for v in range(n)]
+        sink = dag.sink
+        return cls(
+            dag=dag,
+            n=n,
+            src=list(dag.edge_sources),
+            dst=list(dag.edge_targets),
+            vol=vol,
+            out_start=adj.out_start,
+            out_edges=adj.out_edges,
+            in_start=adj.in_start,
+            in_edges=adj.in_edges,
+            is_buffer=is_buffer,
+            source=dag.source,
+            pseudo_sink=-1 if sink is None else sink,
+            exit=dag.exit,
+            in_volume=in_volume,
+            out_volume=out_volume,
+            cost=task_costs(dag),
+        )
+
+    @property
+    def m(self) -> int:
+        return len(self.src)
+
+    def out_of(self, u: int) -> list[int]:
+        """Edge ids leaving ``u`` in successor order."""
+        return self.out_edges[self.out_start[u] : self.out_start[u + 1]]
+
+    def into(self, v: int) -> list[int]:
+        """Edge ids entering ``v`` in predecessor order."""
+        return self.in_edges[self.in_start[v] : self.in_start[v + 1]]
+
+    def is_pseudo(self, v: int) -> bool:
+        """Whether ``v`` is the pseudo source or the pseudo sink (cost 0, no PE)."""
+        return v == self.source or v == self.pseudo_sink
+
+    def kind(self, v: int) -> NodeKind:
+        return self.dag.kind(v)

@@ -1,0 +1,86 @@
+"""I/O volume of a schedule (``STREAMING_MODEL.md`` §7): off-chip, on-chip and streamed elements.
+
+* Buffer I/O (§7.1): what every buffer node receives and sends, pseudo-node edges excluded; it
+  does not depend on the schedule (:func:`dcaccel.dag.io_volume`).
+* Global I/O (§7.2): an edge that streams into a task moves its elements once from PE to PE
+  (counted twice, as a write and a read, in ``streamed``); every other edge is written to memory
+  and read back, each side on chip when its end node is placed on chip, off chip otherwise.
+* On-chip placement (§7.3): per block, the buffer nodes of the block compete for the on-chip
+  capacity (in elements): a 0/1 knapsack with the buffer's input volume as weight and its total
+  traffic as value. Each block gets the whole capacity.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import numpy as np
+
+from dcaccel.scheduler.graph import CanonicalGraph
+
+
+@dataclass(frozen=True)
+class IOVolume:
+    """I/O of one schedule for one on-chip capacity (all volumes in elements)."""
+
+    buffer: int  # §7.1: Σ over buffer nodes of volume in + out (the seed table's "I/Os")
+    off_chip: int  # §7.2: elements read or written off chip
+    on_chip: int  # §7.2: elements read or written on chip
+    streamed: int  # §7.2: elements moved on streaming edges (counted at both ends)
+    onchip_capacity: int  # on-chip memory per block, in elements
+    onchip_buffers: tuple[int, ...]  # buffer nodes placed on chip, ascending
+
+
+def onchip_placement(g: CanonicalGraph, blocks: list[list[int]], capacity: int) -> set[int]:
+    """The buffer nodes placed on chip: per block, the knapsack choice of §7.3."""
+    chosen: set[int] = set()
+    if capacity <= 0:
+        return chosen
+    vol = g.vol
+    for block in blocks:
+        items = list({v for v in block if g.is_buffer[v]})
+        if not items:
+            continue
+        weights = [g.in_volume[b] for b in items]
+        values = [sum(vol[e] for e in g.into(b)) + sum(vol[e] for e in g.out_of(b)) for b in items]
+        chosen.update(items[i] for i in _knapsack(weights, values, capacity))
+    return chosen
+
+
+def _knapsack(weights: list[int], values: list[int], capacity: int) -> list[int]:
+    """Indices of the items the 0/1 knapsack DP table takes, traced back from the last item (an item
+    is taken where its row improves on the previous one)."""
+    if sum(weights) <= capacity:
+        return list(range(len(weights)))
+    best = np.zeros(capacity + 1, dtype=np.int64)
+    improves = np.zeros((len(weights), capacity + 1), dtype=bool)
+    for i, (weight, value) in enumerate(zip(weights, values, strict=True)):
+        if weight > capacity:
+            continue
+        with_item = best[: capacity + 1 - weight] + value
+        improves[i, weight:] = with_item > best[weight:]
+        best[weight:] = np.maximum(best[weight:], with_item)
+    taken = []
+    room = capacity
+    for i in range(len(weights) - 1, -1, -1):
+        if improves[i, room]:
+            taken.append(i)
+            room -= weights[i]
+    return taken
+
+
+def global_io(g: CanonicalGraph, streaming: bytearray, onchip: set[int]) -> tuple[int, int, int]:
+    """``(off_chip, on_chip, streamed)`` of §7.2 for the final streaming flags and on-chip buffers."""
+    off = on = streamed = 0
+    src, dst, vol, is_buffer = g.src, g.dst, g.vol, g.is_buffer
+    for e in g.out_edges:
+        volume = vol[e]
+        if streaming[e] and not is_buffer[dst[e]]:
+            streamed += 2 * volume
+            continue
+        for end_node in (src[e], dst[e]):
+            if end_node in onchip:
+                on += volume
+            else:
+                off += volume
+    return off, on, streamed

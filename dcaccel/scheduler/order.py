@@ -1,0 +1,45 @@
+"""The iteration orders the reference scheduler's tie-breaking depends on (``STREAMING_MODEL.md``
+§0.2, [ORDER]).
+
+The reference runs on networkx 2.5: an induced subgraph ``G[S]`` iterates its nodes in the order
+of the Python ``set(S)`` when S is less than half the graph, and in graph order otherwise; its
+topological sort is Kahn's algorithm with a LIFO stack. Reproducing both literally is cheap.
+"""
+
+from __future__ import annotations
+
+from dcaccel.scheduler.graph import CanonicalGraph
+
+
+def induced_node_order(num_nodes: int, nodes: list[int]) -> list[int]:
+    """Node order of the induced subgraph on ``nodes`` of a graph with ``num_nodes`` nodes whose
+    node order is the id order."""
+    members = set(nodes)
+    if 2 * len(members) < num_nodes:
+        return list(members)
+    return sorted(members)
+
+
+def induced_topological_order(g: CanonicalGraph, nodes: list[int]) -> list[int]:
+    """TOPO(G[nodes]): LIFO Kahn on the induced subgraph, started from its in-degree-0 nodes in
+    induced node order, children pushed in successor order."""
+    members = set(nodes)
+    src, dst = g.src, g.dst
+    in_start, in_edges, out_start, out_edges = g.in_start, g.in_edges, g.out_start, g.out_edges
+    indeg = dict.fromkeys(members, 0)
+    for v in members:
+        for e in in_edges[in_start[v] : in_start[v + 1]]:
+            if src[e] in members:
+                indeg[v] += 1
+    stack = [v for v in induced_node_order(g.n, nodes) if indeg[v] == 0]
+    order = []
+    while stack:
+        u = stack.pop()
+        for e in out_edges[out_start[u] : out_start[u + 1]]:
+            w = dst[e]
+            if w in members:
+                indeg[w] -= 1
+                if indeg[w] == 0:
+                    stack.append(w)
+        order.append(u)
+    return order

@@ -1,0 +1,274 @@
+"""The result of scheduling a task DAG on P PEs, and its independent check.
+
+A :class:`Schedule` holds, per node, its PE, start, first-output and end times, and the figures
+derived from them: makespan, work, depth, streaming depth, lower bound, speedup, utilisation,
+I/O volume (for any on-chip capacity), blocks, streaming edges and buffer space.
+
+:meth:`Schedule.validate` re-checks the timing against the DAG alone: precedence per edge kind,
+no overlap on a PE, durations no shorter than the isolation cost, makespan no lower than the
+lower bound. The lower bound is max(depth, ⌈W/P⌉) for a list schedule; for a streaming schedule
+it is ⌈W/P⌉ only, since streaming tasks overlap along a path (the makespan falls below the depth,
+and in the reference's timing model even below the streaming depth, by one cycle).
+"""
+
+from __future__ import annotations
+
+from dataclasses import asdict, dataclass
+from functools import cached_property
+
+from dcaccel.dag.metrics import depth, io_volume, streaming_depth
+from dcaccel.dag.taskdag import TaskDAG
+from dcaccel.errors import DcaccelError
+from dcaccel.scheduler.graph import CanonicalGraph
+from dcaccel.scheduler.io import IOVolume, global_io, onchip_placement
+from dcaccel.scheduler.timeline import Timing
+
+
+class ScheduleError(DcaccelError):
+    """A schedule that breaks the timing model (see :meth:`Schedule.validate`)."""
+
+
+@dataclass(frozen=True)
+class TaskEvent:
+    """One row of a schedule: where and when a node runs."""
+
+    node: int
+    label: str
+    kind: str
+    pe: int
+    start: int
+    first_output: int
+    end: int
+    block: int  # index of the node's block (-1 for list schedules)
+
+
+class Schedule:
+    """A schedule of ``dag`` on ``pes`` PEs (build it with :func:`dcaccel.scheduler.schedule`)."""
+
+    def __init__(
+        self,
+        graph: CanonicalGraph,
+        pes: int,
+        scheduler: str,
+        timing: Timing,
+        *,
+        partitioning: str | None = None,
+        blocks: list[list[int]] | None = None,
+        streaming: bytearray | None = None,
+        capacities: dict[int, int] | None = None,
+        makespan_before_refinement: int | None = None,
+        refinement_iterations: int = 0,
+        onchip: int = 0,
+    ):
+        self.graph = graph
+        self.pes = pes
+        self.scheduler = scheduler
+        self.partitioning = partitioning
+        self.timing = timing
+        self.blocks = blocks if blocks is not None else []
+        self.streaming = streaming if streaming is not None else bytearray(graph.m)
+        self.capacities = capacities if capacities is not None else {}
+        self.makespan_before_refinement = makespan_before_refinement
+        self.refinement_iterations = refinement_iterations
+        self.onchip = onchip
+
+    # ------------------------------------------------------------------ per node
+
+    @property
+    def dag(self) -> TaskDAG:
+        return self.graph.dag
+
+    @cached_property
+    def _block_of(self) -> list[int]:
+        block_of = [-1] * self.graph.n
+        for index, block in enumerate(self.blocks):
+            for v in block:
+                block_of[v] = index
+        return block_of
+
+    def event(self, v: int) -> TaskEvent:
+        """Where and when node ``v`` runs."""
+        t = self.timing
+        return TaskEvent(
+            v, self.dag.label(v), self.dag.kind(v).value, t.pe[v], t.start[v], t.first_output[v], t.end[v],
+            self._block_of[v],
+        )  # fmt: skip
+
+    def events(self) -> list[TaskEvent]:
+        """All nodes, by id."""
+        return [self.event(v) for v in range(self.graph.n)]
+
+    # ------------------------------------------------------------------ figures
+
+    @property
+    def makespan(self) -> int:
+        return self.timing.makespan
+
+    @cached_property
+    def work(self) -> int:
+        return sum(self.graph.cost)
+
+    @cached_property
+    def depth(self) -> int:
+        return depth(self.dag)
+
+    @cached_property
+    def streaming_depth(self):
+        return streaming_depth(self.dag)
+
+    @property
+    def lower_bound(self) -> int:
+        """max(depth, ⌈W/P⌉) for a list schedule, ⌈W/P⌉ for a streaming one (see module docstring)."""
+        bound = -(-self.work // self.pes)
+        return bound if self.is_streaming else max(self.depth, bound)
+
+    @property
+    def is_streaming(self) -> bool:
+        return self.scheduler == "streaming"
+
+    @property
+    def speedup(self) -> float:
+        """W / makespan (0 for a DAG without work)."""
+        return self.work / self.makespan if self.makespan else 0.0
+
+    @property
+    def utilisation(self) -> float:
+        return self.speedup / self.pes
+
+    @property
+    def num_blocks(self) -> int:
+        """Number of blocks, a trailing empty one included as the reference counts it (0 for list schedules)."""
+        return len(self.blocks)
+
+    @property
+    def streaming_edges(self) -> list[tuple[int, int]]:
+        """The edges that stream in the final schedule, in edge order."""
+        g = self.graph
+        return [(g.src[e], g.dst[e]) for e in g.out_edges if self.streaming[e]]
+
+    @property
+    def buffer_space(self) -> dict[tuple[int, int], int]:
+        """FIFO capacity per streaming edge the deadlock analysis sized (absent edges need 1)."""
+        g = self.graph
+        return {(g.src[e], g.dst[e]): cap for e, cap in sorted(self.capacities.items())}
+
+    @property
+    def buffer_space_deadlock(self) -> int:
+        """Σ of the capacities above 1 (the reference's ``buffer_space_deadlock``)."""
+        return sum(cap for cap in self.capacities.values() if cap > 1)
+
+    @cached_property
+    def io_volume(self) -> int:
+        """Buffer I/O (§7.1), independent of the schedule."""
+        return io_volume(self.dag)
+
+    def io_at(self, onchip: int) -> IOVolume:
+        """I/O split for an on-chip capacity of ``onchip`` elements per block (§7.2, §7.3); a list
+        schedule is one block."""
+        blocks = self.blocks or [list(range(self.graph.n))]
+        placed = onchip_placement(self.graph, blocks, onchip)
+        off, on, streamed = global_io(self.graph, self.streaming, placed)
+        return IOVolume(self.io_volume, off, on, streamed, onchip, tuple(sorted(placed)))
+
+    @cached_property
+    def io(self) -> IOVolume:
+        """I/O split for the schedule's own on-chip capacity."""
+        return self.io_at(self.onchip)
+
+    def summary(self) -> dict:
+        """The schedule's figures as a JSON-ready dict."""
+        io = self.io
+        return {
+            "dag": self.dag.name,
+            "scheduler": self.scheduler,
+            "partitioning": self.partitioning,
+            "pes": self.pes,
+            "makespan": self.makespan,
+            "makespan_before_refinement": self.makespan_before_refinement,
+            "work": self.work,
+            "depth": self.depth,
+            "streaming_depth": _plain_number(self.streaming_depth),
+            "lower_bound": self.lower_bound,
+            "speedup": self.speedup,
+            "utilisation": self.utilisation,
+            "io_volume": self.io_volume,
+            "io": {k: list(v) if isinstance(v, tuple) else v for k, v in asdict(io).items()},
+            "num_blocks": self.num_blocks,
+            "refinement_iterations": self.refinement_iterations,
+            "streaming_edges": len(self.streaming_edges),
+            "buffer_space_deadlock": self.buffer_space_deadlock,
+        }
+
+    # ------------------------------------------------------------------ the check
+
+    def validate(self) -> None:
+        """Raise :class:`ScheduleError` naming the first node or edge that breaks the timing model."""
+        g, t = self.graph, self.timing
+        for v in range(g.n):
+            if not 0 <= t.pe[v] < self.pes:
+                raise ScheduleError(f"{self._name(v)} is on PE {t.pe[v]}, outside 0..{self.pes - 1}")
+            if t.end[v] - t.start[v] < g.cost[v]:
+                raise ScheduleError(
+                    f"{self._name(v)} runs {t.end[v] - t.start[v]} cycles ({t.start[v]}..{t.end[v]}), "
+                    f"less than its cost {g.cost[v]}"
+                )
+            if v != g.source and not t.start[v] <= t.first_output[v] <= t.end[v]:
+                raise ScheduleError(
+                    f"{self._name(v)}: first output at {t.first_output[v]} outside its run {t.start[v]}..{t.end[v]}"
+                )
+        self._validate_precedence()
+        self._validate_overlap()
+        if self.makespan != max(t.end):
+            raise ScheduleError(f"makespan {self.makespan} differs from the last end {max(t.end)}")
+        if self.makespan < self.lower_bound:
+            raise ScheduleError(f"makespan {self.makespan} is below the lower bound {self.lower_bound}")
+
+    def _validate_precedence(self) -> None:
+        g, t = self.graph, self.timing
+        for e in range(g.m):
+            p, v = g.src[e], g.dst[e]
+            if not self.streaming[e] or g.is_buffer[v]:
+                if t.start[v] < t.end[p]:
+                    raise ScheduleError(
+                        f"edge {p}->{v}: {self._name(v)} starts at {t.start[v]} "
+                        f"before {self._name(p)} ends at {t.end[p]}"
+                    )
+                continue
+            ready = t.end[p] if t.pe[p] == t.pe[v] else t.first_output[p]
+            if t.start[v] < ready:
+                raise ScheduleError(
+                    f"streaming edge {p}->{v}: {self._name(v)} starts at {t.start[v]} "
+                    f"before its input is ready at {ready}"
+                )
+            if v != g.exit and t.end[v] < t.end[p]:
+                raise ScheduleError(
+                    f"streaming edge {p}->{v}: consumer {self._name(v)} ends at {t.end[v]} before its producer "
+                    f"ends at {t.end[p]} (the reference aborts here, STREAMING_MODEL §8 B2)"
+                )
+
+    def _validate_overlap(self) -> None:
+        t = self.timing
+        by_pe: dict[int, list[tuple[int, int, int]]] = {}
+        for v in range(self.graph.n):
+            by_pe.setdefault(t.pe[v], []).append((t.end[v], t.start[v], v))
+        for pe, events in by_pe.items():
+            events.sort()
+            for (end, _, u), (_, start, w) in zip(events, events[1:], strict=False):
+                if end > start:
+                    raise ScheduleError(
+                        f"PE {pe}: {self._name(u)} ends at {end} after {self._name(w)} starts at {start}"
+                    )
+
+    def _name(self, v: int) -> str:
+        return f"{self.dag.kind(v).value} {v} '{self.dag.label(v)}'"
+
+    def __repr__(self) -> str:
+        return (
+            f"Schedule({self.dag.name!r}, {self.scheduler}, P={self.pes}, makespan={self.makespan}, "
+            f"blocks={self.num_blocks})"
+        )
+
+
+def _plain_number(value):
+    """An int or float for JSON (Fractions become floats)."""
+    return value if isinstance(value, int) else float(value)

@@ -1,0 +1,75 @@
+"""The streaming scheduler (``STREAMING_MODEL.md`` §1): partition, streaming intervals, gang
+schedule, deadlock buffer space, then the refinement loop of the reference's DSE driver.
+
+Refinement: a streaming edge whose FIFO would have to hold the whole stream (``volume - 1 <=
+capacity``, which includes every edge of volume at most 2, §8 B10) stops streaming; intervals,
+schedule and buffer space are recomputed on the same blocks until no edge changes.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from dcaccel.scheduler.buffer_space import buffer_space
+from dcaccel.scheduler.gang import block_orders, gang_schedule
+from dcaccel.scheduler.graph import CanonicalGraph
+from dcaccel.scheduler.intervals import Intervals, streaming_intervals
+from dcaccel.scheduler.partition import partition
+from dcaccel.scheduler.timeline import Timing
+
+
+@dataclass(frozen=True)
+class StreamingResult:
+    """Everything the streaming pipeline computes for one (DAG, P, partitioning)."""
+
+    timing: Timing
+    blocks: list[list[int]]
+    streaming: bytearray  # final flag per edge id
+    initial_streaming: bytearray  # flags right after partitioning
+    intervals: Intervals  # final streaming interval per edge id
+    capacities: dict[int, int]  # final buffer space by edge id (absent: 1)
+    initial_capacities: dict[int, int]
+    makespan_before_refinement: int
+    refinement_iterations: int
+
+
+def streaming_schedule(
+    g: CanonicalGraph, pes: int, strict: bool = False, refine: bool = True, reference: bool = True
+) -> StreamingResult:
+    """Run the streaming pipeline on ``g`` with ``pes`` PEs (see module docstring)."""
+    blocks_partition = partition(g, pes, strict=strict)
+    blocks = blocks_partition.blocks
+    streaming = bytearray(g.m)
+    for e in blocks_partition.streaming_edges:
+        streaming[e] = 1
+    initial_streaming = bytearray(streaming)
+
+    orders = block_orders(g, blocks)
+    intervals = streaming_intervals(g, streaming)
+    timing = gang_schedule(g, blocks, streaming, intervals, pes, reference=reference, orders=orders)
+    makespan_before = timing.makespan
+    capacities = buffer_space(g, blocks, streaming, intervals, timing, reference=reference)
+    initial_capacities = capacities
+    rounds = 0
+    while refine:
+        vol = g.vol
+        dropped = [e for e in g.out_edges if streaming[e] and vol[e] - 1 <= capacities.get(e, 1)]
+        if not dropped:
+            break
+        rounds += 1
+        for e in dropped:
+            streaming[e] = 0
+        intervals = streaming_intervals(g, streaming)
+        timing = gang_schedule(g, blocks, streaming, intervals, pes, reference=reference, orders=orders)
+        capacities = buffer_space(g, blocks, streaming, intervals, timing, reference=reference)
+    return StreamingResult(
+        timing=timing,
+        blocks=blocks,
+        streaming=streaming,
+        initial_streaming=initial_streaming,
+        intervals=intervals,
+        capacities=capacities,
+        initial_capacities=initial_capacities,
+        makespan_before_refinement=makespan_before,
+        refinement_iterations=rounds,
+    )

@@ -1,0 +1,41 @@
+"""Checks that an SDFG is fully lowered: maps only, in the form the task DAG extraction reads.
+
+Fully lowered means: no library node (ONNX nodes included), no nested SDFG left after inlining, and
+no tasklet outside a map that moves whole arrays (an opaque tasklet standing for a whole op); a
+tasklet outside any map that reads and writes single elements is allowed.
+"""
+
+import dace
+from dace.libraries.onnx.nodes.onnx_op import ONNXOp
+from dace.sdfg import nodes
+
+
+def _moves_arrays(state: dace.SDFGState, tasklet: nodes.Tasklet) -> bool:
+    """Whether a memlet of ``tasklet`` moves more than one element."""
+    return any(
+        not edge.data.is_empty() and (edge.data.volume != 1 or edge.data.subset.num_elements() != 1)
+        for edge in state.all_edges(tasklet)
+    )
+
+
+def lowering_violations(sdfg: dace.SDFG) -> list[str]:
+    """One line per node of ``sdfg`` (recursively) that keeps it from being fully lowered."""
+    violations = []
+    for node, parent in sdfg.all_nodes_recursive():
+        where = f"in state '{parent.label}'"
+        if isinstance(node, ONNXOp):
+            violations.append(f"ONNX node '{node.label}' ({node.schema.name}) {where}")
+        elif isinstance(node, nodes.LibraryNode):
+            violations.append(f"library node '{node.label}' ({type(node).__name__}) {where}")
+        elif isinstance(node, nodes.NestedSDFG):
+            violations.append(f"nested SDFG '{node.label}' {where}")
+        elif isinstance(node, nodes.Tasklet) and parent.entry_node(node) is None and _moves_arrays(parent, node):
+            violations.append(f"tasklet '{node.label}' outside a map moves whole arrays {where}")
+    return violations
+
+
+def assert_fully_lowered(sdfg: dace.SDFG) -> None:
+    """Raise AssertionError listing every violation if ``sdfg`` is not fully lowered."""
+    violations = lowering_violations(sdfg)
+    if violations:
+        raise AssertionError(f"SDFG '{sdfg.name}' is not fully lowered:\n" + "\n".join(violations))

@@ -1,0 +1,196 @@
+"""Full lowering: every library node of a workload to a canonical implementation, then maps only.
+
+``lower(workload, choices)`` picks an implementation for every library node (ONNX nodes, and the
+DaCe library nodes a ``@dace.program`` produces), expands them until no library node is left,
+inlines every nested SDFG and simplifies without destroying the canonical structure (Contract 3:
+the operand copies and im2col containers must survive), then marks the program inputs and outputs
+as ``PROGRAM_IO`` buffers.
+
+Choice resolution, per library node: its name in ``choices``, else its op type in ``choices``, else
+the implementation already set on the node if dcaccel has it, else the default — ``"canonical"``
+for every op, the MMM's default shape (``"mv"``) for the matrix products (Conv, Gemm, MatMul, ``@``
+and MMM nodes). The op type of an ONNX node is its ONNX op (``"Conv"``); a
+DaCe matrix product (``dace.libraries.blas`` ``MatMul``) is ``"MatMul"``; any other DaCe library node
+is its class name (``"Inv"``, ``"Transpose"``) and needs a dcaccel implementation registered on its
+class. Library nodes that an expansion creates with an implementation already set (the MMM nodes of
+a Conv) keep it; those created without one are resolved like the workload's own nodes.
+"""
+
+import copy
+import warnings
+from dataclasses import dataclass, field
+from typing import Any
+
+import dace
+from dace.libraries.blas.nodes.matmul import MatMul
+from dace.libraries.onnx.forward_implementation_abc import ONNXForward
+from dace.libraries.onnx.nodes.onnx_op import ONNXOp
+from dace.sdfg import nodes
+from dace.sdfg.utils import inline_sdfgs
+from dace.transformation.passes.simplify import SimplifyPass
+from dace.transformation.transformation import ExpandTransformation
+
+import dcaccel.expansions
+from dcaccel.buffers import BufferReason, mark_buffer
+from dcaccel.errors import DcaccelError, UnsupportedOpError
+from dcaccel.expansions.mmm import MMM
+
+CANONICAL = "canonical"
+MATMUL = "MatMul"
+
+# Simplification passes that would break the canonical structure: ArrayElimination removes the
+# copies into the MMM operand buffers (``_b_copy``) and the im2col containers (X_col) as redundant;
+# ScalarToSymbolPromotion and ConstantPropagation could fold weight data into code.
+STRUCTURE_BREAKING_PASSES = frozenset({"ArrayElimination", "ScalarToSymbolPromotion", "ConstantPropagation"})
+
+
+@dataclass
+class LoweredWorkload:
+    """A workload lowered to maps: the fully lowered SDFG and the implementation chosen per node."""
+
+    workload: Any  # the source Workload (None when lower() was given a bare SDFG)
+    sdfg: dace.SDFG
+    implementations: dict[str, str] = field(default_factory=dict)  # node name -> implementation name
+    unused_choices: dict[str, str] = field(default_factory=dict)  # choices naming no node or op type
+
+
+def op_type(node: nodes.LibraryNode) -> str:
+    """The op type a choice can name for ``node``: its ONNX op, "MatMul" for a DaCe matrix product, or
+    its class name."""
+    if isinstance(node, ONNXOp):
+        return node.schema.name
+    if isinstance(node, (MatMul, MMM)):
+        return MATMUL
+    return type(node).__name__
+
+
+def available_implementations(node: nodes.LibraryNode) -> list[str]:
+    """Names of dcaccel's implementations that can expand ``node``."""
+    if isinstance(node, ONNXOp):
+        return dcaccel.expansions.implementations(node.schema.name)
+    return sorted(
+        name for name, expansion in type(node).implementations.items() if expansion.__module__.startswith("dcaccel.")
+    )
+
+
+def _onnx_forward(op: str, implementation: str) -> type[ONNXForward]:
+    """The ONNXForward class registered for ``op`` under ``implementation``."""
+    for forward, info in ONNXForward.extensions().items():
+        if info.get("op") == op and info.get("name") == implementation:
+            return forward
+    raise DcaccelError(f"no ONNX implementation '{implementation}' registered for {op}")
+
+
+def _ensure_onnx_expansion(node: ONNXOp, implementation: str) -> type[ONNXForward]:
+    """Register ``implementation`` on the node's class if DaCe's ONNX registry was built before dcaccel's
+    implementations were imported; returns the implementation's ONNXForward class."""
+    forward = _onnx_forward(node.schema.name, implementation)
+    node_class = type(node)
+    if implementation not in node_class.implementations:
+
+        class Expansion(ExpandTransformation):
+            environments = []
+            forward_impl = forward
+
+            @classmethod
+            def expansion(cls, node, state, sdfg, **kwargs):
+                node.validate(sdfg, state)
+                return cls.forward_impl.forward(node, state, sdfg, **kwargs)
+
+        Expansion.__name__ = Expansion.__qualname__ = f"{node_class.__name__}_Expansion_{implementation}"
+        node_class.register_implementation(implementation, Expansion)
+    return forward
+
+
+def _default_implementation(available: list[str]) -> str | None:
+    if CANONICAL in available:
+        return CANONICAL
+    if MMM.default_implementation in available:
+        return MMM.default_implementation
+    return None
+
+
+def _resolve(node: nodes.LibraryNode, state: dace.SDFGState, choices: dict[str, str], seen: set[str]) -> str:
+    """Choose ``node``'s implementation — its name in ``choices``, else its op type, else the
+    implementation already set on it (if dcaccel has it), else the default — and check that it
+    applies; adds the node's name and op type to ``seen``."""
+    op = op_type(node)
+    seen.update((node.label, op))
+    available = available_implementations(node)
+    if not available:
+        raise UnsupportedOpError(op, node.label, "no dcaccel implementation")
+    preset = node.implementation if node.implementation in available else None
+    chosen = choices.get(node.label, choices.get(op, preset or _default_implementation(available)))
+    if chosen not in available:
+        raise DcaccelError(f"{op} node '{node.label}': no implementation '{chosen}'; available: {', '.join(available)}")
+    if isinstance(node, ONNXOp):
+        forward = _ensure_onnx_expansion(node, chosen)
+        if not forward.forward_can_be_applied(node, state, state.sdfg):
+            raise UnsupportedOpError(op, node.label, f"implementation '{chosen}' does not apply to its attributes")
+    return chosen
+
+
+def _library_nodes(sdfg: dace.SDFG) -> list[tuple[nodes.LibraryNode, dace.SDFGState]]:
+    return [(node, parent) for node, parent in sdfg.all_nodes_recursive() if isinstance(node, nodes.LibraryNode)]
+
+
+def expand_all(sdfg: dace.SDFG, choices: dict[str, str]) -> tuple[dict[str, str], set[str]]:
+    """Expand every library node of ``sdfg`` (in place) until none is left.
+
+    The nodes present at the start are all resolved; nodes that expansions create are resolved when
+    they carry no implementation. Returns the implementation chosen per resolved node name and the
+    names and op types of the resolved nodes.
+    """
+    implementations: dict[str, str] = {}
+    seen: set[str] = set()
+    pending = _library_nodes(sdfg)
+    for node, state in pending:
+        node.implementation = implementations[node.label] = _resolve(node, state, choices, seen)
+    while pending:
+        for node, state in pending:
+            if node.implementation is None:
+                node.implementation = implementations[node.label] = _resolve(node, state, choices, seen)
+            node.expand(state)
+        pending = _library_nodes(sdfg)
+    return implementations, seen
+
+
+def simplify(sdfg: dace.SDFG) -> None:
+    """Inline every nested SDFG and simplify, skipping the passes that break the canonical structure."""
+    inline_sdfgs(sdfg, multistate=True)
+    SimplifyPass(skip=set(STRUCTURE_BREAKING_PASSES)).apply_pass(sdfg, {})
+
+
+def mark_program_io(sdfg: dace.SDFG) -> None:
+    """Mark the non-transient containers of the top-level SDFG (program inputs and outputs) PROGRAM_IO."""
+    for desc in sdfg.arrays.values():
+        if not desc.transient:
+            mark_buffer(desc, BufferReason.PROGRAM_IO)
+
+
+def lower(workload, choices: dict[str, str] | None = None) -> LoweredWorkload:
+    """Lower ``workload`` (a Workload, or a bare SDFG) to maps with the implementations in ``choices``.
+
+    ``choices`` maps an op type or a node name to an implementation name (``{"Conv": "op", "conv2":
+    "lmv"}``); a node name wins over its op type. An implementation an op does not have raises
+    :class:`DcaccelError` listing the ones it has; an op without any dcaccel implementation raises
+    :class:`UnsupportedOpError`. Choices naming no node or op type of the workload are returned in
+    ``unused_choices`` with one warning. The workload's SDFG is not modified.
+    """
+    choices = dict(choices or {})
+    source_sdfg = workload if isinstance(workload, dace.SDFG) else workload.sdfg
+    sdfg = copy.deepcopy(source_sdfg)
+    implementations, seen = expand_all(sdfg, choices)
+    simplify(sdfg)
+    mark_program_io(sdfg)
+    sdfg.validate()
+    unused = {key: value for key, value in choices.items() if key not in seen}
+    if unused:
+        warnings.warn(
+            f"choices naming no node or op type of '{sdfg.name}': {', '.join(sorted(unused))}",
+            UserWarning,
+            stacklevel=2,
+        )
+    return LoweredWorkload(
+        None if isinstance(workload, dace.SDFG) else workload, sdfg, implementations, unused_choices=unused
+    )

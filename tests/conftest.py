@@ -1,0 +1,60 @@
+"""Fixtures shared by the whole test suite.
+
+- Every test session compiles SDFGs into its own DaCe build folder (under pytest's temporary
+  directory), so that concurrent sessions never collide. DaCe is configured without being imported
+  here: tests that need no DaCe do not pay for it.
+- ``rng``: a seeded numpy generator.
+- ``conv_seed``, ``lenet``, ``mmm``: built-in workloads, one per session, so that each is compiled
+  at most once (the compiled program is cached per SDFG object).
+"""
+
+import os
+import sys
+
+import numpy as np
+import pytest
+
+
+@pytest.fixture(scope="session", autouse=True)
+def dace_build_folder(tmp_path_factory):
+    """A DaCe build folder of this test session (also passed to subprocesses through the environment)."""
+    folder = str(tmp_path_factory.mktemp("dacecache"))
+    previous = os.environ.get("DACE_default_build_folder")
+    os.environ["DACE_default_build_folder"] = folder
+    if "dace" in sys.modules:
+        sys.modules["dace"].config.Config.set("default_build_folder", value=folder)
+    yield folder
+    if previous is None:
+        os.environ.pop("DACE_default_build_folder", None)
+    else:
+        os.environ["DACE_default_build_folder"] = previous
+
+
+@pytest.fixture
+def rng() -> np.random.Generator:
+    """A numpy generator with a fixed seed."""
+    return np.random.default_rng(0)
+
+
+@pytest.fixture(scope="session")
+def conv_seed():
+    """The ``conv-seed`` workload (one per session)."""
+    from dcaccel import workloads
+
+    return workloads.get("conv-seed")
+
+
+@pytest.fixture(scope="session")
+def lenet():
+    """The ``lenet`` workload (one per session)."""
+    from dcaccel import workloads
+
+    return workloads.get("lenet")
+
+
+@pytest.fixture(scope="session")
+def mmm():
+    """The ``mmm`` workload (one per session)."""
+    from dcaccel import workloads
+
+    return workloads.get("mmm")

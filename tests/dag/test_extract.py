@@ -1,0 +1,419 @@
+"""Extraction of the canonical task DAG (dcaccel.dag.extract; rules in docs/dag.md).
+
+The seed anchor: ``conv-seed`` under the three MMM shapes must give the reference tool's DAGs
+(``/work/shared/vectors/seedconv_*.json``, written down below in our container names) and the seed
+table's I/O volumes 129,474 / 222,936 / 150,936; scheduled, the "reference" DAGs give the seed's
+makespans. Nothing here compiles an SDFG.
+"""
+
+import json
+from collections import Counter
+
+import dace
+import pytest
+
+from dcaccel import workloads
+from dcaccel.dag import metrics
+from dcaccel.dag.extract import Granularity, extract
+from dcaccel.dag.taskdag import NodeKind, TaskDAG
+from dcaccel.errors import DAGContractError, DcaccelError
+from dcaccel.scheduler import schedule
+from tests.dag import programs
+
+SHAPES = ("mv", "op", "lmv")
+
+#: The seed table's I/O volumes (Σ over buffer nodes of volume in + out), architecture.md Contract 3.
+SEED_IO = {"mv": 129_474, "op": 222_936, "lmv": 150_936}
+
+#: Work and depth of the reference tool's DAGs (the vectors' ``work`` / ``depth`` fields).
+SEED_WORK = {"mv": 2_015_724, "op": 2_267_862, "lmv": 125_718}
+SEED_DEPTH = {"mv": 28_224, "op": 194_112, "lmv": 53_568}
+
+#: Streaming makespans of the reference tool at 16 and 128 PEs (the seed table, vectors/README.md).
+SEED_MAKESPAN = {"mv": (145_730, 35_138), "op": (194_113, 107_713), "lmv": (35_715, 35_715)}
+
+#: The edges of the vectors seedconv_mv_noxycolbuf / seedconv_op_noxcolbuf / seedconv_lmv as
+#: (source, target, volume, count), task-map iterations under their map label. Names are ours: the
+#: vectors' X, W, B, Y are the program containers (renamed by ``seed_names``), ``_a_bn``/``_b_bn`` are
+#: the MMM operand buffers ``_a_copy``/``_b_copy``, and ``<name>_bn`` is the buffer ``<name>``.
+SEED_EDGES = {
+    "mv": [
+        ("pseudo-source", "X", 14400, 1),
+        ("pseudo-source", "W", 150, 1),
+        ("pseudo-source", "B", 3456, 1),
+        ("X", "Xr", 14400, 1),
+        ("Xr", "_b_copy", 14400, 1),
+        ("_b_copy", "MV", 150, 576),
+        ("W", "Wr", 150, 1),
+        ("Wr", "W_col", 150, 1),
+        ("W_col", "BcastA", 150, 1),
+        ("BcastA", "MV", 150, 576),
+        ("MV", "Gather", 3456, 576),
+        ("Gather", "AddBias", 3456, 1),
+        ("B", "AddBias", 3456, 1),
+        ("AddBias", "Y_col_bias", 3456, 1),
+        ("Y_col_bias", "ReshapeOut", 3456, 1),
+        ("ReshapeOut", "Y", 3456, 1),
+    ],
+    "op": [
+        ("pseudo-source", "X", 14400, 1),
+        ("pseudo-source", "W", 150, 1),
+        ("pseudo-source", "B", 3456, 1),
+        ("X", "Xr", 14400, 1),
+        ("Xr", "_b_copy", 14400, 1),
+        ("W", "Wr", 150, 1),
+        ("Wr", "W_col", 150, 1),
+        ("W_col", "_a_copy", 150, 1),
+        ("_a_copy", "OP", 3456, 25),
+        ("_b_copy", "OP", 3456, 25),
+        ("OP", "Reduce", 86400, 25),
+        ("Reduce", "Y_col", 3456, 1),
+        ("Y_col", "AddBias", 3456, 1),
+        ("B", "AddBias", 3456, 1),
+        ("AddBias", "Y_col_bias", 3456, 1),
+        ("Y_col_bias", "ReshapeOut", 3456, 1),
+        ("ReshapeOut", "Y", 3456, 1),
+    ],
+    "lmv": [
+        ("pseudo-source", "X", 14400, 1),
+        ("pseudo-source", "W", 150, 1),
+        ("pseudo-source", "B", 3456, 1),
+        ("X", "Xr", 14400, 1),
+        ("Xr", "X_col", 14400, 1),
+        ("X_col", "BcastB", 14400, 1),
+        ("BcastB", "LMV", 14400, 6),
+        ("W", "Wr", 150, 1),
+        ("Wr", "W_col", 150, 1),
+        ("W_col", "_a_copy", 150, 1),
+        ("_a_copy", "LMV", 14400, 6),
+        ("LMV", "Gather", 3456, 6),
+        ("Gather", "Y_col", 3456, 1),
+        ("Y_col", "AddBias", 3456, 1),
+        ("B", "AddBias", 3456, 1),
+        ("AddBias", "Y_col_bias", 3456, 1),
+        ("Y_col_bias", "ReshapeOut", 3456, 1),
+        ("ReshapeOut", "Y", 3456, 1),
+    ],
+}
+
+#: Number of nodes of the vectors' DAGs (pseudo source included).
+SEED_NODES = {"mv": 590, "op": 40, "lmv": 22}
+
+#: Task maps of each shape: map label and number of iterations (Contract 3).
+TASK_MAPS = {"mv": ("MV", 576), "op": ("OP", 25), "lmv": ("LMV", 6)}
+
+
+@pytest.fixture(scope="module")
+def seed():
+    return workloads.get("conv-seed")
+
+
+@pytest.fixture(scope="module")
+def seed_lowered(seed):
+    return {shape: seed.lower({"Conv": shape}) for shape in SHAPES}
+
+
+@pytest.fixture(scope="module")
+def seed_dags(seed_lowered):
+    return {
+        (shape, rule): extract(seed_lowered[shape], edge_volume=rule)
+        for shape in SHAPES
+        for rule in ("exact", "reference")
+    }
+
+
+def seed_names(seed) -> dict[str, str]:
+    """Our program containers → the vectors' names X, W, B, Y."""
+    weight, bias = seed.weights
+    return {seed.inputs[0].container: "X", weight: "W", bias: "B", seed.outputs[0].container: "Y"}
+
+
+def edge_table(dag: TaskDAG, rename: dict[str, str]) -> Counter:
+    """(source, target, volume) → count, tasks of a task map under the map's label."""
+
+    def name(v):
+        node = dag.node(v)
+        return rename.get(node.label, node.meta.get("map", node.label) if node.kind is NodeKind.TASK else node.label)
+
+    return Counter((name(s), name(d), vol) for s, d, vol in dag.edges)
+
+
+# -- the seed convolution ----------------------------------------------------------------------
+
+
+@pytest.mark.parametrize("rule", ["exact", "reference"])
+@pytest.mark.parametrize("shape", SHAPES)
+def test_seed_io_volume(seed_dags, shape, rule):
+    assert metrics.io_volume(seed_dags[shape, rule]) == SEED_IO[shape]
+
+
+@pytest.mark.parametrize("shape", SHAPES)
+def test_seed_reference_dag_is_the_vector(seed, seed_dags, shape):
+    dag = seed_dags[shape, "reference"]
+    expected = Counter({(s, d, v): n for s, d, v, n in SEED_EDGES[shape]})
+    assert edge_table(dag, seed_names(seed)) == expected
+    assert dag.num_nodes == SEED_NODES[shape]
+
+
+@pytest.mark.parametrize("shape", SHAPES)
+def test_seed_task_maps(seed_dags, shape):
+    label, count = TASK_MAPS[shape]
+    dag = seed_dags[shape, "exact"]
+    iterations = [dag.node(v) for v in dag.tasks if dag.node(v).meta.get("map") == label]
+    assert [n.label for n in iterations] == [f"{label}{i}" for i in range(count)]
+    assert [n.meta["iteration"] for n in iterations] == list(range(count))
+    others = Counter(dag.node(v).label for v in dag.tasks if dag.node(v).meta.get("map") != label)
+    expected_others = {
+        "mv": {"Xr", "Wr", "BcastA", "Gather", "AddBias", "ReshapeOut"},
+        "op": {"Xr", "Wr", "Reduce", "AddBias", "ReshapeOut"},
+        "lmv": {"Xr", "Wr", "BcastB", "Gather", "AddBias", "ReshapeOut"},
+    }[shape]
+    assert set(others) == expected_others and set(others.values()) == {1}
+
+
+@pytest.mark.parametrize("shape", SHAPES)
+def test_seed_buffers_carry_their_marks(seed_dags, shape):
+    dag = seed_dags[shape, "exact"]
+    reasons = {dag.node(b).label: dag.node(b).meta.get("reason") for b in dag.buffers}
+    assert reasons["W_col"] == "weights" and reasons["Y_col_bias"] == "layer-output"
+    assert ("Y_col" in reasons) == (shape != "mv") and ("X_col" in reasons) == (shape == "lmv")
+    assert not any("inserted_buffer" in dag.node(b).meta for b in dag.buffers)
+
+
+@pytest.mark.parametrize("shape", SHAPES)
+def test_seed_reference_work_and_depth(seed_dags, shape):
+    dag = seed_dags[shape, "reference"]
+    assert metrics.work(dag) == SEED_WORK[shape]
+    assert metrics.depth(dag) == SEED_DEPTH[shape]
+
+
+def test_seed_exact_volumes_split_the_gathered_stream(seed_dags):
+    """Under "exact", MV task j sends Gather only the N = 6 elements of column j it wrote (the
+    reference rule puts Gather's whole read volume, 3456, on each of the 576 edges); the OP tasks
+    send Reduce their N·M = 3456 partial products (reference: K·N·M = 86,400)."""
+    mv = edge_table(seed_dags["mv", "exact"], {})
+    assert mv[("MV", "Gather", 6)] == 576
+    op = edge_table(seed_dags["op", "exact"], {})
+    assert op[("OP", "Reduce", 3456)] == 25
+
+
+@pytest.mark.parametrize("rule", ["exact", "reference"])
+@pytest.mark.parametrize("shape", SHAPES)
+def test_seed_dag_meets_the_contract(seed_dags, shape, rule):
+    dag = seed_dags[shape, rule]
+    dag.validate()
+    exit_node = dag.node(dag.exit)
+    assert dag.sink is None and exit_node.kind is NodeKind.BUFFER and exit_node.meta["reason"] == "program-io"
+
+
+@pytest.mark.parametrize("shape", SHAPES)
+def test_seed_reference_makespans(seed_dags, shape):
+    dag = seed_dags[shape, "reference"]
+    assert tuple(schedule(dag, pes).makespan for pes in (16, 128)) == SEED_MAKESPAN[shape]
+
+
+@pytest.mark.parametrize("shape", SHAPES)
+def test_seed_json_round_trip(seed_dags, shape, tmp_path):
+    dag = seed_dags[shape, "exact"]
+    path = tmp_path / "dag.json"
+    path.write_text(json.dumps(dag.to_json()))
+    again = TaskDAG.from_json(path)
+    assert again.edges == dag.edges
+
+    def described(d):
+        return [(n.kind, n.label, dict(n.meta)) for n in d.nodes]
+
+    assert described(again) == described(dag)
+
+
+# -- granularity -------------------------------------------------------------------------------
+
+
+def test_coarse_mv_buffers_the_rebroadcast_operand(seed_lowered):
+    """One MV task for the whole map re-reads the stream of A M = 576 times: ``_a_stream`` becomes
+    an inserted buffer (in 150, out N·K·M = 86,400), which adds 86,550 to the I/O volume."""
+    with pytest.warns(UserWarning, match="_a_stream"):
+        dag = extract(seed_lowered["mv"], "coarse")
+    dag.validate()
+    assert [dag.label(v) for v in dag.tasks] == ["Xr", "Wr", "BcastA", "MV", "Gather", "AddBias", "ReshapeOut"]
+    inserted = [dag.node(b) for b in dag.buffers if "inserted_buffer" in dag.node(b).meta]
+    assert [n.label for n in inserted] == ["_a_stream"]
+    assert metrics.io_volume(dag) == SEED_IO["mv"] + 150 + 86_400
+    mv = dag.tasks[3]
+    assert dag.node(mv).meta["iterations"] == 576
+
+
+#: Streams a tile of several iterations re-reads (once per iteration), hence inserted buffers.
+TILE_REREADS = {"mv": ["_a_stream"], "op": [], "lmv": ["_b_stream"]}
+
+
+@pytest.mark.filterwarnings("ignore:extract. container")
+@pytest.mark.parametrize("tiles", [1, 4, 5])
+@pytest.mark.parametrize("shape", SHAPES)
+def test_tiles_of_consecutive_iterations(seed_lowered, seed_dags, shape, tiles):
+    label, count = TASK_MAPS[shape]
+    dag = extract(seed_lowered[shape], ("tiles", tiles))
+    dag.validate()
+    tasks = [v for v in dag.tasks if dag.node(v).meta.get("map") == label]
+    assert [dag.label(v) for v in tasks] == [f"{label}{t}" for t in range(tiles)]
+    bounds = [tuple(dag.node(v).meta["iterations"]) for v in tasks]
+    sizes = [b - a for a, b in bounds]
+    assert bounds[0][0] == 0 and bounds[-1][1] == count and max(sizes) - min(sizes) <= 1
+    assert all(a[1] == b[0] for a, b in zip(bounds, bounds[1:], strict=False))
+    inserted = sorted(dag.label(b) for b in dag.buffers if "inserted_buffer" in dag.node(b).meta)
+    assert inserted == TILE_REREADS[shape]
+    # The reused operand buffer sends the tiles exactly what it sent the single iterations.
+    fine = seed_dags[shape, "exact"]
+    operand = "_b_copy" if shape == "mv" else "_a_copy"
+
+    def sent(d):
+        return sorted(v for s, _, v in d.edges if d.label(s) == operand)
+
+    assert sum(sent(dag)) == sum(sent(fine))
+    assert sent(dag) == sorted(sum(sent(fine)[a:b]) for a, b in bounds)
+
+
+@pytest.mark.parametrize("shape", SHAPES)
+def test_one_tile_per_iteration_is_the_default_granularity(seed_lowered, seed_dags, shape):
+    _, count = TASK_MAPS[shape]
+    tiled = extract(seed_lowered[shape], ("tiles", count))
+    assert tiled.edges == seed_dags[shape, "exact"].edges
+
+
+@pytest.mark.parametrize("value", ["tiles=0", ("tiles", 0), "fine", ("tiles",), 3])
+def test_bad_granularity(value):
+    with pytest.raises(DcaccelError, match="granularity"):
+        Granularity.parse(value)
+
+
+# -- rules on small programs -------------------------------------------------------------------
+
+
+def labels(dag: TaskDAG) -> list[tuple[str, str]]:
+    return [(n.kind.value, n.label) for n in dag.nodes]
+
+
+def volumes(dag: TaskDAG) -> list[tuple[str, str, int]]:
+    return [(dag.label(s), dag.label(d), v) for s, d, v in dag.edges]
+
+
+@pytest.mark.parametrize("size", [1, 8])
+def test_streamed_transients_are_collapsed(size):
+    dag = extract(programs.chain_program(size))
+    assert labels(dag) == [
+        ("source", "pseudo-source"),
+        ("buffer", "A"),
+        ("task", "Inc_map"),
+        ("task", "Double_map"),
+        ("task", "Dec_map"),
+        ("buffer", "B"),
+    ]
+    assert volumes(dag) == [
+        ("pseudo-source", "A", size),
+        ("A", "Inc_map", size),
+        ("Inc_map", "Double_map", size),
+        ("Double_map", "Dec_map", size),
+        ("Dec_map", "B", size),
+    ]
+    dag.validate()
+
+
+def test_a_state_boundary_is_a_dependency():
+    dag = extract(programs.two_state_program())
+    assert ("Produce_map", "Consume_map", 8) in volumes(dag)
+    assert [dag.node(v).meta["state"] for v in dag.tasks] == ["first", "second"]
+
+
+def test_a_buffer_written_after_it_was_read_gets_a_new_version():
+    dag = extract(programs.in_place_program())
+    dag.validate()
+    versions = [(dag.label(b), dag.node(b).meta["version"]) for b in sorted(dag.buffers)]
+    assert versions == [("A", 0), ("A", 1), ("B", 0)]
+    assert volumes(dag)[1:4] == [("A", "Scale_map", 8), ("Scale_map", "A", 8), ("A", "Copy_map", 8)]
+
+
+def test_a_reread_stream_becomes_a_buffer():
+    with pytest.warns(UserWarning, match="container 't' made a buffer node"):
+        dag = extract(programs.reread_program())
+    dag.validate()
+    t = next(b for b in dag.buffers if dag.label(b) == "t")
+    assert "re-reads" in dag.node(t).meta["inserted_buffer"]
+    assert ("Inc_map", "t", 8) in volumes(dag) and ("t", "Mirror_map", 16) in volumes(dag)
+
+
+@pytest.mark.parametrize("rule", ["exact", "reference"])
+def test_unequal_in_volumes_are_repaired_with_a_buffer(rule):
+    if rule == "exact":
+        with pytest.warns(UserWarning, match="unequal in-volumes into task Sum_map"):
+            dag = extract(programs.halves_program(), edge_volume=rule)
+        assert ("Low_map", "t", 4) in volumes(dag) and ("t", "Sum_map", 8) in volumes(dag)
+    else:
+        dag = extract(programs.halves_program(), edge_volume=rule)
+        assert ("Low_map", "Sum_map", 8) in volumes(dag) and ("High_map", "Sum_map", 8) in volumes(dag)
+    dag.validate()
+
+
+@pytest.mark.parametrize(("sink", "exits"), [("auto", 1), ("always", 1), ("never", 2)])
+def test_pseudo_sink(sink, exits):
+    dag = extract(programs.two_outputs_program(), sink=sink)
+    has_sink = sink != "never"
+    assert (dag.sink is not None) == has_sink
+    assert sum(1 for v in range(dag.num_nodes) if dag.out_degree(v) == 0) == exits
+    if has_sink:
+        dag.validate()
+        assert [(dag.label(s), v) for s, d, v in dag.edges if d == dag.sink] == [("B", 8), ("C", 8)]
+    else:
+        with pytest.raises(DAGContractError, match="2 exits"):
+            dag.validate()
+
+
+def test_pseudo_sink_on_a_single_exit():
+    dag = extract(programs.chain_program(), sink="always")
+    dag.validate()
+    assert volumes(dag)[-1] == ("B", "pseudo-sink", 8)
+
+
+@pytest.mark.parametrize(("n", "k", "m"), [(6, 25, 576), (1, 1, 1), (3, 1, 5), (1, 4, 1)])
+@pytest.mark.parametrize("shape", SHAPES)
+def test_mmm_shapes(shape, n, k, m):
+    dag = extract(programs.mmm_program(shape, n, k, m))
+    dag.validate()
+    tasks = {"mv": m, "op": k, "lmv": n}[shape]
+    assert sum(1 for v in dag.tasks if dag.node(v).meta.get("map") == shape.upper()) == tasks
+    # I/O = the inputs read once (N·K + K·M) + the copies into the operand buffers + the tasks'
+    # reads of each reused operand buffer (N·K·M per buffer) + C written once (N·M).
+    copies = {"mv": k * m, "op": k * m + n * k, "lmv": n * k}[shape]
+    reused = {"mv": n * k * m, "op": 2 * n * k * m, "lmv": n * k * m}[shape]
+    reads = n * k + k * m
+    assert metrics.io_volume(dag) == reads + copies + reused + n * m
+
+
+def test_symbolic_task_map_needs_sizes():
+    n, k, m = (dace.symbol(s) for s in "NKM")
+    sdfg = programs.mmm_program("mv", n, k, m)
+    with pytest.raises(DcaccelError, match="task map 'MV' has a symbolic number of iterations"):
+        extract(sdfg)
+    concrete = extract(sdfg, symbols={"N": 2, "K": 3, "M": 4})
+    assert sum(1 for v in concrete.tasks if concrete.label(v).startswith("MV")) == 4
+
+
+def test_coarse_keeps_symbolic_volumes():
+    n, k, m = (dace.symbol(s) for s in "NKM")
+    with pytest.warns(UserWarning, match="_a_stream"):
+        dag = extract(programs.mmm_program("mv", n, k, m), "coarse")
+    assert {s.name for s in dag.symbols} == {"N", "K", "M"}
+    sizes = {"N": 6, "K": 25, "M": 576}
+    assert metrics.io_volume(dag.evaluate(**sizes)) == metrics.io_volume(
+        extract(programs.mmm_program("mv", 6, 25, 576), "coarse")
+    )
+
+
+def test_loops_are_refused():
+    with pytest.raises(DcaccelError, match="control-flow block"):
+        extract(programs.loop_program())
+
+
+@pytest.mark.parametrize(("kwargs", "match"), [({"edge_volume": "max"}, "edge_volume"), ({"sink": "x"}, "sink")])
+def test_bad_options(kwargs, match):
+    with pytest.raises(DcaccelError, match=match):
+        extract(programs.chain_program(), **kwargs)

@@ -1,0 +1,153 @@
+"""Helpers of the canonical-implementation tests: ONNX models of many independent ops, run twice.
+
+A test module lists its cases (:class:`OpCase`: one ONNX node with its inputs), builds one model
+holding all of them (tensors prefixed per case) and runs it once through onnxruntime and once
+through DaCe with every ONNX node expanded by dcaccel's canonical implementation, so that one
+compile checks every case of the module.
+"""
+
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass, field
+
+import numpy as np
+import onnx
+from onnx import TensorProto, helper
+
+OPSET = 20
+IR_VERSION = 9  # the newest onnxruntime here reads
+
+
+@dataclass(frozen=True)
+class OpCase:
+    """One ONNX node under test: its op, attributes, graph inputs (random data) and constant inputs.
+
+    ``inputs`` maps each input name to its shape (float32 data, or ``dtype``); ``constants`` maps
+    names to arrays bound as initializers; ``node_inputs`` lists the node's inputs in order (""
+    for an absent optional input); ``outputs`` the node's outputs.
+    """
+
+    name: str
+    op_type: str
+    node_inputs: Sequence[str]
+    inputs: Mapping[str, tuple] = field(default_factory=dict)
+    constants: Mapping[str, np.ndarray] = field(default_factory=dict)
+    attributes: Mapping[str, object] = field(default_factory=dict)
+    outputs: Sequence[str] = ("y",)
+    dtype: type = np.float32
+
+    def tensor(self, name: str) -> str:
+        """The name of this case's tensor ``name`` in the merged model."""
+        return f"{self.name}__{name}" if name else ""
+
+
+def build_model(cases: Sequence[OpCase], opset: int = OPSET) -> onnx.ModelProto:
+    """One model with the node of every case (disjoint tensors), shapes inferred."""
+    nodes, inputs, initializers, outputs = [], [], [], []
+    for case in cases:
+        nodes.append(
+            helper.make_node(
+                case.op_type,
+                [case.tensor(n) for n in case.node_inputs],
+                [case.tensor(n) for n in case.outputs],
+                name=case.name,
+                **case.attributes,
+            )
+        )
+        elem = helper.np_dtype_to_tensor_dtype(np.dtype(case.dtype))
+        inputs += [helper.make_tensor_value_info(case.tensor(n), elem, shape) for n, shape in case.inputs.items()]
+        initializers += [onnx.numpy_helper.from_array(np.asarray(v), case.tensor(n)) for n, v in case.constants.items()]
+        outputs += [helper.make_tensor_value_info(case.tensor(n), TensorProto.UNDEFINED, None) for n in case.outputs]
+    graph = helper.make_graph(nodes, "cases", inputs, outputs, initializers)
+    model = helper.make_model(graph, opset_imports=[helper.make_opsetid("", opset)], ir_version=IR_VERSION)
+    inferred = onnx.shape_inference.infer_shapes(model, strict_mode=True)
+    types = {v.name: v.type for v in inferred.graph.value_info}
+    for output in inferred.graph.output:
+        output.type.CopyFrom(types[output.name])
+    return inferred
+
+
+def random_feed(cases: Sequence[OpCase], seed: int = 0) -> dict[str, np.ndarray]:
+    """Random data for every graph input of ``cases`` (standard normal, or small integers)."""
+    rng = np.random.default_rng(seed)
+    feed = {}
+    for case in cases:
+        for name, shape in case.inputs.items():
+            if np.issubdtype(case.dtype, np.integer):
+                value = rng.integers(-5, 6, size=shape)
+            else:
+                value = rng.standard_normal(shape)
+            feed[case.tensor(name)] = np.asarray(value, dtype=case.dtype)
+    return feed
+
+
+def run_reference(model: onnx.ModelProto, feed: Mapping[str, np.ndarray]) -> dict[str, np.ndarray]:
+    """The outputs of ``model`` computed by onnxruntime, by output name."""
+    import onnxruntime
+
+    session = onnxruntime.InferenceSession(model.SerializeToString(), providers=["CPUExecutionProvider"])
+    names = [o.name for o in model.graph.output]
+    return dict(zip(names, session.run(names, dict(feed)), strict=True))
+
+
+def canonical_model(model: onnx.ModelProto, name: str):
+    """``model`` imported into DaCe with every ONNX node expanded by its canonical implementation."""
+    import dcaccel.expansions  # noqa: F401  (registers the canonical implementations)
+    from dace.libraries.onnx.nodes.onnx_op import ONNXOp
+    from dace.ml import ONNXModel
+
+    imported = ONNXModel(name, model, onnx_simplify=False)
+    for node, _ in imported.sdfg.all_nodes_recursive():
+        if isinstance(node, ONNXOp):
+            node.implementation = "canonical"
+    imported.sdfg.expand_library_nodes()
+    return imported
+
+
+def run_canonical(model: onnx.ModelProto, feed: Mapping[str, np.ndarray], name: str) -> dict[str, np.ndarray]:
+    """The outputs of ``model`` run with dcaccel's canonical implementations (one compile), by output name."""
+    imported = canonical_model(model, name)
+    results = imported(**{k: v.copy() for k, v in feed.items()})
+    results = results if isinstance(results, tuple) else (results,)
+    names = [o.name for o in model.graph.output]
+    return {n: np.asarray(r) for n, r in zip(names, results, strict=True)}
+
+
+@dataclass(frozen=True)
+class TopLevelScope:
+    """A top-level node of an inlined state: a map (with what its body holds) or another node."""
+
+    state: str
+    label: str
+    kind: str
+    body: frozenset[str] = frozenset()
+
+
+def top_level_scopes(sdfg) -> list[TopLevelScope]:
+    """The top-level scopes of ``sdfg`` after inlining every nested SDFG (the tasks of contract 2)."""
+    from dace.sdfg import nodes
+    from dace.sdfg.utils import inline_sdfgs
+
+    inline_sdfgs(sdfg, multistate=True)
+    scopes = []
+    for state in sdfg.states():
+        parents = state.scope_dict()
+        for node in state.nodes():
+            if parents[node] is not None or isinstance(node, (nodes.AccessNode, nodes.ExitNode)):
+                continue
+            if isinstance(node, nodes.MapEntry):
+                inner = state.scope_subgraph(node, include_entry=False, include_exit=False).nodes()
+                body = frozenset(type(n).__name__ for n in inner)
+                scopes.append(TopLevelScope(state.label, node.map.label, "map", body))
+            else:
+                scopes.append(TopLevelScope(state.label, node.label, type(node).__name__))
+    return scopes
+
+
+def assert_flat_maps(sdfg) -> list[TopLevelScope]:
+    """Assert that ``sdfg`` (expanded) is made of flat maps only: each top-level scope a map around one tasklet."""
+    scopes = top_level_scopes(sdfg)
+    assert scopes, "no top-level scope"
+    for scope in scopes:
+        assert scope.kind == "map", f"{scope.label} is a top-level {scope.kind}, not a map"
+        assert scope.body == {"Tasklet"}, f"map {scope.label} holds {sorted(scope.body)}, not one tasklet"
+    return scopes

@@ -1,0 +1,111 @@
+"""Import of ONNX models and files: specs, weights, dynamic dimensions and bad input (no compilation)."""
+
+import numpy as np
+import onnx
+import pytest
+from onnx import TensorProto, helper, numpy_helper
+
+import dcaccel
+from dcaccel.errors import DcaccelError, ShapeError, UnsupportedOpError
+from dcaccel.frontend import Origin
+from dcaccel.frontend.ops import operators
+
+
+def _matmul_add(rows, inner, cols) -> onnx.ModelProto:
+    """y = x · W + b with x of shape (rows, inner); ``rows`` may be a dim_param string."""
+    rng = np.random.default_rng(1)
+    weight = numpy_helper.from_array(rng.standard_normal((inner, cols)).astype(np.float32), "W")
+    bias = numpy_helper.from_array(rng.standard_normal(cols).astype(np.float32), "b")
+    x = helper.make_tensor_value_info("x", TensorProto.FLOAT, [rows, inner])
+    y = helper.make_tensor_value_info("y", TensorProto.FLOAT, [rows, cols])
+    nodes = [
+        helper.make_node("MatMul", ["x", "W"], ["xw"], name="matmul"),
+        helper.make_node("Add", ["xw", "b"], ["y"], name="add"),
+    ]
+    graph = helper.make_graph(nodes, "affine", [x], [y], initializer=[weight, bias])
+    return helper.make_model(graph, opset_imports=[helper.make_opsetid("", 18)])
+
+
+def _single_op(op_type: str, opset: int = 18, domain: str = "") -> onnx.ModelProto:
+    x = helper.make_tensor_value_info("x", TensorProto.FLOAT, [2, 3])
+    y = helper.make_tensor_value_info("y", TensorProto.FLOAT, [2, 3])
+    node = helper.make_node(op_type, ["x"], ["y"], name="n0", domain=domain)
+    opsets = [helper.make_opsetid("", opset)] + ([helper.make_opsetid(domain, 1)] if domain else [])
+    return helper.make_model(helper.make_graph([node], "g", [x], [y]), opset_imports=opsets)
+
+
+@pytest.mark.parametrize(("rows", "inner", "cols"), [(4, 3, 2), (1, 1, 1), (2, 5, 1)])
+@pytest.mark.parametrize("from_file", [False, True])
+def test_specs_and_weights(rows, inner, cols, from_file, tmp_path):
+    proto = _matmul_add(rows, inner, cols)
+    model = proto
+    if from_file:
+        model = tmp_path / "affine.onnx"
+        onnx.save(proto, model)
+    workload = dcaccel.load(model)
+    assert workload.origin is Origin.ONNX
+    assert workload.name == "affine"
+    assert [(s.name, s.shape, s.dtype) for s in workload.inputs] == [("x", (rows, inner), np.float32)]
+    assert [(s.name, s.shape, s.container) for s in workload.outputs] == [("y", (rows, cols), "__return")]
+    initializers = {init.name: numpy_helper.to_array(init) for init in proto.graph.initializer}
+    assert set(workload.weights) == {"W", "b"}
+    for name, value in initializers.items():
+        np.testing.assert_array_equal(workload.weights[name], value)
+        assert workload.weights[name].flags.owndata
+    assert [n.op_type for n in workload.onnx_model.graph.node] == ["MatMul", "Add"]
+
+
+@pytest.mark.parametrize("batch", [1, 3])
+def test_dynamic_dimension_from_symbols(batch):
+    workload = dcaccel.load(_matmul_add("batch", 3, 2), symbols={"batch": batch})
+    assert workload.inputs[0].shape == (batch, 3)
+    assert workload.outputs[0].shape == (batch, 2)
+    assert workload.symbols == {"batch": batch}
+    assert workload.sdfg.free_symbols == set()
+
+
+def test_dynamic_dimension_from_example_inputs():
+    workload = dcaccel.load(_matmul_add("batch", 3, 2), [np.zeros((5, 3), np.float32)])
+    assert workload.inputs[0].shape == (5, 3)
+    assert workload.symbols == {"batch": 5}
+
+
+def test_dynamic_dimension_without_value():
+    with pytest.raises(DcaccelError, match=r"^tensor 'x': dimension 'batch' has no value"):
+        dcaccel.load(_matmul_add("batch", 3, 2))
+
+
+@pytest.mark.parametrize("shape", [(4, 2), (4, 3, 1), (3,)])
+def test_wrong_example_input_shape(shape):
+    with pytest.raises(ShapeError, match=r"^tensor 'x': expected shape \(4, 3\), got"):
+        dcaccel.load(_matmul_add(4, 3, 2), {"x": np.zeros(shape, np.float32)})
+
+
+@pytest.mark.parametrize(
+    ("op_type", "domain", "shown"),
+    [("StringNormalizer", "", "StringNormalizer"), ("Frobnicate", "com.example", "com.example.Frobnicate")],
+)
+def test_unsupported_op(op_type, domain, shown):
+    with pytest.raises(UnsupportedOpError) as error:
+        dcaccel.load(_single_op(op_type, domain=domain))
+    assert str(error.value) == f"unsupported op {shown} (node 'n0'): DaCe's ONNX importer has no node for it"
+    assert (error.value.op_type, error.value.node_name) == (shown, "n0")
+
+
+def test_missing_file(tmp_path):
+    with pytest.raises(DcaccelError, match=r"^file '.*missing\.onnx' not found$"):
+        dcaccel.load(tmp_path / "missing.onnx")
+
+
+@pytest.mark.parametrize("content", [b"not a model at all\n", b""])
+def test_not_an_onnx_model(tmp_path, content):
+    path = tmp_path / "model.onnx"
+    path.write_bytes(content)
+    with pytest.raises(DcaccelError, match=r"model\.onnx'? is not (an|a valid) ONNX model"):
+        dcaccel.load(path)
+
+
+def test_operators_are_not_fused():
+    """onnx-simplifier's fusions (MatMul + Add into Gemm) are off: the ops stay as written."""
+    workload = dcaccel.load(_matmul_add(4, 3, 2))
+    assert [op.op_type for op in operators(workload.sdfg)] == ["MatMul", "Add"]
