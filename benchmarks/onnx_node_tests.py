@@ -25,6 +25,7 @@ Set ``DACE_default_build_folder`` to a folder of your own first.
 import argparse
 import copy
 import enum
+import multiprocessing
 import sys
 import time
 from collections import Counter, defaultdict
@@ -227,6 +228,42 @@ def _first_line(error: Exception) -> str:
     return f"{type(error).__name__}: {text[0] if text else ''}"[:200]
 
 
+def _compile_and_run_here(label: str, model: onnx.ModelProto, feed: dict[str, np.ndarray], connection) -> None:
+    try:
+        imported = _import_and_expand(label, model)
+        outputs = imported(**{name: array.copy() for name, array in feed.items()})
+        outputs = outputs if isinstance(outputs, tuple) else (outputs,)
+        connection.send(([np.asarray(o) for o in outputs], None))
+    except Exception as error:  # noqa: BLE001 - sent to the parent and reported per case
+        connection.send((None, _first_line(error)))
+
+
+def compile_and_run(
+    label: str, model: onnx.ModelProto, feed: dict[str, np.ndarray], timeout: float
+) -> tuple[list[np.ndarray] | None, str | None]:
+    """Outputs of ``model`` compiled with the canonical implementations, or the error that stopped it.
+
+    Runs in a forked process, so that a program that crashes (a signal) or hangs fails its cases
+    instead of ending the whole run.
+    """
+    context = multiprocessing.get_context("fork")
+    receiver, sender = context.Pipe(duplex=False)
+    process = context.Process(target=_compile_and_run_here, args=(label, model, feed, sender))
+    process.start()
+    sender.close()
+    try:
+        result = receiver.recv() if receiver.poll(timeout) else (None, f"no result within {timeout:.0f} s")
+    except EOFError:
+        result = None, None
+    process.join(5)
+    if process.is_alive():
+        process.kill()
+        process.join()
+    if result == (None, None):
+        result = None, f"the process ended with exit code {process.exitcode}"
+    return result
+
+
 def compare(prepared: PreparedCase, outputs: Sequence) -> CaseOutcome:
     """The outcome of one case from its outputs (graph output order) and its reference outputs."""
     name = prepared.case.name
@@ -249,25 +286,23 @@ def compare(prepared: PreparedCase, outputs: Sequence) -> CaseOutcome:
 class Runner:
     """Runs prepared cases in merged batches and counts the compiles."""
 
-    def __init__(self, batch: int, verbose: bool = False):
+    def __init__(self, batch: int, verbose: bool = False, timeout: float = 900):
         self.batch = batch
         self.verbose = verbose
+        self.timeout = timeout
         self.compiles = 0
 
     def run_batch(self, cases: Sequence[PreparedCase]) -> list[CaseOutcome]:
         """Compile and run ``cases`` as one merged model; split the batch in halves if that fails."""
         model, feed = merge(cases) if len(cases) > 1 else (cases[0].model, cases[0].inputs)
         label = f"onnx_node_{cases[0].opset}_{self.compiles}"
-        try:
-            imported = _import_and_expand(label, model)
-            self.compiles += 1
-            outputs = imported(**{name: array.copy() for name, array in feed.items()})
-        except Exception as error:  # noqa: BLE001 - isolated below, reported per case
+        self.compiles += 1
+        outputs, error = compile_and_run(label, model, feed, self.timeout)
+        if error is not None:
             if len(cases) == 1:
-                return [CaseOutcome(cases[0].op, cases[0].case.name, Status.FAIL, f"compile/run: {_first_line(error)}")]
+                return [CaseOutcome(cases[0].op, cases[0].case.name, Status.FAIL, f"compile/run: {error}")]
             half = len(cases) // 2
             return self.run_batch(cases[:half]) + self.run_batch(cases[half:])
-        outputs = list(outputs) if isinstance(outputs, tuple) else [outputs]
         outcomes, start = [], 0
         for prepared in cases:
             count = len(prepared.model.graph.output)

@@ -41,7 +41,7 @@ def main(argv: list[str] | None = None) -> int:
     try:
         return int(args.run(args) or 0)
     except DcaccelError as err:
-        print(f"dcaccel {args.command}: error: {err}", file=sys.stderr)
+        sys.stderr.write(f"dcaccel {args.command}: error: {err}\n")
         return 2
 
 

@@ -65,15 +65,20 @@ def _granularity(text: str) -> Granularity:
         raise argparse.ArgumentTypeError(str(err)) from None
 
 
+def _granularity_name(granularity: Granularity) -> str:
+    return f"tiles={granularity.tiles}" if granularity.mode == "tiles" else granularity.mode
+
+
 def run(args: argparse.Namespace) -> int:
     """Extract the DAG; write it to ``--out`` or print its summary."""
     if args.out is not None and not args.out.endswith((".json", ".dot")):
-        raise DcaccelError(f"dag: --out file '{args.out}' must end in .json or .dot")
+        raise DcaccelError(f"--out file '{args.out}' must end in .json or .dot")
     workload = resolve_model(args.model)
     lowered = workload.lower(implementation_choices(args.impl))
     dag = extract(lowered, args.granularity, args.edge_volume, sink=args.sink, fusion=args.fuse)
     if args.out is None:
-        sys.stdout.write(summary(dag) + "\n")
+        settings = f"granularity {_granularity_name(args.granularity)}, edge volume {args.edge_volume}"
+        sys.stdout.write(f"{summary(dag)}\n({settings}{', fused' if args.fuse else ''})\n")
         return 0
     with open(args.out, "w") as stream:
         if args.out.endswith(".json"):

@@ -69,6 +69,7 @@ class Granularity:
         """``"task"``, ``"coarse"``, ``("tiles", T)`` or ``"tiles=T"`` as a :class:`Granularity`."""
         if isinstance(value, Granularity):
             return value
+        given = value
         if isinstance(value, str) and value.startswith("tiles="):
             value = ("tiles", value.removeprefix("tiles="))
         if value in ("task", "coarse"):
@@ -80,7 +81,9 @@ class Granularity:
                 tiles = 0
             if tiles >= 1:
                 return cls("tiles", tiles)
-        raise DcaccelError(f"extract: granularity must be 'task', 'coarse' or ('tiles', T) with T >= 1, got {value!r}")
+        raise DcaccelError(
+            f"extract: granularity must be 'task', 'coarse', ('tiles', T) or 'tiles=T' with T >= 1, got {given!r}"
+        )
 
 
 # -- accesses of a group of tasks --------------------------------------------------------------
@@ -268,6 +271,13 @@ def _tile_rows(rows: _Rows, bounds: Sequence[tuple[int, int]]) -> _Rows:
     return _Rows(lo, hi, elements, volume)
 
 
+def tile_count(iterations: int, tiles: int) -> int:
+    """The number of equal tiles a task map of ``iterations`` iterations is split into for
+    ``("tiles", tiles)``: the largest divisor of ``iterations`` not above ``tiles`` (equal tiles keep
+    the volumes of their edges equal, as the DAG contract requires)."""
+    return max((d for d in range(1, min(tiles, iterations) + 1) if iterations % d == 0), default=0)
+
+
 def _instantiate(scope: TaskScope, granularity: Granularity) -> _Group:
     """The tasks of ``scope`` at ``granularity`` with their accesses."""
     base = {"state": scope.state, **scope.meta}
@@ -296,10 +306,10 @@ def _instantiate(scope: TaskScope, granularity: Granularity) -> _Group:
             for i, point in enumerate(points)
         ]
         return _Group(labels, metas, reads, writes, accumulated)
-    tiles = min(granularity.tiles, n)
-    cuts = [n * t // tiles for t in range(tiles + 1)] if tiles else [0]
-    bounds = list(zip(cuts[:-1], cuts[1:], strict=True))
-    labels = [f"{scope.label}{t}" for t in range(len(bounds))]
+    tiles = tile_count(n, granularity.tiles)
+    size = n // tiles if tiles else 0
+    bounds = [(t * size, (t + 1) * size) for t in range(tiles)]
+    labels = [f"{scope.label}{t}" for t in range(tiles)]
     metas = [{**base, "tile": t, "iterations": [a, b]} for t, (a, b) in enumerate(bounds)]
     return _Group(
         labels,
@@ -344,6 +354,7 @@ class _Walk:
         self.versions: Counter[str] = Counter()
         self.reused: dict[str, str] = {}
         self.tasks: list[int] = []
+        self.fewer_tiles: list[str] = []
 
     # -- nodes and edges
     def is_buffer(self, data: str) -> bool:
@@ -401,6 +412,8 @@ class _Walk:
 
     def task(self, scope: TaskScope) -> None:
         group = _instantiate(scope, self.granularity)
+        if self.granularity.mode == "tiles" and scope.is_task_map and len(group.labels) < self.granularity.tiles:
+            self.fewer_tiles.append(f"{scope.label} ({len(group.labels)})")
         read_buffers = {data: self.read_buffer(data) for data in group.reads if self.is_buffer(data)}
         nodes = np.array(
             [self.add_node(NodeKind.TASK, lb, m) for lb, m in zip(group.labels, group.metas, strict=True)], dtype=int
@@ -645,6 +658,13 @@ def extract(
         for data, reason in faults.items():
             warnings.warn(f"extract: container '{data}' made a buffer node ({reason})", stacklevel=2)
         inserted = {**inserted, **faults}
+    if walk.fewer_tiles:
+        shown = ", ".join(walk.fewer_tiles[:5]) + (", ..." if len(walk.fewer_tiles) > 5 else "")
+        warnings.warn(
+            f"extract: {len(walk.fewer_tiles)} task map(s) split into fewer than {granularity.tiles} equal tiles "
+            f"(the largest divisor of their iterations): {shown}",
+            stacklevel=2,
+        )
     return _emit(walk, edge_volume, sink, name or getattr(workload, "name", None) or program.name)
 
 

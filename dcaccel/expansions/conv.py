@@ -277,7 +277,7 @@ def build_im2col_sdfg(
         sdfg.add_array("B", (geometry.filters,), dtype)
     shapes = {"W_col": (g, fg, k), "X_col": (g, k, m), "Y_col": (g, fg, m), "Y_col_bias": (g, fg, m)}
     for container, reason in im2col_marks(implementation, has_bias).items():
-        sdfg.add_transient(container, shapes[container], dtype)
+        sdfg.add_transient(container, shapes[container], dtype, storage=dace.StorageType.CPU_Heap)
         if reason is not None:
             mark_buffer(sdfg.arrays[container], reason)
     state = expansion_state(sdfg, name, __file__)

@@ -9,6 +9,10 @@ the default options). The model and every deviation from the reference implement
 
 from __future__ import annotations
 
+import gc
+from collections.abc import Iterator
+from contextlib import contextmanager
+
 from dcaccel.dag.taskdag import TaskDAG
 from dcaccel.errors import DcaccelError
 from dcaccel.scheduler.graph import CanonicalGraph
@@ -61,6 +65,28 @@ def schedule(
         known = ", ".join(OPTIONS[scheduler])
         raise DcaccelError(f"unknown option(s) {', '.join(unknown)} for the {scheduler} scheduler (known: {known})")
     settings = {**OPTIONS[scheduler], **options}
+    with _without_cycle_collection():
+        built = _run(dag, pes, scheduler, partitioning, onchip, settings)
+        if validate:
+            built.validate()
+    return built
+
+
+@contextmanager
+def _without_cycle_collection() -> Iterator[None]:
+    """Pause Python's cyclic garbage collector: scheduling allocates millions of small acyclic
+    objects, and the collections they trigger would rescan every live object (about a quarter of
+    the run time on large DAGs). Reference counting still frees everything."""
+    enabled = gc.isenabled()
+    gc.disable()
+    try:
+        yield
+    finally:
+        if enabled:
+            gc.enable()
+
+
+def _run(dag: TaskDAG, pes: int, scheduler: str, partitioning: str, onchip: int, settings: dict) -> Schedule:
     graph = CanonicalGraph.from_dag(dag)
     if scheduler == "streaming":
         result = streaming_schedule(
@@ -85,6 +111,4 @@ def schedule(
             raise DcaccelError(f"bandwidth must be positive (elements per cycle), got {bandwidth!r}")
         timing, _ = list_schedule(graph, pes, insertion=settings["insertion"], bandwidth=bandwidth)
         built = Schedule(graph, pes, scheduler, timing, onchip=onchip)
-    if validate:
-        built.validate()
     return built

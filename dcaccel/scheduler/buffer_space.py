@@ -17,10 +17,29 @@ cycle; ``reference=False`` removes it.
 
 from __future__ import annotations
 
+from dataclasses import dataclass
+
 from dcaccel.scheduler.graph import CanonicalGraph
 from dcaccel.scheduler.intervals import Intervals
 from dcaccel.scheduler.order import induced_node_order
 from dcaccel.scheduler.timeline import Timing
+
+
+@dataclass(frozen=True)
+class UndirectedBlock:
+    """A block as the cycle search sees it: undirected adjacency (neighbour and edge id lists, in
+    networkx's order) and its connected components that contain a cycle, each with the node the
+    search starts at."""
+
+    neighbours: dict[int, list[int]]
+    via: dict[int, list[int]]
+    edges: list[int]
+    cyclic: list[tuple[int, set[int]]]
+
+
+def undirected_blocks(g: CanonicalGraph, blocks: list[list[int]], reference: bool = True) -> list[UndirectedBlock]:
+    """The undirected view of every block (independent of the stream flags, so refinement reuses it)."""
+    return [_undirected_block(g, block, reference) for block in blocks]
 
 
 def buffer_space(
@@ -30,17 +49,22 @@ def buffer_space(
     intervals: Intervals,
     timing: Timing,
     reference: bool = True,
+    undirected: list[UndirectedBlock] | None = None,
 ) -> dict[int, int]:
     """Capacities by edge id for the streaming edges the cycle analysis looked at (missing edges
-    need the default capacity 1)."""
+    need the default capacity 1); ``undirected`` is :func:`undirected_blocks`, computed when not given."""
     capacities: dict[int, int] = {}
-    for block in blocks:
-        for cycle in _undirected_cycles(g, block, streaming, reference):
+    if undirected is None:
+        undirected = undirected_blocks(g, blocks, reference)
+    for block, view in zip(blocks, undirected, strict=True):
+        if not any(streaming[e] for e in view.edges):
+            continue  # the search would stop at its start in every component
+        for cycle in _undirected_cycles(view, streaming):
             _size_cycle(g, block, cycle, streaming, intervals, timing, capacities)
     return capacities
 
 
-def _undirected_cycles(g: CanonicalGraph, block: list[int], streaming: bytearray, reference: bool) -> list[set[int]]:
+def _undirected_block(g: CanonicalGraph, block: list[int], reference: bool) -> UndirectedBlock:
     members = set(block)
     order = induced_node_order(g.n, block)
     if not reference:
@@ -48,8 +72,8 @@ def _undirected_cycles(g: CanonicalGraph, block: list[int], streaming: bytearray
         order = [v for v in order if v != g.source]
     neighbours: dict[int, list[int]] = {v: [] for v in order}
     via: dict[int, list[int]] = {v: [] for v in order}
+    edges = []
     dst, out_start, out_edges = g.dst, g.out_start, g.out_edges
-    streams = False
     for u in order:
         for e in out_edges[out_start[u] : out_start[u + 1]]:
             w = dst[e]
@@ -58,20 +82,23 @@ def _undirected_cycles(g: CanonicalGraph, block: list[int], streaming: bytearray
                 via[u].append(e)
                 neighbours[w].append(u)
                 via[w].append(e)
-                streams = streams or streaming[e]
-    if not streams:
-        return []  # the search would stop at its start in every component
-
-    cycles: list[set[int]] = []
+                edges.append(e)
+    cyclic = []
     seen_all: set[int] = set()
     for v in order:
         if v in seen_all:
             continue
         component = _plain_bfs(neighbours, v)
         seen_all.update(component)
-        if sum(len(neighbours[x]) for x in component) < 2 * len(component):
-            continue  # a tree: no back edge, nothing marked
-        start = next(iter(component))
+        if sum(len(neighbours[x]) for x in component) >= 2 * len(component):  # not a tree
+            cyclic.append((next(iter(component)), component))
+    return UndirectedBlock(neighbours, via, edges, cyclic)
+
+
+def _undirected_cycles(view: UndirectedBlock, streaming: bytearray) -> list[set[int]]:
+    neighbours, via = view.neighbours, view.via
+    cycles: list[set[int]] = []
+    for start, _ in view.cyclic:
         parent = {start: -1}
         marked: set[int] = set()
         visited: set[int] = set()

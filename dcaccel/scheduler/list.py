@@ -93,7 +93,9 @@ class _Processors:
         self.insertion = insertion
         self.last_end = [-1] * pes
         self.free = _FreeTimes(pes)
-        self.events: list[list[tuple[int, int]]] = [[] for _ in range(pes)]  # (end, start), sorted
+        # Events per PE sorted by (end, start); as they never overlap, starts are sorted too.
+        self.starts: list[list[int]] = [[] for _ in range(pes)]
+        self.ends: list[list[int]] = [[] for _ in range(pes)]
         self.gap_lo: list[list[int]] = [[] for _ in range(pes)]
         self.gap_hi: list[list[int]] = [[] for _ in range(pes)]
         self.with_gaps: list[int] = []  # PEs that have gaps, ascending
@@ -109,13 +111,13 @@ class _Processors:
         return tail if gap is None else min(gap, tail)
 
     def _zero_start(self, p: int, est: int) -> int:
-        events = self.events[p]
-        if not events or events[0][1] > est:
+        starts, ends = self.starts[p], self.ends[p]
+        if not starts or starts[0] > est:
             return est
-        k = bisect.bisect_right(events, (est, _INF))
-        if k >= 1 and (k == len(events) or events[k][1] >= est):
+        k = bisect.bisect_right(ends, est)
+        if k >= 1 and (k == len(ends) or starts[k] >= est):
             return est
-        return events[k][0]
+        return ends[k]
 
     def _gap_start(self, p: int, est: int, duration: int) -> int | None:
         lows, highs = self.gap_lo[p], self.gap_hi[p]
@@ -154,9 +156,6 @@ class _Processors:
 
     def place(self, p: int, start: int, end: int) -> None:
         """Record the event ``[start, end)`` on PE ``p`` and update its gaps."""
-        events = self.events[p]
-        first_start = events[0][1] if events else None
-        bisect.insort(events, (end, start))
         if end > self.last_end[p]:
             last = self.last_end[p]
             self.last_end[p] = end
@@ -165,6 +164,13 @@ class _Processors:
             last = None
         if not self.insertion:
             return
+        starts, ends = self.starts[p], self.ends[p]
+        first_start = starts[0] if starts else None
+        index = bisect.bisect_right(ends, end)
+        while index and ends[index - 1] == end and starts[index - 1] > start:
+            index -= 1
+        starts.insert(index, start)
+        ends.insert(index, end)
         lows, highs = self.gap_lo[p], self.gap_hi[p]
         had_gaps = bool(lows)
         if first_start is None:

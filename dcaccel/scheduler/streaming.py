@@ -10,7 +10,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from dcaccel.scheduler.buffer_space import buffer_space
+from dcaccel.scheduler.buffer_space import buffer_space, undirected_blocks
 from dcaccel.scheduler.gang import block_orders, gang_schedule
 from dcaccel.scheduler.graph import CanonicalGraph
 from dcaccel.scheduler.intervals import Intervals, streaming_intervals
@@ -48,7 +48,8 @@ def streaming_schedule(
     intervals = streaming_intervals(g, streaming)
     timing = gang_schedule(g, blocks, streaming, intervals, pes, reference=reference, orders=orders)
     makespan_before = timing.makespan
-    capacities = buffer_space(g, blocks, streaming, intervals, timing, reference=reference)
+    undirected = undirected_blocks(g, blocks, reference=reference)
+    capacities = buffer_space(g, blocks, streaming, intervals, timing, reference=reference, undirected=undirected)
     initial_capacities = capacities
     rounds = 0
     while refine:
@@ -61,7 +62,7 @@ def streaming_schedule(
             streaming[e] = 0
         intervals = streaming_intervals(g, streaming)
         timing = gang_schedule(g, blocks, streaming, intervals, pes, reference=reference, orders=orders)
-        capacities = buffer_space(g, blocks, streaming, intervals, timing, reference=reference)
+        capacities = buffer_space(g, blocks, streaming, intervals, timing, reference=reference, undirected=undirected)
     return StreamingResult(
         timing=timing,
         blocks=blocks,

@@ -39,10 +39,10 @@ def elementwise(state, label: str, size, inputs: dict, code: str, outputs: dict,
     (container, index expression); ``nodes`` holds the access node of each container in ``state``
     (``written``, when given, those of the outputs: a container updated in place needs two nodes)."""
     written = nodes if written is None else written
-    for data, _ in inputs.values():
-        nodes.setdefault(data, state.add_access(data))
-    for data, _ in outputs.values():
-        written.setdefault(data, state.add_access(data))
+    for known, accesses in ((nodes, inputs), (written, outputs)):
+        for data, _ in accesses.values():
+            if data not in known:
+                known[data] = state.add_access(data)
     state.add_mapped_tasklet(
         label,
         {"i": f"0:{size}"},

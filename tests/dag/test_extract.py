@@ -247,21 +247,22 @@ def test_coarse_mv_buffers_the_rebroadcast_operand(seed_lowered):
 TILE_REREADS = {"mv": ["_a_stream"], "op": [], "lmv": ["_b_stream"]}
 
 
-@pytest.mark.filterwarnings("ignore:extract. container")
-@pytest.mark.parametrize("tiles", [1, 4, 5])
-@pytest.mark.parametrize("shape", SHAPES)
-def test_tiles_of_consecutive_iterations(seed_lowered, seed_dags, shape, tiles):
+#: (shape, T, tiles made): the largest divisor of the shape's 576 / 25 / 6 iterations not above T.
+TILINGS = [("mv", 1, 1), ("mv", 4, 4), ("mv", 5, 4), ("op", 4, 1), ("op", 5, 5), ("lmv", 4, 3), ("lmv", 6, 6)]
+
+
+@pytest.mark.filterwarnings("ignore:extract. ")
+@pytest.mark.parametrize(("shape", "requested", "tiles"), TILINGS)
+def test_tiles_of_consecutive_iterations(seed_lowered, seed_dags, shape, requested, tiles):
     label, count = TASK_MAPS[shape]
-    dag = extract(seed_lowered[shape], ("tiles", tiles))
+    dag = extract(seed_lowered[shape], ("tiles", requested))
     dag.validate()
     tasks = [v for v in dag.tasks if dag.node(v).meta.get("map") == label]
     assert [dag.label(v) for v in tasks] == [f"{label}{t}" for t in range(tiles)]
     bounds = [tuple(dag.node(v).meta["iterations"]) for v in tasks]
-    sizes = [b - a for a, b in bounds]
-    assert bounds[0][0] == 0 and bounds[-1][1] == count and max(sizes) - min(sizes) <= 1
-    assert all(a[1] == b[0] for a, b in zip(bounds, bounds[1:], strict=False))
+    assert bounds == [(t * count // tiles, (t + 1) * count // tiles) for t in range(tiles)]
     inserted = sorted(dag.label(b) for b in dag.buffers if "inserted_buffer" in dag.node(b).meta)
-    assert inserted == TILE_REREADS[shape]
+    assert inserted == (TILE_REREADS[shape] if count > tiles else [])
     # The reused operand buffer sends the tiles exactly what it sent the single iterations.
     fine = seed_dags[shape, "exact"]
     operand = "_b_copy" if shape == "mv" else "_a_copy"
@@ -271,6 +272,11 @@ def test_tiles_of_consecutive_iterations(seed_lowered, seed_dags, shape, tiles):
 
     assert sum(sent(dag)) == sum(sent(fine))
     assert sent(dag) == sorted(sum(sent(fine)[a:b]) for a, b in bounds)
+
+
+def test_fewer_tiles_are_announced(seed_lowered):
+    with pytest.warns(UserWarning, match=r"1 task map\(s\) split into fewer than 5 equal tiles .*: MV \(4\)"):
+        extract(seed_lowered["mv"], "tiles=5")
 
 
 @pytest.mark.parametrize("shape", SHAPES)

@@ -91,9 +91,10 @@ def run_reference(model: onnx.ModelProto, feed: Mapping[str, np.ndarray]) -> dic
 
 def canonical_model(model: onnx.ModelProto, name: str):
     """``model`` imported into DaCe with every ONNX node expanded by its canonical implementation."""
-    import dcaccel.expansions  # noqa: F401  (registers the canonical implementations)
     from dace.libraries.onnx.nodes.onnx_op import ONNXOp
     from dace.ml import ONNXModel
+
+    import dcaccel.expansions  # noqa: F401  (registers the canonical implementations)
 
     imported = ONNXModel(name, model, onnx_simplify=False)
     for node, _ in imported.sdfg.all_nodes_recursive():

@@ -1,5 +1,8 @@
 """Canonical element-wise ops: values against onnxruntime (one compile), structure and buffer marks."""
 
+import subprocess
+import sys
+
 import numpy as np
 import pytest
 
@@ -126,3 +129,14 @@ def test_every_listed_op_has_a_canonical_implementation():
 
     for op in (*UNARY, *BINARY, "Sqrt", "Pow", "Clip", "Cast"):
         assert dcaccel.expansions.implementations(op) == ["canonical"], op
+
+
+def test_registered_on_node_classes_dace_built_before_the_import():
+    code = (
+        "from dace.libraries.onnx import ONNXRelu\n"
+        "assert 'canonical' not in ONNXRelu.implementations\n"
+        "import dcaccel.expansions\n"
+        "print('canonical' in ONNXRelu.implementations)\n"
+    )
+    result = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
+    assert result.stdout.strip().splitlines()[-1] == "True"

@@ -27,8 +27,9 @@ def mmm_sdfg(name: str, operands: MMMOperands, source: str) -> tuple[dace.SDFG, 
 
 
 def add_transient_matrix(sdfg: dace.SDFG, name: str, shape, dtype, reason: BufferReason | None) -> str:
-    """Add a transient of ``shape``; mark it as a buffer for ``reason`` unless it streams (None)."""
-    name, desc = sdfg.add_transient(name, shape, dtype, find_new_name=True)
+    """Add a transient of ``shape`` on the heap (a whole operand or result: never a register array); mark it
+    as a buffer for ``reason`` unless it streams (None)."""
+    name, desc = sdfg.add_transient(name, shape, dtype, storage=dace.StorageType.CPU_Heap, find_new_name=True)
     if reason is not None:
         mark_buffer(desc, reason)
     return name

@@ -1,0 +1,150 @@
+"""ONNX backend node test cases through the canonical implementations (a representative subset).
+
+The full run is ``benchmarks/onnx_node_tests.py``; these tests use its runner on a few cases per
+op (compiled in as few merged SDFGs as the cases' opsets allow) and check its case handling.
+"""
+
+import importlib.util
+from pathlib import Path
+
+import numpy as np
+import onnx
+import pytest
+
+SCRIPT = Path(__file__).resolve().parents[2] / "benchmarks" / "onnx_node_tests.py"
+
+REPRESENTATIVE = (
+    "test_relu",
+    "test_add_bcast",
+    "test_sub_bcast",
+    "test_mul_bcast",
+    "test_div_bcast",
+    "test_pow_bcast_array",
+    "test_sigmoid",
+    "test_tanh",
+    "test_exp",
+    "test_sqrt",
+    "test_erf",
+    "test_neg",
+    "test_reciprocal",
+    "test_identity",
+    "test_clip_default_inbounds",
+    "test_gelu_tanh_2",
+    "test_softmax_axis_0",
+    "test_softmax_large_number",
+    "test_maxpool_2d_pads",
+    "test_maxpool_2d_ceil",
+    "test_maxpool_2d_dilations",
+    "test_averagepool_2d_pads_count_include_pad",
+    "test_averagepool_2d_same_lower",
+    "test_globalaveragepool_precomputed",
+    "test_batchnorm_epsilon",
+    "test_layer_normalization_4d_axis1",
+    "test_layer_normalization_2d_axis0_expanded",
+    "test_reshape_reordered_all_dims",
+    "test_flatten_axis2",
+    "test_squeeze",
+    "test_unsqueeze_two_axes",
+    "test_transpose_all_permutations_3",
+    "test_concat_3d_axis_negative_1",
+    "test_slice_neg_steps",
+    "test_gather_1",
+    "test_shape_start_1_end_negative_1",
+    "test_reduce_mean_keepdims_example",
+    "test_cast_FLOAT_to_DOUBLE",
+)
+
+
+@pytest.fixture(scope="module")
+def runner_module():
+    """The benchmark script, imported as a module."""
+    spec = importlib.util.spec_from_file_location("onnx_node_tests", SCRIPT)
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    return module
+
+
+@pytest.fixture(scope="module")
+def cases(runner_module):
+    """Every backend node test case, by name."""
+    from onnx.backend.test.case.node import collect_testcases
+
+    return {case.name: case for case in collect_testcases(None)}
+
+
+@pytest.fixture(scope="module")
+def outcomes(runner_module, cases):
+    """The outcome of every representative case."""
+    import dcaccel.expansions
+
+    supported = set(dcaccel.expansions.supported_ops())
+    selected = [(runner_module.primary_op(cases[name]), cases[name]) for name in REPRESENTATIVE]
+    runner = runner_module.Runner(batch=len(selected))
+    return {o.case: o for o in runner.run(selected, supported)}
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("name", REPRESENTATIVE)
+def test_representative_case_passes(name, outcomes, runner_module):
+    outcome = outcomes[name]
+    assert outcome.status is runner_module.Status.PASS, outcome.reason
+
+
+@pytest.mark.parametrize(
+    ("name", "op"),
+    [
+        ("test_relu", "Relu"),
+        ("test_batchnorm_epsilon", "BatchNormalization"),
+        ("test_softmax_axis_0_expanded", "Softmax"),
+        ("test_layer_normalization_2d_axis0_expanded", "LayerNormalization"),
+        ("test_reduce_mean_default_axes_keepdims_example", "ReduceMean"),
+    ],
+)
+def test_primary_op(name, op, runner_module, cases):
+    assert runner_module.primary_op(cases[name]) == op
+
+
+def test_shape_parameters_are_bound_as_initializers(runner_module, cases):
+    prepared = runner_module.prepare("Reshape", cases["test_reshape_reordered_all_dims"])
+    assert [i.name for i in prepared.model.graph.input] == ["data"]
+    (shape,) = prepared.model.graph.initializer
+    np.testing.assert_array_equal(onnx.numpy_helper.to_array(shape), [4, 2, 3])
+    assert set(prepared.inputs) == {"data"}
+
+
+def test_merged_cases_keep_their_tensors_apart(runner_module, cases):
+    first = runner_module.prepare("Relu", cases["test_relu"])
+    second = runner_module.prepare("Add", cases["test_add_bcast"])
+    model, feed = runner_module.merge([first, second])
+    assert [n.name for n in model.graph.node] == ["case0_node0", "case1_node0"]
+    assert [o.name for o in model.graph.output] == ["case0_y", "case1_sum"]
+    assert set(feed) == {"case0_x", "case1_x", "case1_y"}
+    np.testing.assert_array_equal(feed["case1_y"], second.inputs["y"])
+    onnx.checker.check_model(model)
+
+
+def test_unsupported_ops_and_types_are_skipped_with_their_reason(runner_module, cases):
+    import dcaccel.expansions
+
+    supported = set(dcaccel.expansions.supported_ops())
+    expanded = runner_module.prepare("Relu", cases["test_relu_expanded_ver18"])
+    outcome = runner_module.dry_run(expanded, supported)
+    assert outcome.status is runner_module.Status.SKIP
+    assert "CastLike" in outcome.reason
+    string_cast = runner_module.prepare("Cast", cases["test_cast_FLOAT_to_STRING"])
+    outcome = runner_module.dry_run(string_cast, supported)
+    assert outcome.status is runner_module.Status.SKIP
+    assert "STRING" in outcome.reason
+
+
+def test_summary_counts_per_op(runner_module):
+    outcome = runner_module.CaseOutcome
+    status = runner_module.Status
+    rows = runner_module.summarize(
+        [
+            outcome("Relu", "a", status.PASS),
+            outcome("Add", "b", status.FAIL, "x"),
+            outcome("Relu", "c", status.SKIP, "y"),
+        ]
+    )
+    assert rows == [runner_module.OpSummary("Add", 1, 0, 1, 0), runner_module.OpSummary("Relu", 2, 1, 0, 1)]

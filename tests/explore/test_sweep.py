@@ -1,0 +1,101 @@
+"""Sweeps on the seed convolution: one row per point, the seed table's I/O and makespans.
+
+The seed table (seed 003) lists, for Conv(1→6, 5×5) on 1×1×28×28: I/Os MV 129,474, OP 222,936,
+LMV 150,936 and streaming makespans at 16/128 PEs MV 145,730/35,138, OP 194,113/107,713,
+LMV 35,715/35,715 — exact outputs of the reference tool (shared/vectors/seedconv_*.json). The
+makespans are reproduced under the reference edge-volume rule; the default "exact" rule gives
+smaller MV/OP makespans (docs/dag.md explains why).
+"""
+
+import dataclasses
+
+import pytest
+
+from dcaccel.errors import DcaccelError
+from dcaccel.explore.points import ExplorationPoint
+from dcaccel.explore.sweep import explore
+
+SHAPES = {"Conv": ["mv", "op", "lmv"]}
+SEED_IO = {"Conv=mv": 129_474, "Conv=op": 222_936, "Conv=lmv": 150_936}
+SEED_MAKESPAN = {
+    ("Conv=mv", 16): 145_730,
+    ("Conv=mv", 128): 35_138,
+    ("Conv=op", 16): 194_113,
+    ("Conv=op", 128): 107_713,
+    ("Conv=lmv", 16): 35_715,
+    ("Conv=lmv", 128): 35_715,
+}
+
+
+@pytest.fixture(scope="module")
+def exact(conv_seed):
+    return explore(conv_seed, SHAPES, pes=[1, 16, 128], onchip_memory=[0, 4096], progress=False)
+
+
+@pytest.fixture(scope="module")
+def reference(conv_seed):
+    return explore(conv_seed, SHAPES, pes=[16, 128], scheduler="streaming", edge_volume="reference", progress=False)
+
+
+def test_columns_are_the_point_fields(exact):
+    assert list(exact.columns) == [field.name for field in dataclasses.fields(ExplorationPoint)]
+
+
+def test_one_row_per_point(exact):
+    assert len(exact) == 3 * 3 * 2 * 2
+    assert not exact.duplicated(["assignment", "pes", "scheduler", "onchip_memory"]).any()
+
+
+@pytest.mark.parametrize("rule", ["exact", "reference"])
+def test_io_volume_is_the_seed_table(rule, exact, reference):
+    results = exact if rule == "exact" else reference
+    io = results.groupby("assignment")["io_volume"].unique()
+    assert {name: list(values) for name, values in io.items()} == {name: [v] for name, v in SEED_IO.items()}
+
+
+def test_reference_rule_reproduces_the_seed_makespans(reference):
+    found = {(row.assignment, row.pes): row.makespan for row in reference.itertuples()}
+    assert found == SEED_MAKESPAN
+
+
+def test_task_counts_are_the_seed_structure(exact):
+    tasks = exact.groupby("assignment")["tasks"].first().to_dict()
+    # 576 MV + Xr, Wr, BcastA, Gather, AddBias, ReshapeOut; 25 OP + Reduce + 4; 6 LMV + BcastB, Gather + 4
+    assert tasks == {"Conv=mv": 582, "Conv=op": 30, "Conv=lmv": 12}
+
+
+def test_metrics_are_consistent(exact):
+    assert (exact["makespan"] >= exact["lower_bound"]).all()
+    assert exact["speedup"].to_numpy() == pytest.approx((exact["work"] / exact["makespan"]).to_numpy())
+    assert exact["utilisation"].to_numpy() == pytest.approx((exact["speedup"] / exact["pes"]).to_numpy())
+    one_pe = exact[exact["pes"] == 1]
+    assert (one_pe["makespan"] == one_pe["work"]).all()
+
+
+def test_onchip_memory_moves_io_on_chip(exact):
+    none, some = (exact[exact["onchip_memory"] == size] for size in (0, 4096))
+    assert (none["onchip_io"] == 0).all()
+    assert (some["onchip_io"] > 0).any()
+    total = ["offchip_io", "onchip_io", "streamed_io"]
+    assert none[total].sum(axis=1).tolist() == some[total].sum(axis=1).tolist()
+
+
+@pytest.mark.parametrize("strategy", ["per-node", "greedy"])
+def test_node_strategies_key_the_conv_node(strategy, conv_seed):
+    results = explore(conv_seed, SHAPES, pes=[16], scheduler="list", strategy=strategy, progress=False)
+    assert len(results) == 3
+    assert all(text.split("=")[1] in {"mv", "op", "lmv"} for text in results["assignment"])
+    assert all(not text.startswith("Conv=") for text in results["assignment"])
+
+
+@pytest.mark.parametrize(
+    ("options", "message"),
+    [
+        ({"strategy": "random"}, "unknown strategy 'random'"),
+        ({"scheduler": "heft"}, "unknown scheduler 'heft'"),
+        ({"pes": []}, "pes is empty"),
+    ],
+)
+def test_bad_options_are_named(options, message, conv_seed):
+    with pytest.raises(DcaccelError, match=message):
+        explore(conv_seed, SHAPES, progress=False, **options)
