@@ -80,17 +80,27 @@ class OpSummary:
 
 @dataclass
 class PreparedCase:
-    """A test case ready to run: its model (shape parameters bound), inputs and expected outputs."""
+    """A test case ready to run: its model (shape parameters bound, nodes named), inputs and expected outputs.
 
-    op: str
+    ``implementation`` is the dcaccel implementation chosen for the nodes of the tested op;
+    ``label`` names the case's op in the table (with the implementation when the op has several).
+    """
+
+    label: str
     case: TestCase
     model: onnx.ModelProto
     inputs: dict[str, np.ndarray]
     expected: list[np.ndarray]
+    implementation: str
     opset: int = field(init=False)
 
     def __post_init__(self):
         self.opset = max(o.version for o in self.model.opset_import if o.domain in ("", "ai.onnx"))
+
+    def choices(self, prefix: str = "") -> dict[str, str]:
+        """The implementation of every node of the tested op, by node name (after ``prefix``)."""
+        tested = primary_op(self.case)
+        return {prefix + n.name: self.implementation for n in self.model.graph.node if n.op_type == tested}
 
 
 def _normalized(name: str) -> str:
@@ -121,12 +131,18 @@ def select_cases(ops: Iterable[str]) -> list[tuple[str, TestCase]]:
     return selected
 
 
-def prepare(op: str, case: TestCase) -> PreparedCase:
-    """Bind the shape parameters of ``case`` to its test inputs and return it ready to run."""
+def _as_array(value) -> np.ndarray:
+    return onnx.numpy_helper.to_array(value) if isinstance(value, onnx.TensorProto) else np.asarray(value)
+
+
+def prepare(label: str, case: TestCase, implementation: str = "canonical") -> PreparedCase:
+    """Bind the shape parameters of ``case`` to its test inputs, name its nodes, and return it ready to run."""
     inputs, expected = case.data_sets[0]
     model = copy.deepcopy(case.model)
     graph = model.graph
-    values = {value.name: array for value, array in zip(graph.input, inputs, strict=False)}
+    for index, node in enumerate(graph.node):
+        node.name = node.name or f"node{index}"
+    values = {value.name: _as_array(array) for value, array in zip(graph.input, inputs, strict=False)}
     bound = set()
     for node in graph.node:
         for position in PARAMETER_INPUTS.get(node.op_type, ()):
@@ -137,14 +153,17 @@ def prepare(op: str, case: TestCase) -> PreparedCase:
     kept = [value for value in graph.input if value.name not in bound]
     del graph.input[:]
     graph.input.extend(kept)
-    feed = {name: np.asarray(array).copy() for name, array in values.items() if name not in bound}
-    return PreparedCase(op, case, model, feed, [np.asarray(e) for e in expected])
+    feed = {name: array.copy() for name, array in values.items() if name not in bound}
+    return PreparedCase(label, case, model, feed, [_as_array(e) for e in expected], implementation)
 
 
-def merge(cases: Sequence[PreparedCase]) -> tuple[onnx.ModelProto, dict[str, np.ndarray]]:
-    """One model running all ``cases`` side by side (same opset): tensors and nodes renamed per case."""
+def merge(cases: Sequence[PreparedCase]) -> tuple[onnx.ModelProto, dict[str, np.ndarray], dict[str, str]]:
+    """One model running all ``cases`` side by side (same opset): tensors and nodes renamed per case.
+
+    Returns the model, its inputs and the implementation chosen per node name.
+    """
     graph = onnx.GraphProto(name="merged")
-    feed = {}
+    feed, choices = {}, {}
     for k, prepared in enumerate(cases):
         prefix = f"case{k}_"
 
@@ -152,9 +171,9 @@ def merge(cases: Sequence[PreparedCase]) -> tuple[onnx.ModelProto, dict[str, np.
             return prefix + name if name else name
 
         source = prepared.model.graph
-        for index, node in enumerate(source.node):
+        for node in source.node:
             renamed = copy.deepcopy(node)
-            renamed.name = prefix + (node.name or f"node{index}")
+            renamed.name = prefix + node.name
             renamed.input[:] = [rename(n) for n in node.input]
             renamed.output[:] = [rename(n) for n in node.output]
             graph.node.append(renamed)
@@ -169,20 +188,29 @@ def merge(cases: Sequence[PreparedCase]) -> tuple[onnx.ModelProto, dict[str, np.
                 renamed.name = rename(value.name)
                 target.append(renamed)
         feed.update({rename(name): array for name, array in prepared.inputs.items()})
+        choices.update(prepared.choices(prefix))
     first = cases[0].model
     model = onnx.helper.make_model(graph, opset_imports=first.opset_import, ir_version=first.ir_version)
-    return model, feed
+    return model, feed, choices
 
 
-def _import_and_expand(name: str, model: onnx.ModelProto):
-    """Import ``model``, choose the canonical implementation for every ONNX node and expand them all."""
+def default_implementation(op: str) -> str:
+    """The dcaccel implementation used for an op that is not the tested one: "canonical", else the first."""
+    import dcaccel.expansions
+
+    names = dcaccel.expansions.implementations(op)
+    return "canonical" if "canonical" in names or not names else names[0]
+
+
+def _import_and_expand(name: str, model: onnx.ModelProto, choices: dict[str, str]):
+    """Import ``model``, choose dcaccel's implementation of every ONNX node (``choices`` by node name) and expand."""
     from dace.libraries.onnx.nodes.onnx_op import ONNXOp
     from dace.ml import ONNXModel
 
     imported = ONNXModel(name, model, onnx_simplify=False)
     for node, _ in imported.sdfg.all_nodes_recursive():
         if isinstance(node, ONNXOp):
-            node.implementation = "canonical"
+            node.implementation = choices.get(node.label) or default_implementation(node.schema.name)
     imported.sdfg.expand_library_nodes()
     return imported
 
@@ -210,16 +238,16 @@ def dry_run(prepared: PreparedCase, supported: set[str]) -> CaseOutcome | None:
     unsupported_ops = sorted({n.op_type for n in prepared.model.graph.node} - supported - {"Constant"})
     if unsupported_ops:
         return CaseOutcome(
-            prepared.op, name, Status.SKIP, f"uses ops without a canonical implementation: {unsupported_ops}"
+            prepared.label, name, Status.SKIP, f"uses ops without a canonical implementation: {unsupported_ops}"
         )
     if types := _unsupported_types(prepared.model):
-        return CaseOutcome(prepared.op, name, Status.SKIP, f"tensor types DaCe cannot represent: {types}")
+        return CaseOutcome(prepared.label, name, Status.SKIP, f"tensor types DaCe cannot represent: {types}")
     try:
-        _import_and_expand(f"dry_{name}", prepared.model)
+        _import_and_expand(f"dry_{name}", prepared.model, prepared.choices())
     except UnsupportedOpError as error:
-        return CaseOutcome(prepared.op, name, Status.SKIP, str(error))
+        return CaseOutcome(prepared.label, name, Status.SKIP, str(error))
     except Exception as error:  # noqa: BLE001 - every failure is reported with its reason
-        return CaseOutcome(prepared.op, name, Status.FAIL, f"import/expand: {_first_line(error)}")
+        return CaseOutcome(prepared.label, name, Status.FAIL, f"import/expand: {_first_line(error)}")
     return None
 
 
@@ -228,9 +256,9 @@ def _first_line(error: Exception) -> str:
     return f"{type(error).__name__}: {text[0] if text else ''}"[:200]
 
 
-def _compile_and_run_here(label: str, model: onnx.ModelProto, feed: dict[str, np.ndarray], connection) -> None:
+def _compile_and_run_here(label: str, model: onnx.ModelProto, feed: dict, choices: dict, connection) -> None:
     try:
-        imported = _import_and_expand(label, model)
+        imported = _import_and_expand(label, model, choices)
         outputs = imported(**{name: array.copy() for name, array in feed.items()})
         outputs = outputs if isinstance(outputs, tuple) else (outputs,)
         connection.send(([np.asarray(o) for o in outputs], None))
@@ -239,7 +267,7 @@ def _compile_and_run_here(label: str, model: onnx.ModelProto, feed: dict[str, np
 
 
 def compile_and_run(
-    label: str, model: onnx.ModelProto, feed: dict[str, np.ndarray], timeout: float
+    label: str, model: onnx.ModelProto, feed: dict[str, np.ndarray], choices: dict[str, str], timeout: float
 ) -> tuple[list[np.ndarray] | None, str | None]:
     """Outputs of ``model`` compiled with the canonical implementations, or the error that stopped it.
 
@@ -248,7 +276,7 @@ def compile_and_run(
     """
     context = multiprocessing.get_context("fork")
     receiver, sender = context.Pipe(duplex=False)
-    process = context.Process(target=_compile_and_run_here, args=(label, model, feed, sender))
+    process = context.Process(target=_compile_and_run_here, args=(label, model, feed, choices, sender))
     process.start()
     sender.close()
     try:
@@ -271,16 +299,16 @@ def compare(prepared: PreparedCase, outputs: Sequence) -> CaseOutcome:
         actual = np.asarray(actual)
         if actual.shape != expected.shape:
             return CaseOutcome(
-                prepared.op, name, Status.FAIL, f"output {index}: shape {actual.shape} != {expected.shape}"
+                prepared.label, name, Status.FAIL, f"output {index}: shape {actual.shape} != {expected.shape}"
             )
         if expected.dtype.kind in "fc":
             deviation = np.abs(actual.astype(np.complex128) - expected) if actual.size else np.zeros(0)
             if not np.allclose(actual, expected, rtol=prepared.case.rtol, atol=prepared.case.atol, equal_nan=True):
                 worst = float(np.nanmax(deviation)) if deviation.size else 0.0
-                return CaseOutcome(prepared.op, name, Status.FAIL, f"output {index}: max abs deviation {worst:.3g}")
+                return CaseOutcome(prepared.label, name, Status.FAIL, f"output {index}: max abs deviation {worst:.3g}")
         elif not np.array_equal(actual, expected.astype(actual.dtype) if expected.dtype != object else expected):
-            return CaseOutcome(prepared.op, name, Status.FAIL, f"output {index}: values differ")
-    return CaseOutcome(prepared.op, name, Status.PASS)
+            return CaseOutcome(prepared.label, name, Status.FAIL, f"output {index}: values differ")
+    return CaseOutcome(prepared.label, name, Status.PASS)
 
 
 class Runner:
@@ -294,13 +322,13 @@ class Runner:
 
     def run_batch(self, cases: Sequence[PreparedCase]) -> list[CaseOutcome]:
         """Compile and run ``cases`` as one merged model; split the batch in halves if that fails."""
-        model, feed = merge(cases) if len(cases) > 1 else (cases[0].model, cases[0].inputs)
+        model, feed, choices = merge(cases)
         label = f"onnx_node_{cases[0].opset}_{self.compiles}"
         self.compiles += 1
-        outputs, error = compile_and_run(label, model, feed, self.timeout)
+        outputs, error = compile_and_run(label, model, feed, choices, self.timeout)
         if error is not None:
             if len(cases) == 1:
-                return [CaseOutcome(cases[0].op, cases[0].case.name, Status.FAIL, f"compile/run: {error}")]
+                return [CaseOutcome(cases[0].label, cases[0].case.name, Status.FAIL, f"compile/run: {error}")]
             half = len(cases) // 2
             return self.run_batch(cases[:half]) + self.run_batch(cases[half:])
         outcomes, start = [], 0
@@ -314,14 +342,19 @@ class Runner:
 
     def run(self, selected: Sequence[tuple[str, TestCase]], supported: set[str]) -> list[CaseOutcome]:
         """Outcomes of all ``selected`` cases: dry runs first, then batched compiles per opset."""
+        import dcaccel.expansions
+
         outcomes, runnable = [], defaultdict(list)
         for op, case in selected:
-            prepared = prepare(op, case)
-            outcome = dry_run(prepared, supported)
-            if outcome is None:
-                runnable[prepared.opset].append(prepared)
-            else:
-                outcomes.append(outcome)
+            implementations = dcaccel.expansions.implementations(op)
+            for implementation in implementations:
+                label = op if implementations == ["canonical"] else f"{op}[{implementation}]"
+                prepared = prepare(label, case, implementation)
+                outcome = dry_run(prepared, supported)
+                if outcome is None:
+                    runnable[prepared.opset].append(prepared)
+                else:
+                    outcomes.append(outcome)
         for opset in sorted(runnable):
             group = runnable[opset]
             for start in range(0, len(group), self.batch):

@@ -22,13 +22,20 @@ _EXPORTS = {
     "schedule": "dcaccel.scheduler",
     "Schedule": "dcaccel.scheduler",
     "explore": "dcaccel.explore",
+    "pareto_front": "dcaccel.explore",
     "DcaccelError": "dcaccel.errors",
 }
 
 __all__ = sorted(_EXPORTS)
 
 
+#: Sub-packages reachable as attributes (``dcaccel.workloads.get("lenet")``).
+_SUBPACKAGES = {"dag", "expansions", "frontend", "scheduler", "transforms", "workloads"}
+
+
 def __getattr__(name: str):
-    if name not in _EXPORTS:
-        raise AttributeError(f"module 'dcaccel' has no attribute '{name}'")
-    return getattr(importlib.import_module(_EXPORTS[name]), name)
+    if name in _EXPORTS:
+        return getattr(importlib.import_module(_EXPORTS[name]), name)
+    if name in _SUBPACKAGES:
+        return importlib.import_module(f"dcaccel.{name}")
+    raise AttributeError(f"module 'dcaccel' has no attribute '{name}'")

@@ -3,6 +3,11 @@
 Prints the best implementation per (P, scheduler), writes all points with ``--out`` (CSV, Parquet
 or JSON by suffix) and a makespan-vs-P plot with ``--plot``. ``--demo`` sweeps the seed's
 convolution (conv-seed, Conv as mv / op / lmv, P = 1…128, both schedulers).
+
+``--executor process|dask`` evaluates assignments in parallel (``--address`` names a Dask scheduler;
+without it a local cluster runs on loopback); ``--results FILE`` streams points into an SQLite file
+as they finish, and ``--resume`` continues it. When assignments fail, the others' summary is printed,
+the failures are listed on stderr and the exit status is 1.
 """
 
 import argparse
@@ -12,9 +17,11 @@ from pathlib import Path
 
 import pandas as pd
 
+from dcaccel import workloads
 from dcaccel.cli.models import MODEL_HELP, resolve_model
 from dcaccel.cli.table import format_table
 from dcaccel.errors import DcaccelError
+from dcaccel.explore.executors import EXECUTORS
 
 DEMO_MODEL = "conv-seed"
 DEMO_IMPLEMENTATIONS = {"Conv": ["mv", "op", "lmv"]}
@@ -63,6 +70,20 @@ def register(subparsers) -> None:
         choices=("exact", "reference"),
         help="edge volume rule of the task DAG; 'reference' counts as the seed's tool did (default: exact)",
     )
+    parser.add_argument(
+        "--executor",
+        default="local",
+        choices=EXECUTORS,
+        help="where assignments are evaluated: this process, a process pool, or a Dask cluster (default: local)",
+    )
+    parser.add_argument(
+        "--address", help="Dask scheduler address, e.g. tcp://10.0.0.5:8786 (default: a local cluster on loopback)"
+    )
+    parser.add_argument(
+        "--workers", type=int, help="processes of the pool or of the local Dask cluster (default: cores)"
+    )
+    parser.add_argument("--results", type=Path, help="SQLite file that points are written to as they finish")
+    parser.add_argument("--resume", action="store_true", help="continue --results, skipping the stored points")
     parser.add_argument("--out", type=Path, help="write every point to a .csv, .parquet or .json file")
     parser.add_argument("--plot", type=Path, help="write the makespan-vs-P plot (.png or .svg)")
     parser.set_defaults(run=run)
@@ -70,25 +91,41 @@ def register(subparsers) -> None:
 
 def run(args: argparse.Namespace) -> int:
     """Run the sweep, print the summary, write the requested files."""
-    from dcaccel.explore.sweep import DEFAULT_PES, explore
+    from dcaccel.explore.sweep import DEFAULT_PES, SweepError, explore
 
     if args.demo == bool(args.model):
         raise DcaccelError("give a MODEL or --demo (not both)")
-    workload = resolve_model(DEMO_MODEL if args.demo else args.model)
+    if args.resume and args.results is None:
+        raise DcaccelError("--resume needs --results FILE")
+    spec = DEMO_MODEL if args.demo else args.model
+    workload = spec if spec in workloads.names() else resolve_model(spec)
     implementations = dict(DEMO_IMPLEMENTATIONS) if args.demo and not args.impl else dict(args.impl) or None
     if args.out is not None and args.out.suffix.lower() not in WRITERS:
         raise DcaccelError(f"--out {args.out}: unknown format (use one of {', '.join(WRITERS)})")
-    results = explore(
-        workload,
-        implementations,
-        pes=args.pes or DEFAULT_PES,
-        scheduler=args.scheduler,
-        onchip_memory=args.onchip,
-        granularity=_granularity(args.granularity),
-        strategy=args.strategy,
-        edge_volume=args.edge_volume,
-    )
-    sys.stdout.write(f"{workload.name}: {len(results)} points\n{format_table(best_per_column(results))}\n")
+    status = 0
+    try:
+        results = explore(
+            workload,
+            implementations,
+            pes=args.pes or DEFAULT_PES,
+            scheduler=args.scheduler,
+            onchip_memory=args.onchip,
+            granularity=_granularity(args.granularity),
+            strategy=args.strategy,
+            edge_volume=args.edge_volume,
+            executor=args.executor,
+            address=args.address,
+            workers=args.workers,
+            results=args.results,
+            resume=args.resume,
+        )
+    except SweepError as err:
+        if err.results.empty:
+            raise
+        results, status = err.results, 1
+        sys.stderr.write("".join(f"{line}\n" for line in [str(err), *failure_lines(err.failures)]))
+    name = workload if isinstance(workload, str) else workload.name
+    sys.stdout.write(f"{name}: {len(results)} points\n{format_table(best_per_column(results))}\n")
     if args.out is not None:
         write_results(results, args.out)
         sys.stdout.write(f"wrote {args.out}\n")
@@ -97,12 +134,17 @@ def run(args: argparse.Namespace) -> int:
 
         save(plot_makespan(results), args.plot)
         sys.stdout.write(f"wrote {args.plot}\n")
-    return 0
+    return status
 
 
 def write_results(results: pd.DataFrame, path: Path) -> None:
     """Write ``results`` to ``path`` in the format its suffix names."""
     WRITERS[path.suffix.lower()](results, path)
+
+
+def failure_lines(failures) -> list[str]:
+    """One line per failed assignment: the assignment and its error."""
+    return [f"  {failure.assignment}: {failure.error}" for failure in failures]
 
 
 def best_per_column(results: pd.DataFrame) -> list[BestPoint]:

@@ -323,14 +323,17 @@ def _instantiate(scope: TaskScope, granularity: Granularity) -> _Group:
 # -- the walk ----------------------------------------------------------------------------------
 
 
-@dataclass
+@dataclass(slots=True)
 class _Edge:
+    """An edge under construction: its volume under both rules, and the collapsed containers it
+    comes through (empty for an edge from or into a buffer node)."""
+
     exact: Any
     reference: Any
     via: set[str] = field(default_factory=set)
 
 
-@dataclass
+@dataclass(slots=True)
 class _Node:
     kind: NodeKind
     label: str
@@ -338,8 +341,8 @@ class _Node:
 
 
 class _Walk:
-    """One pass over the program that builds nodes and edges; ``buffers`` are the containers treated
-    as buffer nodes (the marked ones plus the inserted ones)."""
+    """One pass over the program that builds nodes and edges. Buffer nodes are the marked containers
+    plus ``inserted`` (container → why the contract repair made it a buffer)."""
 
     def __init__(self, program: LoweredProgram, granularity: Granularity, inserted: Mapping[str, str]):
         self.program = program
@@ -583,27 +586,31 @@ def _contract_faults(walk: _Walk, rule: str) -> dict[str, str]:
     for node in walk.tasks:
         label = walk.nodes[node].label
         for edges, side in ((incoming.get(node, []), "in"), (outgoing.get(node, []), "out")):
-            volumes = [getattr(e, rule) for e in edges]
-            if len({_volume_key(v) for v in volumes}) <= 1:
+            keys = [_volume_key(getattr(e, rule)) for e in edges]
+            if len(set(keys)) <= 1:
                 continue
-            fixed = [_volume_key(v) for v, e in zip(volumes, edges, strict=True) if not e.via]
-            target = Counter(fixed).most_common(1)[0][0] if fixed else _volume_key(_largest(volumes))
+            fixed = [key for key, e in zip(keys, edges, strict=True) if not e.via]
+            target = Counter(fixed).most_common(1)[0][0] if fixed else _largest(keys)
             what = "unequal in-volumes into" if side == "in" else "non-uniform output of"
-            for volume, edge in zip(volumes, edges, strict=True):
-                if edge.via and _volume_key(volume) != target:
+            for key, edge in zip(keys, edges, strict=True):
+                if edge.via and key != target:
                     for data in sorted(edge.via):
                         faults.setdefault(data, f"{what} task {label}")
     return faults
 
 
-def _volume_key(value):
+def _volume_key(value) -> int | str:
+    """A volume as an int, or the canonical text of a symbolic one (to compare and count volumes)."""
+    if type(value) is int:
+        return value
     value = _as_volume(value)
     return value if isinstance(value, int) else sympy.srepr(value)
 
 
-def _largest(volumes):
-    concrete = [v for v in volumes if not isinstance(_as_volume(v), sympy.Basic)]
-    return max(concrete, key=_as_volume) if concrete else volumes[0]
+def _largest(keys: list[int | str]) -> int | str:
+    """The largest concrete volume among ``keys`` (the first key when all are symbolic)."""
+    concrete = [k for k in keys if isinstance(k, int)]
+    return max(concrete) if concrete else keys[0]
 
 
 # -- entry point -------------------------------------------------------------------------------

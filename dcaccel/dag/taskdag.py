@@ -21,6 +21,7 @@ import json
 import numbers
 import operator
 import os
+import re
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from enum import StrEnum
@@ -83,7 +84,8 @@ def _normalize_volume(volume: Any, src: int, dst: int) -> Volume:
     if isinstance(volume, numbers.Integral):
         return operator.index(volume)
     if isinstance(volume, str):
-        volume = sympy.sympify(volume)
+        names = {name: sympy.Symbol(name) for name in re.findall(r"[A-Za-z_]\w*", volume)}
+        volume = sympy.sympify(volume, locals=names)
     if isinstance(volume, sympy.Basic):
         if volume.is_Integer:
             return int(volume)
@@ -306,12 +308,12 @@ class TaskDAG:
         return self._symbolic_edges == 0
 
     def evaluate(self, **values: int) -> TaskDAG:
-        """A copy with every symbol replaced by ``values[name]``; every volume must become an int."""
-        subs = {sympy.Symbol(name): value for name, value in values.items()}
+        """A copy with every symbol replaced by ``values[name]`` (symbols are matched by name);
+        every volume must become an int."""
         volumes = []
         for src, dst, volume in zip(self._edge_src, self._edge_dst, self._edge_volume, strict=True):
             if not isinstance(volume, int):
-                volume = volume.subs(subs)
+                volume = volume.subs({s: values[s.name] for s in volume.free_symbols if s.name in values})
                 if not volume.is_Integer:
                     missing = ", ".join(sorted(str(s) for s in volume.free_symbols)) or "a non-integer value"
                     raise DcaccelError(f"edge {src}->{dst}: volume {volume} needs values for {missing}")
@@ -414,7 +416,8 @@ class TaskDAG:
             walk.append(v)
             v = next(src[e] for e in adj.into(v) if not done[src[e]])
         cycle = list(reversed(walk[position[v] :]))
-        raise DAGContractError(f"{name} has a cycle: {' -> '.join(str(c) for c in [*cycle, cycle[0]])}")
+        path = " -> ".join(f"{c} '{self._labels[c]}'" for c in [*cycle, cycle[0]])
+        raise DAGContractError(f"{name} has a cycle: {path}")
 
     def _validate_uniform(self, adj: Adjacency) -> None:
         src, dst, vol, kinds = self._edge_src, self._edge_dst, self._edge_volume, self._kinds
@@ -462,8 +465,10 @@ class TaskDAG:
         """Read a DAG in the vectors' format (a dict, or the path of a JSON file).
 
         Nodes are inserted in ``nodes`` order and get consecutive ids in that order; the file's
-        ids (a permutation of ``0..n-1``) name the edge ends. Edges are inserted in ``edges`` order.
-        Keys the format does not define are ignored.
+        ids (a permutation of ``0..n-1``) name the edge ends, and a node whose file id differs from
+        its position keeps it as ``meta["file_id"]`` (the reference scheduler's Python sets iterate
+        in the order of these ids, see ``dcaccel.scheduler.order``). Edges are inserted in ``edges``
+        order. Keys the format does not define are ignored.
         """
         origin = "JSON data"
         if not isinstance(data, dict):
@@ -479,8 +484,11 @@ class TaskDAG:
             if sorted(file_ids) != list(range(len(file_ids))):
                 raise DAGContractError(f"{origin}: node ids must be consecutive 0..{len(file_ids) - 1}")
             position = {file_id: i for i, file_id in enumerate(file_ids)}
-            for entry in data["nodes"]:
-                dag.add_node(NodeKind(entry["kind"]), entry.get("label", str(entry["id"])), **entry.get("meta", {}))
+            for i, entry in enumerate(data["nodes"]):
+                meta = dict(entry.get("meta", {}))
+                if entry["id"] != i:
+                    meta.setdefault("file_id", entry["id"])
+                dag.add_node(NodeKind(entry["kind"]), entry.get("label", str(entry["id"])), **meta)
             for entry in data["edges"]:
                 dag.add_edge(position[entry["src"]], position[entry["dst"]], entry["volume"])
         except (KeyError, TypeError, ValueError, AttributeError) as err:

@@ -149,9 +149,18 @@ def literal(value, dtype: dace.typeclass) -> str:
 
 
 def lowest(dtype: dace.typeclass) -> str:
-    """A tasklet expression for the lowest finite value of ``dtype`` (the identity of a max reduction)."""
+    """A Python tasklet expression for the lowest finite value of ``dtype``."""
+    if dtype == dace.bool_:
+        return "False"
     info = np.iinfo(dtype.type) if np.issubdtype(dtype.type, np.integer) else np.finfo(dtype.type)
     return literal(info.min, dtype)
+
+
+def max_identity(dtype: dace.typeclass) -> str:
+    """A C++ expression for the identity of a max reduction over ``dtype``: -infinity, or the lowest value."""
+    if np.issubdtype(dtype.type, np.floating):
+        return f"-std::numeric_limits<{dtype.ctype}>::infinity()"
+    return f"std::numeric_limits<{dtype.ctype}>::lowest()"
 
 
 def is_complex(dtype: dace.typeclass) -> bool:
@@ -186,6 +195,17 @@ def constant_ints(node: nodes.Node, state: SDFGState, sdfg: SDFG, connector: str
     """The integers of a constant 0-d or 1-d input (axes, starts, shapes...), or None if not constant."""
     value = constant_input(node, state, sdfg, connector)
     return None if value is None else [int(v) for v in np.atleast_1d(value)]
+
+
+def ordered_inputs(node: nodes.Node, state: SDFGState) -> list[str]:
+    """The connected input connectors of an ONNX node in schema order (absent optional inputs left out)."""
+    order = {param.name: k for k, param in enumerate(node.schema.inputs)}
+
+    def position(connector: str) -> tuple[int, int]:
+        name, _, index = connector.partition("__")
+        return order.get(name, len(order)), int(index or 0)
+
+    return sorted((edge.dst_conn for edge in state.in_edges(node)), key=position)
 
 
 def drop_input(node: nodes.Node, state: SDFGState, sdfg: SDFG, connector: str) -> None:
@@ -340,8 +360,8 @@ class MapSteps:
         self._latest.update(write_nodes)
         return tasklet
 
-    def init(self, name: str, value: str) -> None:
-        """Write ``value`` (a tasklet expression) to every element of ``name`` before the compute state."""
+    def init(self, name: str, value: str, language: dace.Language = dace.Language.Python) -> None:
+        """Write ``value`` (an expression in ``language``) to every element of ``name``, before the compute state."""
         if self._init_state is None:
             self._init_state = self.sdfg.add_state_before(self.state, f"{self.label}_init")
         shape = onnx_shape(self.desc(name))
@@ -350,8 +370,9 @@ class MapSteps:
             f"{self.label}_init_{name}",
             index_ranges(params, shape),
             {},
-            f"out = {value}",
+            f"out = {value};" if language == dace.Language.CPP else f"out = {value}",
             {"out": dace.Memlet(f"{name}[{subscript(params)}]")},
+            language=language,
             external_edges=True,
         )
 

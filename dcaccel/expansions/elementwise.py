@@ -29,6 +29,7 @@ from dcaccel.expansions.common import (
     is_broadcast,
     literal,
     onnx_shape,
+    ordered_inputs,
     register_canonical,
     subscript,
     unsupported,
@@ -50,6 +51,8 @@ class ElementwiseOp:
     op: str
     formula: Callable[[Operands, str, object], str]
     summary: str
+    parameters: tuple[str, ...] = ()
+    """Inputs that are not data (CastLike's ``target_type`` only gives a type): disconnected."""
 
 
 def _clip(x: Operands, T: str, node) -> str:
@@ -76,6 +79,22 @@ def _gelu(x: Operands, T: str, node) -> str:
     return f"{T}(0.5) * {v} * ({T}(1) + erf({v} * {T}({1 / math.sqrt(2)!r})))"
 
 
+def _select(pick: str) -> Callable[[Operands, str, object], str]:
+    """The formula of the variadic Max (``pick`` is ``>``) or Min (``<``) as nested conditional expressions.
+
+    (Not the functions max/min: the nested SDFG has a container named after the op's output.)
+    """
+
+    def formula(x: Operands, T: str, node) -> str:
+        values = list(x.values())
+        result = values[0]
+        for value in values[1:]:
+            result = f"({value} if {value} {pick} {result} else {result})"
+        return result
+
+    return formula
+
+
 ELEMENTWISE_OPS = (
     ElementwiseOp("Relu", lambda x, T, n: f"max({x['X']}, {T}(0))", "Y = max(X, 0)"),
     ElementwiseOp("Sigmoid", lambda x, T, n: f"{T}(1) / ({T}(1) + exp(-{x['X']}))", "Y = 1 / (1 + exp(-X))"),
@@ -94,6 +113,16 @@ ELEMENTWISE_OPS = (
     ElementwiseOp("Mul", lambda x, T, n: f"{x['A']} * {x['B']}", "C = A * B"),
     ElementwiseOp("Div", lambda x, T, n: f"{x['A']} / {x['B']}", "C = A / B (truncating for integers)"),
     ElementwiseOp("Pow", lambda x, T, n: f"{x['X']} ** {x['Y']}", "Z = X ** Y"),
+    ElementwiseOp("Sum", lambda x, T, n: " + ".join(x.values()), "sum = data_0 + data_1 + ..."),
+    ElementwiseOp("Max", _select(">"), "max = the largest of data_0, data_1, ..."),
+    ElementwiseOp("Min", _select("<"), "min = the smallest of data_0, data_1, ..."),
+    ElementwiseOp("Less", lambda x, T, n: f"{x['A']} < {x['B']}", "C = A < B"),
+    ElementwiseOp(
+        "Where", lambda x, T, n: f"({x['X']} if {x['condition']} else {x['Y']})", "output = X if condition else Y"
+    ),
+    ElementwiseOp(
+        "CastLike", lambda x, T, n: x["input"], "output = input converted to the type of target_type", ("target_type",)
+    ),
 )
 
 
@@ -110,15 +139,18 @@ def expand_elementwise(spec: ElementwiseOp, node, state: SDFGState, sdfg: SDFG) 
     (out_edge,) = state.out_edges(node)
     out_name = out_edge.src_conn
     out_desc = out_desc_with_name(node, state, sdfg, out_name)
-    connectors = [edge.dst_conn for edge in node.iter_inputs_in_onnx_order(state)]
+    connectors = [c for c in ordered_inputs(node, state) if c not in spec.parameters]
     folded = {c: v for c in connectors if (v := _folded_constant(node, state, sdfg, c)) is not None}
-    steps = MapSteps.for_node(node, state, sdfg, drop=list(folded))
+    steps = MapSteps.for_node(node, state, sdfg, drop=[*folded, *spec.parameters])
 
     out_shape = onnx_shape(out_desc)
     params = index_params(len(out_shape))
-    operands = dict(folded)
+    operands = {}
     memlets = {}
-    for k, connector in enumerate(c for c in connectors if c not in folded):
+    for k, connector in enumerate(connectors):
+        if connector in folded:
+            operands[connector] = folded[connector]
+            continue
         in_shape = onnx_shape(steps.desc(connector))
         source = steps.operand(connector, reused=is_broadcast(in_shape, out_shape))
         indices = broadcast_indices(in_shape, out_shape, params)

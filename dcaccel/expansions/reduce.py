@@ -8,6 +8,7 @@ initialisation map); then one map writes the output from the accumulator, row-ma
 import math
 from dataclasses import dataclass
 
+import dace
 from dace import SDFG, Memlet, SDFGState
 from dace.libraries.onnx.forward_implementation_abc import ONNXForward
 
@@ -21,7 +22,7 @@ from dcaccel.expansions.common import (
     index_ranges,
     input_edge,
     literal,
-    lowest,
+    max_identity,
     normalize_axis,
     onnx_shape,
     register_canonical,
@@ -68,7 +69,10 @@ def add_reduction(
     kept_shape = [1 if d in axes else s for d, s in enumerate(in_shape)]
     kept = ["0" if d in axes else p for d, p in enumerate(params)]
     accumulator = steps.transient("accumulator", kept_shape, dtype, BufferReason.ACCUMULATE)
-    steps.init(accumulator, lowest(dtype) if reduction.max_identity else literal(0, dtype))
+    if reduction.max_identity:
+        steps.init(accumulator, max_identity(dtype), dace.Language.CPP)
+    else:
+        steps.init(accumulator, literal(0, dtype))
     steps.step(
         "reduce",
         index_ranges(params, in_shape),
@@ -124,7 +128,13 @@ def _implementation(reduction: Reduction) -> type[ONNXForward]:
                     {"out": Memlet(f"reduced[{subscript(params)}]")},
                 )
             else:
-                add_reduction(steps, reduction, "data", axes, "reduced", bool(node.keepdims))
+                shape = onnx_shape(steps.desc("data"))
+                keep = bool(node.keepdims)
+                expected = [1 if d in axes else s for d, s in enumerate(shape) if keep or d not in axes]
+                imported = list(onnx_shape(steps.desc("reduced")))
+                if imported != expected:
+                    raise unsupported(node, f"imported output shape {imported} is not the reduction's {expected}")
+                add_reduction(steps, reduction, "data", axes, "reduced", keep)
             return steps.sdfg
 
     Implementation.__name__ = Implementation.__qualname__ = f"Canonical{reduction.op}"

@@ -1,4 +1,4 @@
-"""Canonical data-movement ops: the reshape family, Transpose, Concat, Slice, Gather and Shape.
+"""Canonical data-movement ops: the reshape family, Transpose, Concat, Slice, Gather and the shape constants.
 
 In the canonical model a reshape is a task, not a view: Reshape, Flatten, Squeeze and Unsqueeze
 are one copy map each, reading the input and writing the output in the same (row-major) element
@@ -22,8 +22,10 @@ from dcaccel.expansions.common import (
     index_params,
     index_ranges,
     input_edge,
+    literal,
     normalize_axis,
     onnx_shape,
+    ordered_inputs,
     register_canonical,
     subscript,
     unsupported,
@@ -71,8 +73,11 @@ def add_copy(steps: MapSteps, label: str, source: str, target: str) -> None:
     The shapes may differ (same element count): the map runs over the coarsest common refinement
     of the two shapes, so that both subscripts are affine; if there is none, over the target
     shape with the source subscript computed by division and remainder of the linear index.
+    Nothing is added for an empty tensor.
     """
     in_shape, out_shape = onnx_shape(steps.desc(source)), onnx_shape(steps.desc(target))
+    if math.prod(out_shape) == 0:
+        return
     cuts = _refinement(in_shape, out_shape)
     if cuts is not None:
         sizes = [outer // inner for inner, outer in itertools.pairwise(cuts)][::-1]
@@ -166,7 +171,7 @@ class CanonicalConcat(ONNXForward):
     @staticmethod
     def forward(node, state: SDFGState, sdfg: SDFG) -> SDFG:
         steps = MapSteps.for_node(node, state, sdfg)
-        inputs = [edge.dst_conn for edge in node.iter_inputs_in_onnx_order(state)]
+        inputs = ordered_inputs(node, state)
         out_shape = onnx_shape(steps.desc("concat_result"))
         axis = normalize_axis(node.axis, len(out_shape), node)
         offset = 0
@@ -231,7 +236,7 @@ class CanonicalSlice(ONNXForward):
         out_shape = onnx_shape(steps.desc("output"))
         expected = [sliced[d][2] if d in sliced else s for d, s in enumerate(shape)]
         if list(out_shape) != expected:
-            raise unsupported(node, f"output shape {list(out_shape)} differs from the slice's {expected}")
+            raise unsupported(node, f"imported output shape {list(out_shape)} is not the slice's {expected}")
         if math.prod(out_shape) == 0:
             return steps.sdfg
         reversed_axis = any(step < 0 for _, step, _ in sliced.values())
@@ -314,4 +319,42 @@ class CanonicalShape(ONNXForward):
         for k in reversed(range(len(values) - 1)):
             expression = f"({values[k]} if i0 == {k} else {expression})"
         steps.step("shape", {"i0": f"0:{len(values)}"}, {}, f"out = {expression}", {"out": Memlet("shape[i0]")})
+        return steps.sdfg
+
+
+@register_canonical("Size")
+class CanonicalSize(ONNXForward):
+    """Canonical Size: the element count of ``data`` as a constant int64 scalar (no data is read; one map)."""
+
+    @staticmethod
+    def forward(node, state: SDFGState, sdfg: SDFG) -> SDFG:
+        count = math.prod(onnx_shape(sdfg.arrays[input_edge(node, state, "data").data.data]))
+        steps = MapSteps.for_node(node, state, sdfg, drop=("data",))
+        steps.step("size", index_ranges([], ()), {}, f"out = {int(count)}", {"out": Memlet("size[0]")})
+        return steps.sdfg
+
+
+@register_canonical("ConstantOfShape")
+class CanonicalConstantOfShape(ONNXForward):
+    """Canonical ConstantOfShape: the output (of the shape the import inferred) filled with ``value``.
+
+    The shape input is a shape parameter, not data: it is disconnected. One flat map writes the
+    constant, row-major.
+    """
+
+    @staticmethod
+    def forward(node, state: SDFGState, sdfg: SDFG) -> SDFG:
+        steps = MapSteps.for_node(node, state, sdfg, drop=("input",))
+        desc = steps.desc("output")
+        shape = onnx_shape(desc)
+        value = 0 if node.value is None else np.asarray(node.value).reshape(-1)[0].item()
+        if math.prod(shape) > 0:
+            params = index_params(len(shape))
+            steps.step(
+                "fill",
+                index_ranges(params, shape),
+                {},
+                f"out = {literal(value, desc.dtype)}",
+                {"out": Memlet(f"output[{subscript(params)}]")},
+            )
         return steps.sdfg

@@ -1,5 +1,6 @@
 """Canonical Softmax: numerically stable, as four flat map steps."""
 
+import dace
 from dace import SDFG, Memlet, SDFGState
 from dace.libraries.onnx.forward_implementation_abc import ONNXForward
 
@@ -11,7 +12,7 @@ from dcaccel.expansions.common import (
     index_params,
     index_ranges,
     literal,
-    lowest,
+    max_identity,
     normalize_axis,
     onnx_shape,
     register_canonical,
@@ -36,7 +37,7 @@ class CanonicalSoftmax(ONNXForward):
 
     Steps (flat maps over the input, row-major), with ``row`` the index without the softmax axes:
 
-    1. ``max``: ``row_max[row] = max(input)`` (WCR max; ``row_max`` starts at the lowest value);
+    1. ``max``: ``row_max[row] = max(input)`` (WCR max; ``row_max`` starts at -infinity);
     2. ``exp``: ``exps = exp(input - row_max[row])``;
     3. ``sum``: ``row_sum[row] = sum(exps)`` (WCR sum; ``row_sum`` starts at 0);
     4. ``div``: ``output = exps / row_sum[row]``, produced row-major.
@@ -64,7 +65,7 @@ class CanonicalSoftmax(ONNXForward):
         row_max = steps.transient("row_max", row_shape, dtype, BufferReason.REUSE)
         row_sum = steps.transient("row_sum", row_shape, dtype, BufferReason.REUSE)
         exps = steps.transient("exps", shape, dtype, BufferReason.REUSE)
-        steps.init(row_max, lowest(dtype))
+        steps.init(row_max, max_identity(dtype), dace.Language.CPP)
         steps.init(row_sum, literal(0, dtype))
 
         steps.step(

@@ -5,5 +5,6 @@ from dcaccel.explore.assignments import Assignment
 from dcaccel.explore.cost import CostModel
 from dcaccel.explore.pareto import pareto_front
 from dcaccel.explore.points import ExplorationPoint
+from dcaccel.explore.sweep import explore
 
-__all__ = ["Assignment", "CostModel", "ExplorationPoint", "pareto_front"]
+__all__ = ["Assignment", "CostModel", "ExplorationPoint", "explore", "pareto_front"]

@@ -1,12 +1,16 @@
 """Sweeps: every (implementation assignment, P, scheduler, on-chip memory) point of a workload.
 
 Each assignment is lowered and its task DAG extracted once; all its (P, scheduler, on-chip memory)
-points are then scheduled on that DAG. Nothing is compiled.
+points are then scheduled on that DAG, in the same process (see :mod:`dcaccel.explore.executors`
+for where that happens). Nothing is compiled. Points stream into an optional result file
+(:mod:`dcaccel.explore.store`) as their assignments finish, and a resumed sweep skips the stored ones.
 """
 
+import math
 import time
-from collections.abc import Iterable, Iterator, Mapping, Sequence
-from dataclasses import dataclass
+from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
+from contextlib import ExitStack
+from dataclasses import asdict, dataclass
 
 import pandas as pd
 from dace.sdfg.nodes import LibraryNode
@@ -17,7 +21,9 @@ from dcaccel.dag.taskdag import TaskDAG
 from dcaccel.errors import DcaccelError
 from dcaccel.explore.assignments import STRATEGIES, Assignment, per_node, per_op_type
 from dcaccel.explore.cost import CostModel
+from dcaccel.explore.executors import Executor, Failure, Outcome, WorkloadSource, check_executor, make_executor
 from dcaccel.explore.points import ExplorationPoint, to_frame
+from dcaccel.explore.store import ResultStore
 from dcaccel.scheduler import SCHEDULERS, schedule
 from dcaccel.transforms.lower import available_implementations, op_type
 
@@ -99,6 +105,59 @@ def schedule_points(
                 )
 
 
+@dataclass(frozen=True)
+class Sweep:
+    """What every assignment of one exploration is evaluated on: the grid, how the DAG is extracted,
+    and the cost model. Picklable: executors ship it to their workers."""
+
+    grid: Grid
+    granularity: str | tuple
+    edge_volume: str
+    cost_model: CostModel
+
+    @property
+    def label(self) -> str:
+        """The granularity as the ``granularity`` column writes it (``tiles=T`` for a tuple)."""
+        return self.granularity if isinstance(self.granularity, str) else "=".join(map(str, self.granularity))
+
+    def points(self, workload, assignment: Assignment) -> list[ExplorationPoint]:
+        """Lower ``workload`` under ``assignment``, extract its DAG and schedule every point of the grid."""
+        built = build_dag(workload, assignment, self.granularity, self.edge_volume)
+        return list(schedule_points(workload.name, built, self.grid, self.label, self.cost_model))
+
+    def settings(self) -> dict[str, object]:
+        """The options a result file must share to be resumed by this sweep (those not in a point's key)."""
+        return {
+            "edge_volume": self.edge_volume,
+            "partitioning": self.grid.partitioning,
+            "cost_model": asdict(self.cost_model),
+        }
+
+    def complete(self, stored: Sequence[ExplorationPoint]) -> list[ExplorationPoint] | None:
+        """The points of the grid among ``stored`` (one assignment's), in the order :func:`schedule_points`
+        yields them; None when one is missing."""
+        by_key = {(point.pes, point.scheduler, point.onchip_memory): point for point in stored}
+        grid = self.grid
+        wanted = [(p, s, m) for p in grid.pes for s in grid.schedulers for m in grid.onchip_memory]
+        if not all(key in by_key for key in wanted):
+            return None
+        return [by_key[key] for key in wanted]
+
+
+class SweepError(DcaccelError):
+    """Assignments of a sweep failed; the others finished.
+
+    ``results`` holds the finished points (as :func:`explore` would return them), ``failures`` one
+    :class:`Failure` per failed assignment. With a result file, the finished points are stored and a
+    resumed sweep retries only the failed assignments.
+    """
+
+    def __init__(self, message: str, results: pd.DataFrame, failures: list[Failure]):
+        super().__init__(message)
+        self.results = results
+        self.failures = failures
+
+
 def _library_nodes(workload) -> list[LibraryNode]:
     return [node for node, _ in workload.sdfg.all_nodes_recursive() if isinstance(node, LibraryNode)]
 
@@ -119,6 +178,20 @@ def default_implementations(workload) -> dict[str, list[str]]:
         if len(available) > 1:
             choices.setdefault(op_type(node), available)
     return choices
+
+
+def check_implementations(workload, implementations: Mapping[str, Sequence[str]]) -> None:
+    """Raise :class:`DcaccelError` for an implementation a node named by ``implementations`` (through its
+    op type or its name) does not have, before anything is lowered."""
+    for node in _library_nodes(workload):
+        op = op_type(node)
+        names = [*implementations.get(op, ()), *implementations.get(node.label, ())]
+        available = available_implementations(node)
+        for name in names:
+            if name not in available:
+                raise DcaccelError(
+                    f"{op} node '{node.label}': no implementation '{name}'; available: {', '.join(available) or 'none'}"
+                )
 
 
 def _as_tuple(value, name: str) -> tuple:
@@ -143,6 +216,11 @@ def explore(
     objective: str = "makespan",
     cost_model: CostModel = DEFAULT_COST_MODEL,
     progress: bool | None = None,
+    executor: str = "local",
+    address: str | None = None,
+    workers: int | None = None,
+    results=None,
+    resume: bool = False,
 ) -> pd.DataFrame:
     """Explore ``workload`` (a Workload or a built-in name) and return one row per design point.
 
@@ -150,11 +228,23 @@ def explore(
         workload with more than one dcaccel implementation, with all of them).
     :param strategy: ``"per-op-type"`` (every node of an op type gets the same implementation),
         ``"per-node"`` (full product over nodes, at most ``max_assignments``) or ``"greedy"`` (one node
-        at a time, keeping the implementation that minimises the mean ``objective`` over the grid).
-    :param progress: show a progress bar (None: when the sweep runs longer than a second).
+        at a time, keeping the implementation that minimises the mean ``objective`` over the grid; the
+        candidates of one node are evaluated in parallel).
+    :param progress: show a progress bar over assignments (None: when the sweep runs longer than a second).
+    :param executor: ``"local"`` (this process), ``"process"`` (a pool of ``workers`` processes on this
+        machine) or ``"dask"`` (the ``dask.distributed`` scheduler at ``address``; a ``LocalCluster`` of
+        ``workers`` single-threaded processes on loopback when ``address`` is None). A workload given by
+        a built-in name is rebuilt by name on the workers; any other is shipped pickled.
+    :param results: a result file (SQLite) that every finished assignment's points are written to.
+    :param resume: continue ``results``: assignments whose points are all stored are not evaluated
+        again (without ``resume``, a result file that holds points is refused).
+    :raises SweepError: after the whole sweep, when assignments failed; it carries the finished points
+        (``results``) and the failures. Every executor returns the same rows in the same order (the
+        order of the assignments, then P, scheduler, on-chip memory), timing columns aside.
     :return: a DataFrame whose columns are the fields of :class:`ExplorationPoint`.
     """
-    if isinstance(workload, str):
+    builtin = isinstance(workload, str)
+    if builtin:
         from dcaccel.workloads import get
 
         workload = get(workload)
@@ -164,19 +254,13 @@ def explore(
     unknown = [name for name in schedulers if name not in SCHEDULERS]
     if unknown:
         raise DcaccelError(f"explore: unknown scheduler {unknown[0]!r} (expected {', '.join(SCHEDULERS)})")
+    check_executor(executor, address, workers)
     grid = Grid(_as_tuple(pes, "pes"), schedulers, _as_tuple(onchip_memory, "onchip_memory"), partitioning)
     if implementations is None:
         implementations = default_implementations(workload)
     implementations = {op: list(names) for op, names in implementations.items()}
-    label = granularity if isinstance(granularity, str) else "=".join(map(str, granularity))
-    cache: dict[Assignment, list[ExplorationPoint]] = {}
-
-    def evaluate(assignment: Assignment) -> list[ExplorationPoint]:
-        if assignment not in cache:
-            built = build_dag(workload, assignment, granularity, edge_volume)
-            cache[assignment] = list(schedule_points(workload.name, built, grid, label, cost_model))
-            bar.update(1)
-        return cache[assignment]
+    check_implementations(workload, implementations)
+    sweep = Sweep(grid, granularity, edge_volume, cost_model)
 
     if strategy == "per-op-type":
         assignments = list(per_op_type(implementations))
@@ -184,32 +268,99 @@ def explore(
         assignments = list(per_node(nodes_by_op_type(workload), implementations, max_assignments))
     else:
         assignments = []
-    total = len(assignments) or None
-    with tqdm(
-        total=total,
-        desc=f"explore {workload.name}",
-        unit="assignment",
-        disable=progress is False,
-        delay=0 if progress else 1.0,
-    ) as bar:
+    with ExitStack() as stack:
+        store = None if results is None else stack.enter_context(ResultStore(results, sweep.settings(), resume))
+        bar = stack.enter_context(
+            tqdm(
+                total=len(assignments) or None,
+                desc=f"explore {workload.name}",
+                unit="assignment",
+                disable=progress is False,
+                delay=0 if progress else 1.0,
+            )
+        )
+
+        def start() -> Executor:
+            return stack.enter_context(
+                make_executor(executor, workload, WorkloadSource.of(workload, builtin), sweep, address, workers)
+            )
+
+        run = _Run(sweep, store, bar, start, store.points(workload.name, sweep.label) if store else {})
         if strategy == "greedy":
-            _greedy(evaluate, nodes_by_op_type(workload), implementations, objective)
+            _greedy(run.evaluate, nodes_by_op_type(workload), implementations, objective)
         else:
-            for assignment in assignments:
-                evaluate(assignment)
-    return to_frame([point for points in cache.values() for point in points])
+            run.evaluate(assignments)
+    frame = to_frame([point for assignment in run.order if assignment in run.found for point in run.found[assignment]])
+    if run.failures:
+        first = next(iter(run.failures.values()))
+        raise SweepError(
+            f"explore {workload.name}: {len(run.failures)} of {len(run.order)} assignments failed "
+            f"(first: {first.assignment}: {first.error})",
+            frame,
+            list(run.failures.values()),
+        )
+    return frame
+
+
+class _Run:
+    """The state of one sweep: the points found (stored or evaluated), the failures, and the executor,
+    started at the first assignment that is not stored."""
+
+    def __init__(self, sweep: Sweep, store: ResultStore | None, bar, start: Callable[[], Executor], stored):
+        self.sweep = sweep
+        self.store = store
+        self.bar = bar
+        self.start = start
+        self.stored: dict[str, list[ExplorationPoint]] = stored
+        self.executor: Executor | None = None
+        self.order: list[Assignment] = []
+        self.found: dict[Assignment, list[ExplorationPoint]] = {}
+        self.failures: dict[Assignment, Failure] = {}
+
+    def evaluate(self, batch: Sequence[Assignment]) -> list[list[ExplorationPoint] | None]:
+        """The points of every assignment of ``batch`` (None for a failed one), evaluating in parallel
+        those neither evaluated in this sweep nor stored."""
+        todo = []
+        for assignment in dict.fromkeys(batch):
+            if assignment in self.found or assignment in self.failures:
+                continue
+            self.order.append(assignment)
+            points = self.sweep.complete(self.stored.get(str(assignment), ()))
+            if points is None:
+                todo.append(assignment)
+            else:
+                self.found[assignment] = points
+                self.bar.update(1)
+        if todo:
+            self.executor = self.executor or self.start()
+            for outcome in self.executor.map(todo):
+                self._record(outcome)
+        return [self.found.get(assignment) for assignment in batch]
+
+    def _record(self, outcome: Outcome) -> None:
+        if outcome.failure is None:
+            self.found[outcome.assignment] = list(outcome.points)
+            if self.store is not None:
+                self.store.add(outcome.points)
+        else:
+            self.failures[outcome.assignment] = outcome.failure
+            if self.store is not None:
+                self.store.add_failure(outcome.failure)
+            self.bar.set_postfix(failed=len(self.failures))
+        self.bar.update(1)
 
 
 def _greedy(evaluate, nodes: Mapping[str, list[str]], implementations: Mapping[str, Sequence[str]], objective: str):
     """Choose per node, one at a time in program order, the implementation minimising the mean
-    ``objective`` over the grid with the other nodes fixed (ties: the first listed)."""
+    ``objective`` over the grid with the other nodes fixed (ties: the first listed; a failed candidate
+    never wins). ``evaluate`` takes the candidates of one node at once."""
     order = [(node, op) for op in implementations for node in nodes.get(op, ())]
     current = Assignment(tuple((node, implementations[op][0]) for node, op in order))
     for node, op in order:
-        scores = []
-        for implementation in implementations[op]:
-            candidate = current.replace(node, implementation)
-            points = evaluate(candidate)
-            scores.append(sum(getattr(point, objective) for point in points) / len(points))
+        candidates = [current.replace(node, implementation) for implementation in implementations[op]]
+        scores = [
+            sum(getattr(point, objective) for point in points) / len(points) if points else math.inf
+            for points in evaluate(candidates)
+        ]
         current = current.replace(node, implementations[op][scores.index(min(scores))])
     return current

@@ -9,6 +9,7 @@ dimensions (``dim_param``) are fixed before import, from ``symbols`` or from the
 
 import copy
 import os
+from collections import Counter
 from collections.abc import Mapping, Sequence
 
 import numpy as np
@@ -56,7 +57,7 @@ def from_onnx(
     specs = [_value_spec(value) for value in graph_inputs]
     symbols = _bind_dimensions(specs, example_inputs, symbols or {})
     fixed = specialize(proto, symbols)
-    simplified = simplify(fixed, source)
+    simplified = readable_node_names(simplify(fixed, source))
     check_ops(simplified)
 
     try:
@@ -93,6 +94,48 @@ def check_ops(proto: onnx.ModelProto) -> None:
         if node.domain not in _ONNX_DOMAINS or not has_onnx_node(node.op_type):
             op = node.op_type if node.domain in _ONNX_DOMAINS else f"{node.domain}.{node.op_type}"
             raise UnsupportedOpError(op, node.name or f"#{index}", "DaCe's ONNX importer has no node for it")
+
+
+def readable_node_names(proto: onnx.ModelProto) -> onnx.ModelProto:
+    """``proto`` with every node named after the module that produced it, as a C identifier.
+
+    PyTorch names a node by its module path and op (``/layer1/layer1.0/conv1/Conv``). The new name is
+    the module's qualified name (``layer1.0.conv1``, written ``layer1_0_conv1``); the op is kept when
+    the module produced several nodes or contains other modules (``layer1_0_Add``), and is the whole
+    name for ops called at the top level (``Relu_0``, ``Relu_1``). Unnamed nodes become ``<op>_<index>``.
+    Duplicates get a numeric suffix. These are the names implementation choices refer to.
+    """
+    paths = [_module_path(node.name) for node in proto.graph.node]
+    uses = Counter(".".join(path) for path, _ in paths)
+    containers = {".".join(path[:i]) for path, _ in paths for i in range(1, len(path))}
+    renamed = onnx.ModelProto()
+    renamed.CopyFrom(proto)
+    taken: set[str] = set()
+    for index, (node, (path, op)) in enumerate(zip(renamed.graph.node, paths, strict=True)):
+        module = ".".join(path)
+        if not op:
+            op = f"{node.op_type}_{index}"
+        parts = path if module and uses[module] == 1 and module not in containers else [*path, op]
+        if parts == [node.op_type]:
+            parts = [f"{op}_0"]  # a node name never equals an op type, so a choice key means one or the other
+        name = base = identifier("_".join(parts))
+        suffix = 1
+        while name in taken:
+            name, suffix = f"{base}_{suffix}", suffix + 1
+        taken.add(name)
+        node.name = name
+    return renamed
+
+
+def _module_path(name: str) -> tuple[list[str], str]:
+    """Split a PyTorch node name into its module path (outer modules folded into the dotted names of
+    inner ones, ``layer1/layer1.0`` → ``layer1.0``) and its last component (the op)."""
+    parts = [part for part in name.split("/") if part]
+    if not parts:
+        return [], ""
+    *path, op = parts
+    folded = [part for i, part in enumerate(path) if not path[i + 1 :] or not path[i + 1].startswith(f"{part}.")]
+    return folded, op
 
 
 def simplify(proto: onnx.ModelProto, source: str) -> onnx.ModelProto:

@@ -66,7 +66,7 @@ def buffer_space(
 
 def _undirected_block(g: CanonicalGraph, block: list[int], reference: bool) -> UndirectedBlock:
     members = set(block)
-    order = induced_node_order(g.n, block)
+    order = induced_node_order(g, block)
     if not reference:
         members.discard(g.source)
         order = [v for v in order if v != g.source]
@@ -91,7 +91,7 @@ def _undirected_block(g: CanonicalGraph, block: list[int], reference: bool) -> U
         component = _plain_bfs(neighbours, v)
         seen_all.update(component)
         if sum(len(neighbours[x]) for x in component) >= 2 * len(component):  # not a tree
-            cyclic.append((next(iter(component)), component))
+            cyclic.append((_first_in_set(g, component, neighbours, v), component))
     return UndirectedBlock(neighbours, via, edges, cyclic)
 
 
@@ -133,6 +133,16 @@ def _plain_bfs(neighbours: dict[int, list[int]], root: int) -> set[int]:
                 following.update(neighbours[x])
         level = following
     return seen
+
+
+def _first_in_set(g: CanonicalGraph, component: set[int], neighbours: dict[int, list[int]], root: int) -> int:
+    """The first element of the component's Python set as the reference builds it, by node name."""
+    if g.order_key is None:
+        return next(iter(component))
+    key = g.order_key
+    names = _plain_bfs({key[x]: [key[w] for w in neighbours[x]] for x in component}, key[root])
+    name = next(iter(names))
+    return next(x for x in component if key[x] == name)
 
 
 def _mark(parent: dict[int, int], u: int, v: int, marked: set[int]) -> None:

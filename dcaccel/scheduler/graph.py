@@ -38,6 +38,7 @@ class CanonicalGraph:
     in_volume: list[int]
     out_volume: list[int]
     cost: list[int]
+    order_key: list[int] | None  # the reference's node names where they differ from the ids (meta "file_id")
 
     @classmethod
     def from_dag(cls, dag: TaskDAG) -> CanonicalGraph:
@@ -73,6 +74,7 @@ class CanonicalGraph:
             in_volume=in_volume,
             out_volume=out_volume,
             cost=task_costs(dag),
+            order_key=_order_keys(dag),
         )
 
     @property
@@ -93,3 +95,10 @@ class CanonicalGraph:
 
     def kind(self, v: int) -> NodeKind:
         return self.dag.kind(v)
+
+
+def _order_keys(dag: TaskDAG) -> list[int] | None:
+    """The names the reference knew the nodes by (``meta["file_id"]``, else the id), or None when
+    they are the ids."""
+    keys = [node.meta.get("file_id", node.id) for node in dag.nodes]
+    return None if keys == list(range(dag.num_nodes)) else keys

@@ -17,6 +17,7 @@ from dataclasses import dataclass
 import numpy as np
 
 from dcaccel.scheduler.graph import CanonicalGraph
+from dcaccel.scheduler.order import python_set_order
 
 
 @dataclass(frozen=True)
@@ -38,7 +39,7 @@ def onchip_placement(g: CanonicalGraph, blocks: list[list[int]], capacity: int) 
         return chosen
     vol = g.vol
     for block in blocks:
-        items = list({v for v in block if g.is_buffer[v]})
+        items = python_set_order(g, [v for v in block if g.is_buffer[v]])
         if not items:
             continue
         weights = [g.in_volume[b] for b in items]

@@ -11,12 +11,22 @@ from __future__ import annotations
 from dcaccel.scheduler.graph import CanonicalGraph
 
 
-def induced_node_order(num_nodes: int, nodes: list[int]) -> list[int]:
-    """Node order of the induced subgraph on ``nodes`` of a graph with ``num_nodes`` nodes whose
-    node order is the id order."""
+def python_set_order(g: CanonicalGraph, nodes: list[int]) -> list[int]:
+    """The iteration order of the Python set the reference builds from ``nodes`` (in list order),
+    its elements being the reference's node names (:attr:`CanonicalGraph.order_key`)."""
+    if g.order_key is None:
+        return list(set(nodes))
+    key = g.order_key
+    node_of = {key[v]: v for v in nodes}
+    return [node_of[k] for k in {key[v] for v in nodes}]
+
+
+def induced_node_order(g: CanonicalGraph, nodes: list[int]) -> list[int]:
+    """Node order of the induced subgraph on ``nodes``: Python set order when the subgraph has less
+    than half the nodes of ``g``, graph (id) order otherwise."""
     members = set(nodes)
-    if 2 * len(members) < num_nodes:
-        return list(members)
+    if 2 * len(members) < g.n:
+        return python_set_order(g, nodes)
     return sorted(members)
 
 
@@ -31,7 +41,7 @@ def induced_topological_order(g: CanonicalGraph, nodes: list[int]) -> list[int]:
         for e in in_edges[in_start[v] : in_start[v + 1]]:
             if src[e] in members:
                 indeg[v] += 1
-    stack = [v for v in induced_node_order(g.n, nodes) if indeg[v] == 0]
+    stack = [v for v in induced_node_order(g, nodes) if indeg[v] == 0]
     order = []
     while stack:
         u = stack.pop()

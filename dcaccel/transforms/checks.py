@@ -1,8 +1,10 @@
 """Checks that an SDFG is fully lowered: maps only, in the form the task DAG extraction reads.
 
-Fully lowered means: no library node (ONNX nodes included), no nested SDFG left after inlining, and
-no tasklet outside a map that moves whole arrays (an opaque tasklet standing for a whole op); a
-tasklet outside any map that reads and writes single elements is allowed.
+Fully lowered means: no library node anywhere (ONNX nodes included), and at the top level of the
+program (outside every map) no nested SDFG left after inlining and no tasklet that moves whole arrays
+(an opaque tasklet standing for a whole op); a tasklet outside any map that reads and writes single
+elements is allowed. Inside a map, a nested SDFG that cannot be inlined (a map body with loops, e.g.
+a per-subcarrier solver) is part of that map's tasks.
 """
 
 import dace
@@ -19,18 +21,21 @@ def _moves_arrays(state: dace.SDFGState, tasklet: nodes.Tasklet) -> bool:
 
 
 def lowering_violations(sdfg: dace.SDFG) -> list[str]:
-    """One line per node of ``sdfg`` (recursively) that keeps it from being fully lowered."""
+    """One line per node of ``sdfg`` that keeps it from being fully lowered."""
     violations = []
     for node, parent in sdfg.all_nodes_recursive():
-        where = f"in state '{parent.label}'"
         if isinstance(node, ONNXOp):
-            violations.append(f"ONNX node '{node.label}' ({node.schema.name}) {where}")
+            violations.append(f"ONNX node '{node.label}' ({node.schema.name}) in state '{parent.label}'")
         elif isinstance(node, nodes.LibraryNode):
-            violations.append(f"library node '{node.label}' ({type(node).__name__}) {where}")
-        elif isinstance(node, nodes.NestedSDFG):
-            violations.append(f"nested SDFG '{node.label}' {where}")
-        elif isinstance(node, nodes.Tasklet) and parent.entry_node(node) is None and _moves_arrays(parent, node):
-            violations.append(f"tasklet '{node.label}' outside a map moves whole arrays {where}")
+            violations.append(f"library node '{node.label}' ({type(node).__name__}) in state '{parent.label}'")
+    for state in sdfg.states():
+        for node in state.nodes():
+            if state.entry_node(node) is not None:
+                continue
+            if isinstance(node, nodes.NestedSDFG):
+                violations.append(f"nested SDFG '{node.label}' outside a map in state '{state.label}'")
+            elif isinstance(node, nodes.Tasklet) and _moves_arrays(state, node):
+                violations.append(f"tasklet '{node.label}' outside a map moves whole arrays in state '{state.label}'")
     return violations
 
 

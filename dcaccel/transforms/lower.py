@@ -16,6 +16,7 @@ class. Library nodes that an expansion creates with an implementation already se
 a Conv) keep it; those created without one are resolved like the workload's own nodes.
 """
 
+import contextlib
 import copy
 import warnings
 from dataclasses import dataclass, field
@@ -38,10 +39,10 @@ from dcaccel.expansions.mmm import MMM
 CANONICAL = "canonical"
 MATMUL = "MatMul"
 
-# Simplification passes that would break the canonical structure: ArrayElimination removes the
-# copies into the MMM operand buffers (``_b_copy``) and the im2col containers (X_col) as redundant;
-# ScalarToSymbolPromotion and ConstantPropagation could fold weight data into code.
-STRUCTURE_BREAKING_PASSES = frozenset({"ArrayElimination", "ScalarToSymbolPromotion", "ConstantPropagation"})
+# Simplification passes that break the canonical structure: ArrayElimination removes containers that
+# are only copied on as redundant (the im2col X_col copied into the MMM operand buffer ``_b_copy``),
+# which would change the buffer nodes of Contract 3.
+STRUCTURE_BREAKING_PASSES = frozenset({"ArrayElimination"})
 
 
 @dataclass
@@ -155,6 +156,18 @@ def expand_all(sdfg: dace.SDFG, choices: dict[str, str]) -> tuple[dict[str, str]
     return implementations, seen
 
 
+@contextlib.contextmanager
+def _without_line_info():
+    """Stop DaCe from inspecting the Python stack for the source line of every node it adds (the bulk of
+    the expansion time of a large model); the nodes get no debug information instead."""
+    previous = dace.Config.get("compiler", "lineinfo")
+    dace.Config.set("compiler", "lineinfo", value="none")
+    try:
+        yield
+    finally:
+        dace.Config.set("compiler", "lineinfo", value=previous)
+
+
 def simplify(sdfg: dace.SDFG) -> None:
     """Inline every nested SDFG and simplify, skipping the passes that break the canonical structure."""
     inline_sdfgs(sdfg, multistate=True)
@@ -180,8 +193,9 @@ def lower(workload, choices: dict[str, str] | None = None) -> LoweredWorkload:
     choices = dict(choices or {})
     source_sdfg = workload if isinstance(workload, dace.SDFG) else workload.sdfg
     sdfg = copy.deepcopy(source_sdfg)
-    implementations, seen = expand_all(sdfg, choices)
-    simplify(sdfg)
+    with _without_line_info():
+        implementations, seen = expand_all(sdfg, choices)
+        simplify(sdfg)
     mark_program_io(sdfg)
     sdfg.validate()
     unused = {key: value for key, value in choices.items() if key not in seen}

@@ -11,7 +11,7 @@ from dataclasses import dataclass, field
 
 import numpy as np
 import onnx
-from onnx import TensorProto, helper
+from onnx import helper
 
 OPSET = 20
 IR_VERSION = 9  # the newest onnxruntime here reads
@@ -56,13 +56,14 @@ def build_model(cases: Sequence[OpCase], opset: int = OPSET) -> onnx.ModelProto:
         elem = helper.np_dtype_to_tensor_dtype(np.dtype(case.dtype))
         inputs += [helper.make_tensor_value_info(case.tensor(n), elem, shape) for n, shape in case.inputs.items()]
         initializers += [onnx.numpy_helper.from_array(np.asarray(v), case.tensor(n)) for n, v in case.constants.items()]
-        outputs += [helper.make_tensor_value_info(case.tensor(n), TensorProto.UNDEFINED, None) for n in case.outputs]
+        outputs += [onnx.ValueInfoProto(name=case.tensor(n)) for n in case.outputs]
     graph = helper.make_graph(nodes, "cases", inputs, outputs, initializers)
     model = helper.make_model(graph, opset_imports=[helper.make_opsetid("", opset)], ir_version=IR_VERSION)
     inferred = onnx.shape_inference.infer_shapes(model, strict_mode=True)
-    types = {v.name: v.type for v in inferred.graph.value_info}
-    for output in inferred.graph.output:
-        output.type.CopyFrom(types[output.name])
+    output_names = {o.name for o in inferred.graph.output}
+    kept = [v for v in inferred.graph.value_info if v.name not in output_names]
+    del inferred.graph.value_info[:]
+    inferred.graph.value_info.extend(kept)
     return inferred
 
 

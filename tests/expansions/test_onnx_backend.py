@@ -115,11 +115,12 @@ def test_shape_parameters_are_bound_as_initializers(runner_module, cases):
 def test_merged_cases_keep_their_tensors_apart(runner_module, cases):
     first = runner_module.prepare("Relu", cases["test_relu"])
     second = runner_module.prepare("Add", cases["test_add_bcast"])
-    model, feed = runner_module.merge([first, second])
+    model, feed, choices = runner_module.merge([first, second])
     assert [n.name for n in model.graph.node] == ["case0_node0", "case1_node0"]
     assert [o.name for o in model.graph.output] == ["case0_y", "case1_sum"]
     assert set(feed) == {"case0_x", "case1_x", "case1_y"}
     np.testing.assert_array_equal(feed["case1_y"], second.inputs["y"])
+    assert choices == {"case0_node0": "canonical", "case1_node0": "canonical"}
     onnx.checker.check_model(model)
 
 

@@ -8,6 +8,7 @@ from onnx import TensorProto, helper, numpy_helper
 import dcaccel
 from dcaccel.errors import DcaccelError, ShapeError, UnsupportedOpError
 from dcaccel.frontend import Origin
+from dcaccel.frontend.onnx_import import readable_node_names
 from dcaccel.frontend.ops import operators
 
 
@@ -109,3 +110,30 @@ def test_operators_are_not_fused():
     """onnx-simplifier's fusions (MatMul + Add into Gemm) are off: the ops stay as written."""
     workload = dcaccel.load(_matmul_add(4, 3, 2))
     assert [op.op_type for op in operators(workload.sdfg)] == ["MatMul", "Add"]
+
+
+def _relu_chain(names: list[str]) -> onnx.ModelProto:
+    """A chain of Relu nodes with the given node names."""
+    nodes = [helper.make_node("Relu", [f"t{i}"], [f"t{i + 1}"], name=name) for i, name in enumerate(names)]
+    graph = helper.make_graph(
+        nodes,
+        "chain",
+        [helper.make_tensor_value_info("t0", TensorProto.FLOAT, [2])],
+        [helper.make_tensor_value_info(f"t{len(names)}", TensorProto.FLOAT, [2])],
+    )
+    return helper.make_model(graph)
+
+
+@pytest.mark.parametrize(
+    ("names", "expected"),
+    [
+        (["/conv1/Relu"], ["conv1"]),
+        (["/layer1/layer1.0/conv1/Relu", "/layer1/layer1.0/Relu"], ["layer1_0_conv1", "layer1_0_Relu"]),
+        (["/attn/Relu", "/attn/Relu_1"], ["attn_Relu", "attn_Relu_1"]),
+        (["/Relu", "/Relu_1"], ["Relu_0", "Relu_1"]),
+        (["", ""], ["Relu_0", "Relu_1"]),
+        (["/a/Relu", "a"], ["a", "a_1"]),
+    ],
+)
+def test_nodes_are_named_after_their_module(names, expected):
+    assert [node.name for node in readable_node_names(_relu_chain(names)).graph.node] == expected

@@ -1,0 +1,344 @@
+"""Where the assignments of a sweep are evaluated: in this process, in a process pool, or on a Dask cluster.
+
+The unit of work is one assignment: the worker lowers the workload under it, extracts the task DAG
+and schedules every (P, scheduler, on-chip memory) point of the sweep on that DAG, then returns the
+points. Lowering dominates (about a second per LeNet assignment against a tenth for scheduling its
+points), so it runs where the points are scheduled: neither SDFGs nor DAGs travel, only the workload
+(once per worker) and the points. A worker obtains the workload from a :class:`WorkloadSource`:
+a built-in workload by name (rebuilt once per worker process), any other workload pickled without
+what lowering does not read (weights, ONNX model, reference, input sampler).
+
+Every executor yields one :class:`Outcome` per assignment as it finishes, in completion order. An
+assignment that raises yields a :class:`Failure` instead of stopping the others. A process-pool or
+Dask worker that dies mid-assignment has the assignment retried on another worker (Dask: by its
+scheduler, up to ``distributed.scheduler.allowed-failures`` times; the process pool: in a new pool,
+up to :data:`RETRIES` times); when the retries are spent the assignment is a failure.
+
+DaCe is not thread-safe: workers are processes (Dask workers should run one thread each, and a lock
+serialises evaluations in a worker process that has more).
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import multiprocessing
+import os
+import threading
+import traceback
+from collections.abc import Iterator, Sequence
+from concurrent.futures import FIRST_COMPLETED, Future, ProcessPoolExecutor, wait
+from concurrent.futures.process import BrokenProcessPool
+from dataclasses import dataclass
+from typing import TYPE_CHECKING, Protocol
+
+from dcaccel.errors import DcaccelError
+from dcaccel.explore.assignments import Assignment
+from dcaccel.explore.points import ExplorationPoint
+
+if TYPE_CHECKING:
+    from dcaccel.frontend.workload import Workload
+
+EXECUTORS = ("local", "process", "dask")
+
+#: How many times the process pool re-runs an assignment whose worker process died.
+RETRIES = 3
+
+#: Loopback host of the Dask cluster started when no scheduler address is given.
+LOOPBACK = "127.0.0.1"
+
+
+class Evaluation(Protocol):
+    """What an executor runs per assignment (``dcaccel.explore.sweep.Sweep``): picklable, pure."""
+
+    def points(self, workload: Workload, assignment: Assignment) -> list[ExplorationPoint]: ...
+
+
+@dataclass(frozen=True)
+class Failure:
+    """An assignment whose evaluation raised: the error in one line and its traceback."""
+
+    assignment: str
+    error: str  # "ExceptionType: first line of the message"
+    traceback: str
+
+
+@dataclass(frozen=True)
+class Outcome:
+    """What evaluating one assignment gave: its points, or the failure."""
+
+    assignment: Assignment
+    points: tuple[ExplorationPoint, ...] = ()
+    failure: Failure | None = None
+
+
+@dataclass(frozen=True)
+class WorkloadSource:
+    """How a worker process obtains the workload: a built-in name, or the workload itself (pickled).
+
+    ``workload`` is None for a built-in workload, which each worker process builds once by name.
+    """
+
+    name: str
+    workload: Workload | None = None
+
+    @classmethod
+    def of(cls, workload: Workload, builtin: bool) -> WorkloadSource:
+        """The source of ``workload``: by name when it is the built-in one of that name, else a copy
+        holding only what lowering reads (the SDFG, the inputs, outputs and symbols)."""
+        if builtin:
+            return cls(workload.name)
+        lowering_view = dataclasses.replace(workload, weights={}, onnx_model=None, reference=None, input_sampler=None)
+        return cls(workload.name, lowering_view)
+
+    def build(self) -> Workload:
+        """The workload, built at most once per process for a built-in name."""
+        if self.workload is not None:
+            return self.workload
+        if self.name not in _BUILT:
+            from dcaccel import workloads
+
+            _BUILT[self.name] = workloads.get(self.name)
+        return _BUILT[self.name]
+
+
+#: Built-in workloads built in this (worker) process, by name.
+_BUILT: dict[str, Workload] = {}
+
+#: Serialises evaluations in one process: DaCe's lowering is not thread-safe.
+_LOWERING = threading.Lock()
+
+#: The workload of a process-pool worker, installed by the pool's initializer.
+_INSTALLED: list[Workload] = []
+
+
+def evaluate(evaluation: Evaluation, workload: Workload, assignment: Assignment) -> Outcome:
+    """Evaluate one assignment; an exception becomes the outcome's :class:`Failure`."""
+    try:
+        with _LOWERING:
+            points = evaluation.points(workload, assignment)
+    except Exception as err:  # any error of one assignment is reported, the sweep goes on
+        return Outcome(assignment, failure=failure_of(assignment, err))
+    return Outcome(assignment, tuple(points))
+
+
+def failure_of(assignment: Assignment, err: BaseException) -> Failure:
+    """The :class:`Failure` of ``assignment`` that raised ``err``."""
+    lines = str(err).strip().splitlines()
+    error = f"{type(err).__name__}: {lines[0]}" if lines else type(err).__name__
+    return Failure(str(assignment), error, "".join(traceback.format_exception(err)))
+
+
+def _evaluate_source(source: WorkloadSource, evaluation: Evaluation, assignment: Assignment) -> Outcome:
+    """A Dask task: evaluate ``assignment`` on the workload of ``source``."""
+    return evaluate(evaluation, source.build(), assignment)
+
+
+def _install(source: WorkloadSource) -> None:
+    """Process-pool initializer: build the worker's workload once."""
+    _INSTALLED[:] = [source.build()]
+
+
+def _evaluate_installed(evaluation: Evaluation, assignment: Assignment) -> Outcome:
+    """A process-pool task: evaluate ``assignment`` on the installed workload."""
+    return evaluate(evaluation, _INSTALLED[0], assignment)
+
+
+class Executor:
+    """Evaluates assignments and yields their outcomes as they finish; a context manager that releases
+    its workers on exit."""
+
+    name = ""
+
+    def map(self, assignments: Sequence[Assignment]) -> Iterator[Outcome]:
+        """One outcome per assignment of ``assignments``, in completion order."""
+        raise NotImplementedError
+
+    def close(self) -> None:
+        """Release the workers."""
+
+    def __enter__(self) -> Executor:
+        return self
+
+    def __exit__(self, *exc) -> None:
+        self.close()
+
+
+class LocalExecutor(Executor):
+    """Evaluates every assignment in this process, in order, on the caller's workload."""
+
+    name = "local"
+
+    def __init__(self, workload: Workload, evaluation: Evaluation):
+        self.workload = workload
+        self.evaluation = evaluation
+
+    def map(self, assignments: Sequence[Assignment]) -> Iterator[Outcome]:
+        for assignment in assignments:
+            yield evaluate(self.evaluation, self.workload, assignment)
+
+
+class ProcessExecutor(Executor):
+    """A pool of ``workers`` spawned processes on this machine, each building the workload once.
+
+    A worker process that dies breaks the pool: the assignments it had not returned are resubmitted
+    to a new pool, each at most :data:`RETRIES` times.
+    """
+
+    name = "process"
+
+    def __init__(self, source: WorkloadSource, evaluation: Evaluation, workers: int | None = None):
+        self.source = source
+        self.evaluation = evaluation
+        self.workers = workers or os.cpu_count() or 1
+        self._pool: ProcessPoolExecutor | None = None
+
+    def _ensure_pool(self) -> ProcessPoolExecutor:
+        if self._pool is None:
+            self._pool = ProcessPoolExecutor(
+                max_workers=self.workers,
+                mp_context=multiprocessing.get_context("spawn"),
+                initializer=_install,
+                initargs=(self.source,),
+            )
+        return self._pool
+
+    def _discard_pool(self) -> None:
+        if self._pool is not None:
+            self._pool.shutdown(wait=True, cancel_futures=True)
+            self._pool = None
+
+    def map(self, assignments: Sequence[Assignment]) -> Iterator[Outcome]:
+        attempts = dict.fromkeys(assignments, 0)
+        pending = list(attempts)
+        while pending:
+            pool = self._ensure_pool()
+            futures: dict[Future, Assignment] = {
+                pool.submit(_evaluate_installed, self.evaluation, assignment): assignment for assignment in pending
+            }
+            pending = []
+            waiting = set(futures)
+            while waiting:
+                done, waiting = wait(waiting, return_when=FIRST_COMPLETED)
+                for future in done:
+                    assignment = futures[future]
+                    try:
+                        outcome = future.result()
+                    except BrokenProcessPool as err:
+                        attempts[assignment] += 1
+                        if attempts[assignment] <= RETRIES:
+                            pending.append(assignment)
+                            continue
+                        outcome = Outcome(assignment, failure=failure_of(assignment, err))
+                    yield outcome
+            if pending:
+                self._discard_pool()
+
+    def close(self) -> None:
+        self._discard_pool()
+
+
+class DaskExecutor(Executor):
+    """Submits assignments to a ``dask.distributed`` cluster: the scheduler at ``address``, or a
+    ``LocalCluster`` of ``workers`` single-threaded worker processes on loopback when none is given.
+
+    The workload source travels once: a pickled workload is scattered to every worker; a built-in
+    name is passed with each task and built once per worker process.
+    """
+
+    name = "dask"
+
+    def __init__(
+        self,
+        source: WorkloadSource,
+        evaluation: Evaluation,
+        address: str | None = None,
+        workers: int | None = None,
+    ):
+        from distributed import Client, LocalCluster
+
+        self.cluster = None
+        if address is None:
+            self.cluster = LocalCluster(
+                n_workers=workers or os.cpu_count() or 1,
+                threads_per_worker=1,
+                processes=True,
+                host=LOOPBACK,
+                dashboard_address=None,
+            )
+            try:
+                self.client = Client(self.cluster)
+            except BaseException:
+                self.cluster.close()
+                raise
+        else:
+            try:
+                self.client = Client(address, timeout="10s")
+            except OSError as err:
+                raise DcaccelError(f"cannot reach the Dask scheduler at {address}: {err}") from None
+        self.evaluation = evaluation
+        self.source = source
+        self._source_argument = None
+
+    def _source(self):
+        """The source as a task argument: a scattered future when it carries a workload, else itself."""
+        if self._source_argument is None:
+            if self.source.workload is None:
+                self._source_argument = self.source
+            else:
+                self._source_argument = self.client.scatter(self.source, broadcast=True, hash=False)
+        return self._source_argument
+
+    def map(self, assignments: Sequence[Assignment]) -> Iterator[Outcome]:
+        from distributed import as_completed
+
+        source = self._source()
+        futures = {
+            self.client.submit(_evaluate_source, source, self.evaluation, assignment, pure=False): assignment
+            for assignment in assignments
+        }
+        try:
+            for future in as_completed(futures):
+                assignment = futures[future]
+                try:
+                    outcome = future.result()
+                except Exception as err:  # a worker lost more often than allowed, or a lost dependency
+                    outcome = Outcome(assignment, failure=failure_of(assignment, err))
+                yield outcome
+        finally:
+            self.client.cancel(list(futures))
+
+    def close(self) -> None:
+        self.client.close()
+        if self.cluster is not None:
+            self.cluster.close()
+
+
+def make_executor(
+    kind: str,
+    workload: Workload,
+    source: WorkloadSource,
+    evaluation: Evaluation,
+    address: str | None = None,
+    workers: int | None = None,
+) -> Executor:
+    """The executor named ``kind`` (one of :data:`EXECUTORS`) for ``workload``.
+
+    ``address`` (a Dask scheduler, e.g. ``tcp://10.0.0.5:8786``) applies to ``"dask"`` only;
+    ``workers`` is the size of the process pool or of the local Dask cluster.
+    """
+    check_executor(kind, address, workers)
+    if kind == "local":
+        return LocalExecutor(workload, evaluation)
+    if kind == "process":
+        return ProcessExecutor(source, evaluation, workers)
+    return DaskExecutor(source, evaluation, address, workers)
+
+
+def check_executor(kind: str, address: str | None = None, workers: int | None = None) -> None:
+    """Raise :class:`DcaccelError` for an unknown executor, an address without Dask, or no workers."""
+    if kind not in EXECUTORS:
+        raise DcaccelError(f"explore: unknown executor '{kind}' (expected one of {', '.join(EXECUTORS)})")
+    if address is not None and kind != "dask":
+        raise DcaccelError(f"explore: address {address!r} needs executor 'dask', not '{kind}'")
+    if workers is not None and workers < 1:
+        raise DcaccelError(f"explore: workers must be positive, got {workers}")

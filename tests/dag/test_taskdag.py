@@ -1,0 +1,324 @@
+"""TaskDAG: construction, orders, the contract check, symbols, and the JSON / networkx / DOT forms."""
+
+from __future__ import annotations
+
+import json
+
+import networkx as nx
+import pytest
+import sympy
+
+from dcaccel.dag import NodeKind, TaskDAG
+from dcaccel.dag import generators as gen
+from dcaccel.errors import DAGContractError, DcaccelError
+from tests.scheduler.conftest import VECTORS, vector_files
+
+N, K, M = sympy.symbols("N K M", positive=True, integer=True)
+
+
+def diamond(volumes=(4, 4, 4, 4, 4), sink=True) -> TaskDAG:
+    """source -> A -> {B, C} -> D (-> sink)."""
+    dag = TaskDAG("diamond")
+    s = dag.add_node(NodeKind.SOURCE, "s")
+    a, b, c, d = (dag.add_node(NodeKind.TASK, name) for name in "ABCD")
+    dag.add_edge(s, a, volumes[0])
+    dag.add_edge(a, b, volumes[1])
+    dag.add_edge(a, c, volumes[1])
+    dag.add_edge(b, d, volumes[2])
+    dag.add_edge(c, d, volumes[3])
+    if sink:
+        t = dag.add_node(NodeKind.SINK, "t")
+        dag.add_edge(d, t, volumes[4])
+    return dag
+
+
+def test_ids_are_consecutive_in_insertion_order():
+    dag = diamond()
+    assert [node.id for node in dag.nodes] == list(range(6))
+    assert [node.label for node in dag.nodes] == ["s", "A", "B", "C", "D", "t"]
+    assert dag.node(4).kind is NodeKind.TASK
+    assert (dag.source, dag.sink, dag.exit) == (0, 5, 5)
+    assert dag.tasks == [1, 2, 3, 4]
+    assert dag.buffers == frozenset()
+
+
+def test_orders_follow_edge_insertion():
+    dag = TaskDAG()
+    s = dag.add_node(NodeKind.SOURCE, "s")
+    x, y, z = (dag.add_node(NodeKind.TASK, name) for name in "xyz")
+    dag.add_edge(s, z, 2)
+    dag.add_edge(s, x, 2)
+    dag.add_edge(x, y, 2)
+    dag.add_edge(z, y, 2)
+    assert dag.successors(s) == [z, x]
+    assert dag.predecessors(y) == [x, z]
+    # §0.2 edge order: by source in node order, then successor order
+    assert dag.edges == [(s, z, 2), (s, x, 2), (x, y, 2), (z, y, 2)]
+    assert dag.volume(z, y) == 2
+    with pytest.raises(DAGContractError, match="no edge"):
+        dag.volume(y, z)
+
+
+def test_topological_order_is_lifo_kahn():
+    dag = TaskDAG()
+    s = dag.add_node(NodeKind.SOURCE, "s")
+    a, b, c = (dag.add_node(NodeKind.TASK, name) for name in "abc")
+    for task in (a, b, c):
+        dag.add_edge(s, task, 1)
+    t = dag.add_node(NodeKind.SINK, "t")
+    for task in (a, b, c):
+        dag.add_edge(task, t, 1)
+    # children pushed a, b, c; popped from the end
+    assert dag.topological_order() == [s, c, b, a, t]
+
+
+def test_buffer_may_send_other_volumes_than_it_receives():
+    dag = TaskDAG()
+    s = dag.add_node(NodeKind.SOURCE, "s")
+    b = dag.add_node(NodeKind.BUFFER, "b")
+    x, y = dag.add_node(NodeKind.TASK, "x"), dag.add_node(NodeKind.TASK, "y")
+    dag.add_edge(s, b, 6)
+    dag.add_edge(b, x, 6)
+    dag.add_edge(b, y, 12)
+    t = dag.add_node(NodeKind.SINK, "t")
+    dag.add_edge(x, t, 1)
+    dag.add_edge(y, t, 1)
+    dag.validate()
+    assert dag.buffers == {b}
+
+
+def _cycle():
+    dag = diamond()
+    dag.add_edge(4, 1, 4)
+    return dag
+
+
+def _two_sources():
+    dag = diamond()
+    extra = dag.add_node(NodeKind.TASK, "orphan")
+    dag.add_edge(extra, 4, 4)
+    return dag
+
+
+def _two_exits():
+    dag = diamond(sink=False)
+    extra = dag.add_node(NodeKind.TASK, "dangling")
+    dag.add_edge(1, extra, 4)
+    return dag
+
+
+def _no_exit_without_source_edges():
+    dag = TaskDAG()
+    dag.add_node(NodeKind.SOURCE, "s")
+    return dag
+
+
+def _buffer_in_volumes_differ():
+    dag = TaskDAG()
+    s = dag.add_node(NodeKind.SOURCE, "s")
+    x, y = dag.add_node(NodeKind.TASK, "x"), dag.add_node(NodeKind.TASK, "y")
+    b = dag.add_node(NodeKind.BUFFER, "buf")
+    dag.add_edge(s, x, 3)
+    dag.add_edge(s, y, 3)
+    dag.add_edge(x, b, 3)
+    dag.add_edge(y, b, 5)
+    return dag
+
+
+def _duplicated_edge():
+    dag = diamond()
+    dag.add_edge(1, 2, 4)
+    return dag
+
+
+def _sink_not_exit():
+    dag = diamond()
+    after = dag.add_node(NodeKind.TASK, "after")
+    dag.add_edge(5, after, 4)
+    return dag
+
+
+@pytest.mark.parametrize(
+    ("build", "message"),
+    [
+        pytest.param(_cycle, r"cycle: 2 'B' -> 4 'D' -> 1 'A' -> 2 'B'", id="cycle"),
+        pytest.param(_two_sources, r"two sources: source 0 's' and task 6 'orphan'", id="two-sources"),
+        pytest.param(_two_exits, r"2 exits \(task 4 'D', task 5 'dangling'\)", id="two-exits"),
+        pytest.param(_no_exit_without_source_edges, "at least one edge", id="empty"),
+        pytest.param(lambda: diamond((4, 4, 4, 5, 4)), r"task 4 'D' has in-edges with different volumes \(4 and 5\)",
+                     id="task-in"),
+        pytest.param(_buffer_in_volumes_differ, r"buffer 3 'buf' has in-edges with different volumes \(3 and 5\)",
+                     id="buffer-in"),
+        pytest.param(_duplicated_edge, r"duplicated edge 1->2", id="duplicate"),
+        pytest.param(lambda: diamond((4, 0, 4, 4, 4)), r"edge 1->2 has volume 0", id="zero-volume"),
+        pytest.param(_sink_not_exit, r"pseudo sink\(s\) \[5\] must be the unique exit 6", id="sink-not-exit"),
+    ],
+)  # fmt: skip
+def test_validate_names_the_fault(build, message):
+    with pytest.raises(DAGContractError, match=message):
+        build().validate()
+
+
+def test_task_out_volumes_must_agree():
+    dag = TaskDAG()
+    s = dag.add_node(NodeKind.SOURCE, "s")
+    a, b, c = (dag.add_node(NodeKind.TASK, name) for name in "abc")
+    dag.add_edge(s, a, 2)
+    dag.add_edge(a, b, 2)
+    dag.add_edge(a, c, 7)
+    d = dag.add_node(NodeKind.TASK, "d")
+    dag.add_edge(b, d, 1)
+    dag.add_edge(c, d, 1)
+    with pytest.raises(DAGContractError, match=r"task 1 'a' has out-edges with different volumes \(2 and 7\)"):
+        dag.validate()
+
+
+def test_validation_is_redone_after_a_change():
+    dag = diamond()
+    dag.validate()
+    dag.add_edge(4, 1, 4)
+    with pytest.raises(DAGContractError, match="cycle"):
+        dag.validate()
+
+
+def test_edges_to_missing_nodes_are_refused():
+    dag = diamond()
+    with pytest.raises(DAGContractError, match="node 9 does not exist"):
+        dag.add_edge(1, 9, 3)
+
+
+@pytest.mark.parametrize("path", vector_files(), ids=lambda p: p.stem)
+def test_json_round_trip_keeps_orders(path):
+    dag = TaskDAG.from_json(path)
+    again = TaskDAG.from_json(json.loads(json.dumps(dag.to_json())))
+    assert [(n.kind, n.label) for n in again.nodes] == [(n.kind, n.label) for n in dag.nodes]
+    assert again.edges == dag.edges
+    for v in range(dag.num_nodes):
+        assert again.predecessors(v) == dag.predecessors(v)
+        assert again.successors(v) == dag.successors(v)
+        assert again.node(v).meta == dag.node(v).meta
+
+
+def test_json_node_order_is_the_array_order():
+    data = {
+        "name": "shuffled",
+        "nodes": [
+            {"id": 2, "kind": "task", "label": "B"},
+            {"id": 0, "kind": "source", "label": "S"},
+            {"id": 1, "kind": "task", "label": "A"},
+        ],
+        "edges": [{"src": 0, "dst": 1, "volume": 3, "extra": "ignored"}, {"src": 1, "dst": 2, "volume": 3}],
+        "results": [],
+    }
+    dag = TaskDAG.from_json(data)
+    assert [n.label for n in dag.nodes] == ["B", "S", "A"]
+    assert dag.edges == [(1, 2, 3), (2, 0, 3)]
+    assert dag.node(0).meta == {"file_id": 2}
+    assert dag.node(1).meta == {"file_id": 0}
+    dag.validate()
+
+
+@pytest.mark.parametrize(
+    ("data", "message"),
+    [
+        ({"nodes": [{"id": 0, "kind": "source"}, {"id": 2, "kind": "task"}], "edges": []}, "consecutive"),
+        ({"nodes": [{"id": 0, "kind": "gizmo"}], "edges": []}, "not a DAG in the vectors' format"),
+        ({"edges": []}, "not a DAG in the vectors' format"),
+    ],
+    ids=["gap-in-ids", "bad-kind", "no-nodes"],
+)
+def test_bad_json_is_reported(data, message):
+    with pytest.raises(DcaccelError, match=message):
+        TaskDAG.from_json(data)
+
+
+def test_bad_file_is_reported(tmp_path):
+    broken = tmp_path / "broken.json"
+    broken.write_text("{not json")
+    with pytest.raises(DcaccelError, match=r"cannot read DAG file '.*broken.json'"):
+        TaskDAG.from_json(broken)
+
+
+def test_networkx_round_trip_keeps_both_orders():
+    dag = TaskDAG("nx")
+    s = dag.add_node(NodeKind.SOURCE, "s")
+    a, b = dag.add_node(NodeKind.TASK, "a", op="Relu"), dag.add_node(NodeKind.TASK, "b")
+    c = dag.add_node(NodeKind.TASK, "c")
+    dag.add_edge(s, b, 2)  # b's successor and c's predecessor orders interleave with insertion
+    dag.add_edge(s, a, 2)
+    dag.add_edge(b, c, 2)
+    dag.add_edge(a, c, 2)
+    graph = dag.to_networkx()
+    assert graph.nodes[a] == {"op": "Relu", "kind": "task", "label": "a"}
+    assert graph.edges[b, c]["volume"] == 2
+    again = TaskDAG.from_networkx(graph)
+    assert again.edges == dag.edges
+    assert [again.predecessors(v) for v in range(4)] == [dag.predecessors(v) for v in range(4)]
+    assert again.node(a).meta == {"op": "Relu"}
+
+
+def test_from_networkx_needs_integer_nodes_and_kinds():
+    graph = nx.DiGraph()
+    graph.add_edge("a", "b", volume=1)
+    with pytest.raises(DAGContractError, match="integers 0..n-1"):
+        TaskDAG.from_networkx(graph)
+
+
+def test_dot_shows_kinds_and_volumes():
+    dag = gen.mmm("op", 2, 3, 2)
+    dot = dag.to_dot()
+    assert dot.startswith('digraph "mmm_op_2_3_2" {')
+    assert '1 [label="A", shape=box];' in dot
+    assert '0 -> 1 [label="6"];' in dot
+    assert dot.count("->") == dag.num_edges
+
+
+def test_symbolic_volumes_and_evaluate():
+    dag = TaskDAG("symbolic")
+    s = dag.add_node(NodeKind.SOURCE, "s")
+    a = dag.add_node(NodeKind.BUFFER, "A")
+    x, y = dag.add_node(NodeKind.TASK, "x"), dag.add_node(NodeKind.TASK, "y")
+    dag.add_edge(s, a, N * K)
+    dag.add_edge(a, x, K * N)  # the same volume written another way
+    dag.add_edge(a, y, N * K)
+    z = dag.add_node(NodeKind.TASK, "z")
+    dag.add_edge(x, z, M)
+    dag.add_edge(y, z, M)
+    dag.validate()
+    assert dag.symbols == {N, K, M}
+    assert not dag.is_concrete
+    concrete = dag.evaluate(N=2, K=3, M=5)
+    assert concrete.is_concrete
+    assert concrete.edges == [(0, 1, 6), (1, 2, 6), (1, 3, 6), (2, 4, 5), (3, 4, 5)]
+    assert dag.edges[0][2] == N * K  # the symbolic DAG is unchanged
+    with pytest.raises(DcaccelError, match="needs values for M"):
+        dag.evaluate(N=2, K=3)
+
+
+def test_symbolic_volumes_that_differ_are_refused():
+    dag = TaskDAG()
+    s = dag.add_node(NodeKind.SOURCE, "s")
+    x, y = dag.add_node(NodeKind.TASK, "x"), dag.add_node(NodeKind.TASK, "y")
+    dag.add_edge(s, x, N)
+    dag.add_edge(s, y, N)
+    z = dag.add_node(NodeKind.TASK, "z")
+    dag.add_edge(x, z, N)
+    dag.add_edge(y, z, M)
+    with pytest.raises(DAGContractError, match=r"task 3 'z' has in-edges with different volumes \(N and M\)"):
+        dag.validate()
+
+
+def test_json_keeps_symbolic_volumes_and_meta():
+    dag = TaskDAG("sym")
+    s = dag.add_node(NodeKind.SOURCE, "s")
+    t = dag.add_node(NodeKind.TASK, "t", iterations=N * M, shape=(2, 3))
+    dag.add_edge(s, t, N * M)
+    data = json.loads(json.dumps(dag.to_json()))
+    assert data["nodes"][1]["meta"] == {"iterations": "M*N", "shape": [2, 3]}
+    again = TaskDAG.from_json(data)
+    assert again.edges[0][2] == sympy.Symbol("N") * sympy.Symbol("M")
+    assert again.evaluate(N=3, M=4).edges == [(0, 1, 12)]
+
+
+def test_vectors_are_present():
+    assert VECTORS.is_dir(), f"reference vectors expected at {VECTORS}"
