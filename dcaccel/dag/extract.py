@@ -342,12 +342,20 @@ class _Node:
 
 class _Walk:
     """One pass over the program that builds nodes and edges. Buffer nodes are the marked containers
-    plus ``inserted`` (container → why the contract repair made it a buffer)."""
+    plus ``inserted`` (container → why the contract repair made it a buffer); ``groups`` caches the
+    tasks of each step across passes."""
 
-    def __init__(self, program: LoweredProgram, granularity: Granularity, inserted: Mapping[str, str]):
+    def __init__(
+        self,
+        program: LoweredProgram,
+        granularity: Granularity,
+        inserted: Mapping[str, str],
+        groups: dict[int, _Group],
+    ):
         self.program = program
         self.granularity = granularity
         self.inserted = inserted
+        self.groups = groups
         self.nodes: list[_Node] = []
         self.edges: dict[tuple[int, int], _Edge] = {}
         self.produced: dict[int, Any] = {}
@@ -406,15 +414,17 @@ class _Walk:
     def run(self) -> _Walk:
         from dcaccel.dag.scopes import Copy
 
-        for step in self.program.steps:
+        for index, step in enumerate(self.program.steps):
             if isinstance(step, Copy):
                 self.copy(step)
             else:
-                self.task(step)
+                self.task(index, step)
         return self
 
-    def task(self, scope: TaskScope) -> None:
-        group = _instantiate(scope, self.granularity)
+    def task(self, index: int, scope: TaskScope) -> None:
+        group = self.groups.get(index)
+        if group is None:
+            group = self.groups[index] = _instantiate(scope, self.granularity)
         if self.granularity.mode == "tiles" and scope.is_task_map and len(group.labels) < self.granularity.tiles:
             self.fewer_tiles.append(f"{scope.label} ({len(group.labels)})")
         read_buffers = {data: self.read_buffer(data) for data in group.reads if self.is_buffer(data)}
@@ -578,24 +588,31 @@ def _exceeds(a, b) -> bool:
 def _contract_faults(walk: _Walk, rule: str) -> dict[str, str]:
     """Collapsed containers that must become buffer nodes so that the DAG meets the contract."""
     faults = dict(walk.reused)
-    incoming: dict[int, list[_Edge]] = {}
-    outgoing: dict[int, list[_Edge]] = {}
-    for (src, dst), edge in walk.edges.items():
-        outgoing.setdefault(src, []).append(edge)
-        incoming.setdefault(dst, []).append(edge)
-    for node in walk.tasks:
-        label = walk.nodes[node].label
-        for edges, side in ((incoming.get(node, []), "in"), (outgoing.get(node, []), "out")):
-            keys = [_volume_key(getattr(e, rule)) for e in edges]
-            if len(set(keys)) <= 1:
-                continue
-            fixed = [key for key, e in zip(keys, edges, strict=True) if not e.via]
-            target = Counter(fixed).most_common(1)[0][0] if fixed else _largest(keys)
-            what = "unequal in-volumes into" if side == "in" else "non-uniform output of"
-            for key, edge in zip(keys, edges, strict=True):
+    keys = {pair: _volume_key(getattr(edge, rule)) for pair, edge in walk.edges.items()}
+    first: tuple[dict[int, int | str], dict[int, int | str]] = ({}, {})
+    mixed: tuple[set[int], set[int]] = (set(), set())
+    for pair, key in keys.items():
+        for side in (0, 1):
+            node = pair[1 - side]
+            if first[side].setdefault(node, key) != key:
+                mixed[side].add(node)
+    tasks = set(walk.tasks)
+    for side, what in ((0, "unequal in-volumes into"), (1, "non-uniform output of")):
+        suspects = mixed[side] & tasks
+        if not suspects:
+            continue
+        edges: dict[int, list[tuple[int | str, _Edge]]] = {node: [] for node in suspects}
+        for pair, edge in walk.edges.items():
+            node = pair[1 - side]
+            if node in edges:
+                edges[node].append((keys[pair], edge))
+        for node, pairs in edges.items():
+            fixed = [key for key, edge in pairs if not edge.via]
+            target = Counter(fixed).most_common(1)[0][0] if fixed else _largest([key for key, _ in pairs])
+            for key, edge in pairs:
                 if edge.via and key != target:
                     for data in sorted(edge.via):
-                        faults.setdefault(data, f"{what} task {label}")
+                        faults.setdefault(data, f"{what} task {walk.nodes[node].label}")
     return faults
 
 
@@ -654,11 +671,12 @@ def extract(
 
         sdfg = copy.deepcopy(sdfg)
         fuse_elementwise(sdfg)
-    program = read_program(sdfg, symbols)
+    program = read_program(sdfg, symbols, sources=_origins(lowered))
 
     inserted: dict[str, str] = {}
+    groups: dict[int, _Group] = {}
     while True:
-        walk = _Walk(program, granularity, inserted).run()
+        walk = _Walk(program, granularity, inserted, groups).run()
         faults = {d: r for d, r in _contract_faults(walk, edge_volume).items() if d not in inserted}
         if not faults:
             break
@@ -673,6 +691,15 @@ def extract(
             stacklevel=2,
         )
     return _emit(walk, edge_volume, sink, name or getattr(workload, "name", None) or program.name)
+
+
+def _origins(lowered) -> dict[str, dict[str, str]]:
+    """Map-entry guid → the source node it lowers (``op``, ``node``, ``implementation``), from the
+    ``origins`` table of a ``LoweredWorkload`` (guids survive inlining and copies of the SDFG)."""
+    return {
+        entry.guid: {"op": origin.op_type, "node": origin.node, "implementation": origin.implementation}
+        for entry, origin in getattr(lowered, "origins", {}).items()
+    }
 
 
 def _emit(walk: _Walk, rule: str, sink: str, name: str) -> TaskDAG:

@@ -107,7 +107,7 @@ def layered(
     sink = dag.add_node(NodeKind.SINK, "sink")
     for v in range(dag.num_nodes):
         if dag.kind(v) is NodeKind.TASK and v not in read:
-            dag.add_edge(v, sink, layer_volume[dag.node(v).meta["layer"] + 1])
+            dag.add_edge(v, sink, layer_volume[dag.meta(v)["layer"] + 1])
     return dag
 
 

@@ -141,9 +141,16 @@ def parameter_symbol(name: str) -> sympy.Symbol:
 class _Reader:
     """Reads one SDFG into a :class:`LoweredProgram` (see the module docstring for the rules)."""
 
-    def __init__(self, sdfg: dace.SDFG, symbols: Mapping[str, int] | None, positive: bool):
+    def __init__(
+        self,
+        sdfg: dace.SDFG,
+        symbols: Mapping[str, int] | None,
+        positive: bool,
+        sources: Mapping[str, Mapping[str, Any]] | None,
+    ):
         self.sdfg = sdfg
         self.positive = positive
+        self.sources = sources or {}
         self.values = {name: sympy.Integer(v) for name, v in (symbols or {}).items()}
         self.program_symbols: set[sympy.Symbol] = set()
 
@@ -247,12 +254,12 @@ class _Reader:
 
     def node_scope(self, state: SDFGState, node) -> TaskScope:
         reads, writes = self.outer_accesses(state, node)
-        meta = {"node_type": type(node).__name__, "scope": node.label}
+        meta = {"node_type": type(node).__name__, "scope": node.label, **self.sources.get(node.guid, {})}
         return TaskScope(node.label, state.label, (), (), reads, writes, reads, writes, meta)
 
     def map_scope(self, state: SDFGState, entry: dnodes.MapEntry, children) -> TaskScope:
         whole_reads, whole_writes = self.outer_accesses(state, entry)
-        meta = {"map": entry.map.label}
+        meta = {"map": entry.map.label, **self.sources.get(entry.guid, {})}
         label = entry.map.label
         if not any(isinstance(child, dnodes.MapEntry) for child in children[entry]):
             return TaskScope(label, state.label, (), (), whole_reads, whole_writes, whole_reads, whole_writes, meta)
@@ -318,8 +325,16 @@ def _merge(accesses: list[Access]) -> tuple[Access, ...]:
 
 
 def read_program(
-    sdfg: dace.SDFG, symbols: Mapping[str, int] | None = None, positive_sizes: bool = False
+    sdfg: dace.SDFG,
+    symbols: Mapping[str, int] | None = None,
+    positive_sizes: bool = False,
+    sources: Mapping[str, Mapping[str, Any]] | None = None,
 ) -> LoweredProgram:
     """The steps and containers of the fully lowered ``sdfg``, with the sizes in ``symbols`` substituted;
-    the remaining sizes become plain symbols, or positive integer ones with ``positive_sizes``."""
-    return _Reader(sdfg, symbols, positive_sizes).read()
+    the remaining sizes become plain symbols, or positive integer ones with ``positive_sizes``.
+
+    ``sources`` maps the guid of a top-level scope node (a map entry) to what the lowering knows of its
+    origin (e.g. ``{"op": "Conv", "node": "conv1", "implementation": "mv"}``); it is merged into the
+    scope's ``meta``.
+    """
+    return _Reader(sdfg, symbols, positive_sizes, sources).read()

@@ -15,8 +15,6 @@ sympy expressions; :meth:`TaskDAG.evaluate` turns a symbolic DAG into a concrete
 
 from __future__ import annotations
 
-import bisect
-import itertools
 import json
 import numbers
 import operator
@@ -29,6 +27,7 @@ from types import MappingProxyType
 from typing import Any
 
 import networkx as nx
+import numpy as np
 import sympy
 
 from dcaccel.errors import DAGContractError, DcaccelError
@@ -96,10 +95,11 @@ def _normalize_volume(volume: Any, src: int, dst: int) -> Volume:
 
 def _compress(keys: list[int], n: int) -> tuple[list[int], list[int]]:
     """Edge ids grouped by ``keys`` (stable: insertion order within a key) and the start of each group."""
-    order = sorted(range(len(keys)), key=keys.__getitem__)
-    ordered_keys = [keys[e] for e in order]
-    start = [bisect.bisect_left(ordered_keys, v) for v in range(n + 1)]
-    return start, order
+    array = np.asarray(keys, dtype=np.int64)
+    order = np.argsort(array, kind="stable")
+    start = np.zeros(n + 1, dtype=np.int64)
+    np.cumsum(np.bincount(array, minlength=n), out=start[1:])
+    return start.tolist(), order.tolist()
 
 
 class TaskDAG:
@@ -168,6 +168,10 @@ class TaskDAG:
 
     def label(self, v: int) -> str:
         return self._labels[v]
+
+    def meta(self, v: int) -> Mapping[str, Any]:
+        """The metadata of node ``v`` (read-only)."""
+        return self._metas[v]
 
     @property
     def edge_sources(self) -> Sequence[int]:
@@ -389,14 +393,12 @@ class TaskDAG:
             for e, volume in enumerate(vol):
                 if (volume < 1) if isinstance(volume, int) else (volume.is_positive is False):
                     raise DAGContractError(f"{name}: edge {src[e]}->{dst[e]} has volume {volume}, expected >= 1")
-        n = self.num_nodes
-        keys = set(map(operator.add, map(operator.mul, src, itertools.repeat(n)), dst))
-        if len(keys) != len(src):
-            seen: set[tuple[int, int]] = set()
-            for pair in zip(src, dst, strict=True):
-                if pair in seen:
-                    raise DAGContractError(f"{name}: duplicated edge {pair[0]}->{pair[1]}")
-                seen.add(pair)
+        pairs = np.asarray(src, dtype=np.int64) * self.num_nodes + np.asarray(dst, dtype=np.int64)
+        pairs.sort()
+        repeated = np.flatnonzero(pairs[1:] == pairs[:-1])
+        if repeated.size:
+            u, v = divmod(int(pairs[repeated[0]]), self.num_nodes)
+            raise DAGContractError(f"{name}: duplicated edge {u}->{v}")
 
     def _validate_acyclic(self, name: str, adj: Adjacency) -> None:
         n = self.num_nodes
@@ -421,23 +423,17 @@ class TaskDAG:
 
     def _validate_uniform(self, adj: Adjacency) -> None:
         src, dst, vol, kinds = self._edge_src, self._edge_dst, self._edge_volume, self._kinds
-        first_in = {
-            v: vol[adj.in_edges[adj.in_start[v]]]
-            for v in range(self.num_nodes)
-            if adj.in_start[v + 1] > adj.in_start[v]
-        }
-        first_out = {
-            u: vol[adj.out_edges[adj.out_start[u]]]
-            for u in range(self.num_nodes)
-            if adj.out_start[u + 1] > adj.out_start[u]
-        }
-        for e in [e for e in range(len(vol)) if vol[e] != first_in[dst[e]]]:
+        in_start, in_edges, out_start, out_edges = adj.in_start, adj.in_edges, adj.out_start, adj.out_edges
+        n = self.num_nodes
+        first_in = [vol[in_edges[in_start[v]]] if in_start[v + 1] > in_start[v] else None for v in range(n)]
+        first_out = [vol[out_edges[out_start[u]]] if out_start[u + 1] > out_start[u] else None for u in range(n)]
+        for e in _mismatches(vol, first_in, dst):
             v = dst[e]
             if (kinds[v] is NodeKind.TASK or kinds[v] is NodeKind.BUFFER) and _differ(vol[e], first_in[v]):
                 raise DAGContractError(
                     f"{self._describe(v)} has in-edges with different volumes ({first_in[v]} and {vol[e]})"
                 )
-        for e in [e for e in range(len(vol)) if vol[e] != first_out[src[e]]]:
+        for e in _mismatches(vol, first_out, src):
             u = src[e]
             if kinds[u] is NodeKind.TASK and _differ(vol[e], first_out[u]):
                 raise DAGContractError(
@@ -537,6 +533,11 @@ class TaskDAG:
 
     def __repr__(self) -> str:
         return f"TaskDAG({self.name!r}, {self.num_nodes} nodes, {self.num_edges} edges)"
+
+
+def _mismatches(volumes: list[Volume], first: list[Volume], ends: list[int]) -> list[int]:
+    """Edges whose volume differs structurally from ``first[end]`` (candidates for ``_differ``)."""
+    return [e for e, (volume, end) in enumerate(zip(volumes, ends, strict=True)) if volume != first[end]]
 
 
 def _differ(a: Volume, b: Volume) -> bool:

@@ -28,7 +28,7 @@ from dace.sdfg.utils import in_desc_with_name, out_desc_with_name
 from dcaccel.buffers import BufferReason, mark_buffer
 from dcaccel.errors import UnsupportedOpError
 from dcaccel.expansions.mmm import MMM, Order, buffer_reason_between
-from dcaccel.expansions.mmm.expansions.common import expansion_state
+from dcaccel.expansions.mmm.expansions.common import add_flat_map, expansion_state
 
 FLOAT_TYPES = (dace.float16, dace.float32, dace.float64)
 
@@ -155,20 +155,10 @@ def _map_ranges(params: list[str], sizes) -> dict[str, str]:
     return {p: f"0:{s}" for p, s in zip(params, sizes, strict=True)}
 
 
-def _add_flat_map(state, label, ranges, inputs, code, outputs, language=dace.Language.Python) -> None:
-    """One single-task map ``label`` with a tasklet body; ``inputs``/``outputs``: connector → (node, memlet)."""
-    entry, exit_ = state.add_map(label, ranges)
-    tasklet = state.add_tasklet(label, dict.fromkeys(inputs), dict.fromkeys(outputs), code, language=language)
-    for conn, (node, memlet) in inputs.items():
-        state.add_memlet_path(node, entry, tasklet, dst_conn=conn, memlet=memlet)
-    for conn, (node, memlet) in outputs.items():
-        state.add_memlet_path(tasklet, exit_, node, src_conn=conn, memlet=memlet)
-
-
 def _add_weight_reshape(state, geometry: ConvGeometry, w, w_col) -> None:
     """``Wr``: W[g·F/G + f, c, y...] → W_col[g, f, c·kernel size + y...], in W's row-major order."""
     kernel_params = geometry.kernel_params()
-    _add_flat_map(
+    add_flat_map(
         state,
         "Wr",
         _map_ranges(
@@ -197,7 +187,7 @@ def _add_im2col(state, geometry: ConvGeometry, x, x_col, dtype) -> None:
             position = f"max(0, min({geometry.in_sizes[d] - 1}, {position}))"
         positions.append(position)
     code = f"__out = __in if ({' and '.join(inside)}) else dace.{dtype.to_string()}(0)" if inside else "__out = __in"
-    _add_flat_map(
+    add_flat_map(
         state,
         "Xr",
         _map_ranges(
@@ -212,7 +202,7 @@ def _add_im2col(state, geometry: ConvGeometry, x, x_col, dtype) -> None:
 
 def _add_bias(state, geometry: ConvGeometry, y_col, bias, y_col_bias) -> None:
     """``AddBias``: Y_col_bias[g, f, m] = Y_col[g, f, m] + B[g·F/G + f], row by row."""
-    _add_flat_map(
+    add_flat_map(
         state,
         "AddBias",
         _map_ranges(["__g", "__f", "__m"], (geometry.groups, geometry.filters_per_group, geometry.columns)),
@@ -228,7 +218,7 @@ def _add_bias(state, geometry: ConvGeometry, y_col, bias, y_col_bias) -> None:
 def _add_output_reshape(state, geometry: ConvGeometry, y_col, y) -> None:
     """``ReshapeOut``: Y[b, g·F/G + f, o...] = Y_col[g, f, b·out size + o...], reading Y_col row by row."""
     out_params = geometry.out_params()
-    _add_flat_map(
+    add_flat_map(
         state,
         "ReshapeOut",
         _map_ranges(
@@ -360,7 +350,7 @@ def build_direct_sdfg(geometry: ConvGeometry, dtype: dace.typeclass, has_bias: b
     }
     if has_bias:
         inputs["__bias"] = (state.add_read("B"), dace.Memlet(f"B[{fg} * __g + __f]"))
-    _add_flat_map(
+    add_flat_map(
         state,
         "Conv",
         _map_ranges(["__b", "__g", "__f", *out_params], (geometry.batch, geometry.groups, fg, *geometry.out_sizes)),

@@ -94,7 +94,6 @@ def build_gemm_sdfg(
     alpha: float = 1.0,
     beta: float = 1.0,
     c_shape: tuple | None = None,
-    names: tuple[str, str, str, str] = ("A", "B", "C", "Y"),
     name: str = "gemm",
 ) -> dace.SDFG:
     """Y[N×M] = alpha · A'[N×K] · B'[K×M] + beta · C as a nested SDFG (inputs A, B, C if ``c_shape``, output Y).
@@ -103,23 +102,20 @@ def build_gemm_sdfg(
     (C present, beta ≠ 0) or ``Scale`` (alpha ≠ 1), which reads the product row by row; the product
     streams into it unless the MMM produces it in another order (then it is a buffer).
     """
-    a_name, b_name, c_name, y_name = names
     sdfg = dace.SDFG(name)
-    _add_operands(
-        sdfg, dtype, Operand(a_name, (k, n) if trans_a else (n, k)), Operand(b_name, (m, k) if trans_b else (k, m))
-    )
-    _add_operands(sdfg, dtype, Operand(y_name, (n, m)))
+    _add_operands(sdfg, dtype, Operand("A", (k, n) if trans_a else (n, k)), Operand("B", (m, k) if trans_b else (k, m)))
+    _add_operands(sdfg, dtype, Operand("Y", (n, m)))
     uses_c = c_shape is not None and beta != 0
     if c_shape is not None:
-        _add_operands(sdfg, dtype, Operand(c_name, c_shape))
+        _add_operands(sdfg, dtype, Operand("C", c_shape))
     state = expansion_state(sdfg, name, __file__)
     expansion = MMM.implementations[implementation]
-    a, b = state.add_read(a_name), state.add_read(b_name)
+    a, b = state.add_read("A"), state.add_read("B")
     if trans_a:
         a = _add_transpose(state, "TransA", a, n, k, dtype, expansion.consumes_a)
     if trans_b:
         b = _add_transpose(state, "TransB", b, k, m, dtype, expansion.consumes_b)
-    y = state.add_write(y_name)
+    y = state.add_write("Y")
     if not uses_c and alpha == 1:
         _add_mmm(state, implementation, "MMM", a, f"0:{n}, 0:{k}", b, f"0:{k}, 0:{m}", y, f"0:{n}, 0:{m}")
         return sdfg
@@ -131,7 +127,7 @@ def build_gemm_sdfg(
     scaled = "__in" if alpha == 1 else f"{alpha!r} * __in"
     inputs = {"__in": (product, "__i, __j")}
     if uses_c:
-        inputs["__bias"] = (state.add_read(c_name), _broadcast_index(tuple(c_shape), ["__i", "__j"]))
+        inputs["__bias"] = (state.add_read("C"), _broadcast_index(tuple(c_shape), ["__i", "__j"]))
         code = f"__out = {scaled} + " + ("__bias" if beta == 1 else f"{beta!r} * __bias")
     else:
         code = f"__out = {scaled}"
@@ -320,6 +316,9 @@ class _BlasMatMulExpansion(ExpandTransformation):
         )
         if len(a.shape) == 1 and len(b.shape) == 1:
             raise UnsupportedOpError("MatMul", node.label, "a dot product of two vectors")
+        batch = c.shape[: len(c.shape) - (2 if len(a.shape) > 1 and len(b.shape) > 1 else 1)]
+        if not all(isinstance(size, int) or getattr(size, "is_Integer", False) for size in batch):
+            raise UnsupportedOpError("MatMul", node.label, f"symbolic batch sizes {tuple(batch)}")
         dtype = parent_sdfg.arrays[edges[2].data.data].dtype
         return build_matmul_sdfg(a, b, c, dtype, cls.mmm_implementation, f"{node.label}_{cls.mmm_implementation}")
 

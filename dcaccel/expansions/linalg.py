@@ -18,8 +18,6 @@ The intermediate matrices are stored in the coordinates of the full matrix, shif
 (``A_j`` holds rows and columns j..n-1 of the j-th trailing matrix).
 """
 
-import copy
-
 import dace
 import dace.library
 from dace import SDFG, Memlet, SDFGState
@@ -46,9 +44,23 @@ def _conj(expression: str, dtype: dace.typeclass) -> str:
     return f"conj({expression})" if is_complex(dtype) else expression
 
 
-def _node_steps(node, state: SDFGState, sdfg: SDFG) -> tuple[MapSteps, dict[str, tuple]]:
-    """The nested SDFG of a linalg node: one argument per connector, shaped like its (squeezed) memlet.
+def _operand_dims(node, connector: str, sizes: list, rank: int) -> list[int]:
+    """The dimensions of a memlet subset that make a ``rank``-dimensional operand.
 
+    Dimensions of size 1 are dropped (a matrix of a batch of matrices), except the trailing ones
+    the operand needs (a 1×1 matrix stays a matrix).
+    """
+    kept = [d for d, size in enumerate(sizes) if size != 1]
+    if len(kept) > rank:
+        raise unsupported(node, f"{connector} has shape {tuple(map(str, sizes))}, not {rank}-dimensional")
+    fill = [d for d in reversed(range(len(sizes))) if d not in kept][: rank - len(kept)]
+    return sorted(kept + fill)
+
+
+def _node_steps(node, state: SDFGState, sdfg: SDFG, ranks: dict[str, int]) -> tuple[MapSteps, dict[str, tuple]]:
+    """The nested SDFG of a linalg node: one argument per connector, of rank ``ranks[connector]``.
+
+    Each argument is shaped and strided like the part of the outer container its memlet selects.
     Returns the builder and the shape of every argument.
     """
     steps = MapSteps(node.label)
@@ -56,9 +68,9 @@ def _node_steps(node, state: SDFGState, sdfg: SDFG) -> tuple[MapSteps, dict[str,
     edges = [(e, e.dst_conn) for e in state.in_edges(node)] + [(e, e.src_conn) for e in state.out_edges(node)]
     for edge, connector in edges:
         outer = sdfg.arrays[edge.data.data]
-        subset = copy.deepcopy(edge.data.subset)
-        dims = subset.squeeze()
-        shape = tuple(subset.size())
+        sizes = edge.data.subset.size()
+        dims = _operand_dims(node, connector, sizes, ranks[connector])
+        shape = tuple(sizes[d] for d in dims)
         desc = dace.data.Array(outer.dtype, shape, strides=[outer.strides[d] for d in dims], storage=outer.storage)
         steps.argument(connector, desc)
         shapes[connector] = shape
@@ -67,6 +79,13 @@ def _node_steps(node, state: SDFGState, sdfg: SDFG) -> tuple[MapSteps, dict[str,
             if not isinstance(source, dace.nodes.AccessNode) or produced_by_task(sdfg, source.data):
                 steps.mark_streamed(connector)
     return steps, shapes
+
+
+def _square(node, steps_shapes: dict[str, tuple], *connectors: str) -> None:
+    """Check that the operands ``connectors`` are square matrices of one size."""
+    shapes = {steps_shapes[c] for c in connectors}
+    if len(shapes) != 1 or len(next(iter(shapes))) != 2 or len(set(next(iter(shapes)))) != 1:
+        raise unsupported(node, f"expected square matrices of one size, got {[steps_shapes[c] for c in connectors]}")
 
 
 def _size(node, shape: tuple) -> int:
@@ -226,9 +245,9 @@ class ExpandCholeskyCanonical(ExpandTransformation):
 
     @staticmethod
     def expansion(node, parent_state: SDFGState, parent_sdfg: SDFG) -> SDFG:
-        """Validate ``node`` and build its nested SDFG."""
-        node.validate(parent_sdfg, parent_state)
-        steps, shapes = _node_steps(node, parent_state, parent_sdfg)
+        """Check the shapes of ``node`` and build its nested SDFG."""
+        steps, shapes = _node_steps(node, parent_state, parent_sdfg, {"_a": 2, "_b": 2})
+        _square(node, shapes, "_a", "_b")
         n = _size(node, shapes["_a"])
         dtype = steps.desc("_b").dtype
         source = steps.operand("_a", reused=True)
@@ -259,17 +278,30 @@ class ExpandInvCanonical(ExpandTransformation):
 
     @staticmethod
     def expansion(node, parent_state: SDFGState, parent_sdfg: SDFG) -> SDFG:
-        """Validate ``node`` and build its nested SDFG."""
-        node.validate(parent_sdfg, parent_state)
+        """Check the shapes of ``node`` and build its nested SDFG."""
         if node.overwrite:
             raise unsupported(node, "overwrite_a=True")
-        steps, shapes = _node_steps(node, parent_state, parent_sdfg)
+        steps, shapes = _node_steps(node, parent_state, parent_sdfg, {"_ain": 2, "_aout": 2})
+        _square(node, shapes, "_ain", "_aout")
         n = _size(node, shapes["_ain"])
         dtype = steps.desc("_aout").dtype
         factor = add_cholesky(steps, steps.operand("_ain", reused=True), n, dtype)
         inverse = add_substitutions(steps, factor, None, n, n, dtype)
         _copy_out(steps, inverse, "_aout", (n, n))
         return steps.sdfg
+
+
+def _rhs_rank(node, state: SDFGState) -> int:
+    """Whether Solve's right-hand side is a vector (1) or a matrix (2), from the memlets' sizes.
+
+    Dimensions of size 1 are ambiguous; B is a matrix when two dimensions are larger than 1, or
+    when its last dimension differs from A's size.
+    """
+    (a,) = [e.data.subset.size() for e in state.in_edges(node) if e.dst_conn == "_ain"]
+    (b,) = [e.data.subset.size() for e in state.in_edges(node) if e.dst_conn == "_bin"]
+    larger = [size for size in b if size != 1]
+    n = [size for size in a if size != 1] or [1]
+    return 2 if len(larger) > 1 or (larger and larger[0] != n[0]) else 1
 
 
 @dace.library.expansion
@@ -285,16 +317,15 @@ class ExpandSolveCanonical(ExpandTransformation):
 
     @staticmethod
     def expansion(node, parent_state: SDFGState, parent_sdfg: SDFG) -> SDFG:
-        """Check the shapes of ``node`` and build its nested SDFG.
-
-        (``Solve.validate`` of DaCe rejects a vector right-hand side, so the shapes are checked here.)
-        """
-        steps, shapes = _node_steps(node, parent_state, parent_sdfg)
+        """Check the shapes of ``node`` and build its nested SDFG."""
+        rhs_rank = _rhs_rank(node, parent_state)
+        ranks = {"_ain": 2, "_bin": rhs_rank, "_bout": rhs_rank}
+        steps, shapes = _node_steps(node, parent_state, parent_sdfg, ranks)
         a, b, x = shapes["_ain"], shapes["_bin"], shapes["_bout"]
-        if len(a) != 2 or a[0] != a[1] or len(b) not in (1, 2) or b[0] != a[0] or tuple(x) != tuple(b):
+        if len(set(a)) != 1 or b[0] != a[0] or tuple(x) != tuple(b):
             raise unsupported(node, f"shapes A {a}, B {b}, X {x} (expected n×n, n or n×m, same as B)")
         n = _size(node, a)
-        vector = len(b) == 1
+        vector = rhs_rank == 1
         m = 1 if vector else _size(node, shapes["_bin"][1:])
         dtype = steps.desc("_bout").dtype
         factor = add_cholesky(steps, steps.operand("_ain", reused=True), n, dtype)
@@ -315,10 +346,11 @@ class ExpandTransposeCanonical(ExpandTransformation):
 
     @staticmethod
     def expansion(node, parent_state: SDFGState, parent_sdfg: SDFG) -> SDFG:
-        """Validate ``node`` and build its nested SDFG."""
-        node.validate(parent_sdfg, parent_state)
-        steps, shapes = _node_steps(node, parent_state, parent_sdfg)
+        """Check the shapes of ``node`` and build its nested SDFG."""
+        steps, shapes = _node_steps(node, parent_state, parent_sdfg, {"_inp": 2, "_out": 2})
         rows, cols = shapes["_out"]
+        if shapes["_inp"] != (cols, rows):
+            raise unsupported(node, f"input {shapes['_inp']} and output {shapes['_out']} are not transposes")
         source = steps.operand("_inp", reused=True, reason=BufferReason.REORDER)
         steps.step(
             "transpose",

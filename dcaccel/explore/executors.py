@@ -21,12 +21,13 @@ serialises evaluations in a worker process that has more).
 from __future__ import annotations
 
 import dataclasses
+import logging
 import multiprocessing
 import os
 import threading
 import traceback
 from collections.abc import Iterator, Sequence
-from concurrent.futures import FIRST_COMPLETED, Future, ProcessPoolExecutor, wait
+from concurrent.futures import FIRST_COMPLETED, ProcessPoolExecutor, wait
 from concurrent.futures.process import BrokenProcessPool
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Protocol
@@ -107,8 +108,8 @@ _BUILT: dict[str, Workload] = {}
 #: Serialises evaluations in one process: DaCe's lowering is not thread-safe.
 _LOWERING = threading.Lock()
 
-#: The workload of a process-pool worker, installed by the pool's initializer.
-_INSTALLED: list[Workload] = []
+#: The workload of a process-pool worker and its queue of started assignments, set by the pool's initializer.
+_INSTALLED: list = []
 
 
 def evaluate(evaluation: Evaluation, workload: Workload, assignment: Assignment) -> Outcome:
@@ -133,14 +134,16 @@ def _evaluate_source(source: WorkloadSource, evaluation: Evaluation, assignment:
     return evaluate(evaluation, source.build(), assignment)
 
 
-def _install(source: WorkloadSource) -> None:
-    """Process-pool initializer: build the worker's workload once."""
-    _INSTALLED[:] = [source.build()]
+def _install(source: WorkloadSource, started) -> None:
+    """Process-pool initializer: build the worker's workload once; keep the queue starts are reported on."""
+    _INSTALLED[:] = [source.build(), started]
 
 
 def _evaluate_installed(evaluation: Evaluation, assignment: Assignment) -> Outcome:
-    """A process-pool task: evaluate ``assignment`` on the installed workload."""
-    return evaluate(evaluation, _INSTALLED[0], assignment)
+    """A process-pool task: report the start of ``assignment``, evaluate it on the installed workload."""
+    workload, started = _INSTALLED
+    started.put(assignment)
+    return evaluate(evaluation, workload, assignment)
 
 
 class Executor:
@@ -180,8 +183,10 @@ class LocalExecutor(Executor):
 class ProcessExecutor(Executor):
     """A pool of ``workers`` spawned processes on this machine, each building the workload once.
 
-    A worker process that dies breaks the pool: the assignments it had not returned are resubmitted
-    to a new pool, each at most :data:`RETRIES` times.
+    A worker process that dies breaks the pool. Each task reports its start on a queue, so the
+    assignments that were running then are known: they are retried one at a time in new pools (one
+    that breaks again alone is the cause, and fails after :data:`RETRIES` retries); the assignments
+    that had not started are resubmitted without counting an attempt.
     """
 
     name = "process"
@@ -190,48 +195,77 @@ class ProcessExecutor(Executor):
         self.source = source
         self.evaluation = evaluation
         self.workers = workers or os.cpu_count() or 1
+        self._context = multiprocessing.get_context("spawn")
         self._pool: ProcessPoolExecutor | None = None
+        self._started = None
 
     def _ensure_pool(self) -> ProcessPoolExecutor:
         if self._pool is None:
+            self._started = self._context.SimpleQueue()
             self._pool = ProcessPoolExecutor(
                 max_workers=self.workers,
-                mp_context=multiprocessing.get_context("spawn"),
+                mp_context=self._context,
                 initializer=_install,
-                initargs=(self.source,),
+                initargs=(self.source, self._started),
             )
         return self._pool
+
+    def _drain_started(self) -> set[Assignment]:
+        """The assignments whose start the workers reported since the last call."""
+        started = set()
+        while not self._started.empty():
+            started.add(self._started.get())
+        return started
 
     def _discard_pool(self) -> None:
         if self._pool is not None:
             self._pool.shutdown(wait=True, cancel_futures=True)
-            self._pool = None
+            self._started.close()
+            self._pool = self._started = None
+
+    def _run(self, batch: list[Assignment]) -> Iterator[Outcome | tuple[Assignment, BrokenProcessPool, bool]]:
+        """Run ``batch`` in the current pool: outcomes, then (assignment, error, blamed) for each
+        assignment a broken pool lost, blamed when it was running."""
+        pool = self._ensure_pool()
+        futures = {pool.submit(_evaluate_installed, self.evaluation, assignment): assignment for assignment in batch}
+        started: set[Assignment] = set()
+        lost = []
+        waiting = set(futures)
+        while waiting:
+            done, waiting = wait(waiting, return_when=FIRST_COMPLETED)
+            started |= self._drain_started()
+            for future in done:
+                try:
+                    yield future.result()
+                except BrokenProcessPool as err:
+                    lost.append((futures[future], err))
+        if lost:
+            started |= self._drain_started()
+            self._discard_pool()
+            if not started:
+                raise DcaccelError(f"explore: the worker processes died before starting any assignment ({lost[0][1]})")
+            for assignment, err in lost:
+                yield assignment, err, assignment in started
 
     def map(self, assignments: Sequence[Assignment]) -> Iterator[Outcome]:
         attempts = dict.fromkeys(assignments, 0)
         pending = list(attempts)
-        while pending:
-            pool = self._ensure_pool()
-            futures: dict[Future, Assignment] = {
-                pool.submit(_evaluate_installed, self.evaluation, assignment): assignment for assignment in pending
-            }
-            pending = []
-            waiting = set(futures)
-            while waiting:
-                done, waiting = wait(waiting, return_when=FIRST_COMPLETED)
-                for future in done:
-                    assignment = futures[future]
-                    try:
-                        outcome = future.result()
-                    except BrokenProcessPool as err:
-                        attempts[assignment] += 1
-                        if attempts[assignment] <= RETRIES:
-                            pending.append(assignment)
-                            continue
-                        outcome = Outcome(assignment, failure=failure_of(assignment, err))
-                    yield outcome
-            if pending:
-                self._discard_pool()
+        suspects: list[Assignment] = []
+        while pending or suspects:
+            batch, pending = ([suspects.pop(0)], pending) if suspects else (pending, [])
+            for result in self._run(batch):
+                if isinstance(result, Outcome):
+                    yield result
+                    continue
+                assignment, err, blamed = result
+                if not blamed:
+                    pending.append(assignment)
+                    continue
+                attempts[assignment] += 1
+                if attempts[assignment] > RETRIES:
+                    yield Outcome(assignment, failure=failure_of(assignment, err))
+                else:
+                    suspects.append(assignment)
 
     def close(self) -> None:
         self._discard_pool()
@@ -264,6 +298,7 @@ class DaskExecutor(Executor):
                 processes=True,
                 host=LOOPBACK,
                 dashboard_address=None,
+                silence_logs=logging.ERROR,
             )
             try:
                 self.client = Client(self.cluster)

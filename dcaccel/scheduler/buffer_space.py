@@ -37,9 +37,20 @@ class UndirectedBlock:
     cyclic: list[tuple[int, set[int]]]
 
 
-def undirected_blocks(g: CanonicalGraph, blocks: list[list[int]], reference: bool = True) -> list[UndirectedBlock]:
-    """The undirected view of every block (independent of the stream flags, so refinement reuses it)."""
-    return [_undirected_block(g, block, reference) for block in blocks]
+def undirected_blocks(
+    g: CanonicalGraph, blocks: list[list[int]], streaming: bytearray, reference: bool = True
+) -> list[UndirectedBlock | None]:
+    """The undirected view of every block that has a streaming edge (None for the others). It does
+    not depend on the flags otherwise, and refinement only clears flags: later rounds reuse it."""
+    views: list[UndirectedBlock | None] = []
+    dst, out_start, out_edges = g.dst, g.out_start, g.out_edges
+    for block in blocks:
+        members = set(block)
+        streams = any(
+            streaming[e] and dst[e] in members for u in block for e in out_edges[out_start[u] : out_start[u + 1]]
+        )
+        views.append(_undirected_block(g, block, reference) if streams else None)
+    return views
 
 
 def buffer_space(
@@ -49,15 +60,15 @@ def buffer_space(
     intervals: Intervals,
     timing: Timing,
     reference: bool = True,
-    undirected: list[UndirectedBlock] | None = None,
+    undirected: list[UndirectedBlock | None] | None = None,
 ) -> dict[int, int]:
     """Capacities by edge id for the streaming edges the cycle analysis looked at (missing edges
     need the default capacity 1); ``undirected`` is :func:`undirected_blocks`, computed when not given."""
     capacities: dict[int, int] = {}
     if undirected is None:
-        undirected = undirected_blocks(g, blocks, reference)
+        undirected = undirected_blocks(g, blocks, streaming, reference)
     for block, view in zip(blocks, undirected, strict=True):
-        if not any(streaming[e] for e in view.edges):
+        if view is None or not any(streaming[e] for e in view.edges):
             continue  # the search would stop at its start in every component
         for cycle in _undirected_cycles(view, streaming):
             _size_cycle(g, block, cycle, streaming, intervals, timing, capacities)
@@ -86,8 +97,8 @@ def _undirected_block(g: CanonicalGraph, block: list[int], reference: bool) -> U
     cyclic = []
     seen_all: set[int] = set()
     for v in order:
-        if v in seen_all:
-            continue
+        if v in seen_all or not neighbours[v]:
+            continue  # visited, or alone (no cycle)
         component = _plain_bfs(neighbours, v)
         seen_all.update(component)
         if sum(len(neighbours[x]) for x in component) >= 2 * len(component):  # not a tree

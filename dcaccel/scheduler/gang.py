@@ -65,21 +65,23 @@ def task_duration(g: CanonicalGraph, v: int, intervals: Intervals, reference: bo
 
 
 def first_output_time(g: CanonicalGraph, v: int, start: int, end: int, intervals: Intervals, reference: bool = True):
-    """f(v) of §4.4: when ``v`` emits its first element."""
+    """f(v) of §4.4: when ``v`` emits its first element: 0 for the pseudo source; its end for the
+    exit and buffer nodes; for a downsampler, once it has read enough input for one output element
+    (at the slowest input interval); else one cycle after it starts."""
     if v == g.source:
         return 0
     if v == g.exit or g.is_buffer[v]:
         return end
     volume_in, volume_out = g.in_volume[v], g.out_volume[v]
-    if volume_out < volume_in:
-        num, den = intervals.num, intervals.den
-        pace_num, pace_den = 1, 1
-        for e in g.in_edges[g.in_start[v] : g.in_start[v + 1]]:
-            if num[e] * pace_den > pace_num * den[e]:
-                pace_num, pace_den = num[e], den[e]
-        steps = _ceil_ratio_minus_one(volume_in, volume_out, 1, 1, reference)
-        return start + _BASE_LATENCY - (-pace_num * steps // pace_den)
-    return start + _BASE_LATENCY
+    if volume_out >= volume_in:
+        return start + _BASE_LATENCY
+    num, den = intervals.num, intervals.den
+    pace_num, pace_den = 1, 1
+    for e in g.in_edges[g.in_start[v] : g.in_start[v + 1]]:
+        if num[e] * pace_den > pace_num * den[e]:
+            pace_num, pace_den = num[e], den[e]
+    steps = _ceil_ratio_minus_one(volume_in, volume_out, 1, 1, reference)
+    return start + _BASE_LATENCY - (-pace_num * steps // pace_den)
 
 
 def block_orders(g: CanonicalGraph, blocks: list[list[int]]) -> list[list[int]]:
@@ -105,7 +107,8 @@ def gang_schedule(
     first = [0] * n
     src, is_buffer = g.src, g.is_buffer
     in_start, in_edges = g.in_start, g.in_edges
-    source, sink = g.source, g.pseudo_sink
+    in_volume, out_volume = g.in_volume, g.out_volume
+    source, sink, exit_node = g.source, g.pseudo_sink, g.exit
     used_before: set[int] = set()
     block_start = 0
     for order in orders if orders is not None else block_orders(g, blocks):
@@ -130,19 +133,29 @@ def gang_schedule(
                 ready = first[p] if streaming[e] and not buffer and pe[p] != where else end[p]
                 if ready > est:
                     est = ready
-            d_num, d_den = task_duration(g, v, intervals, reference)
+            pseudo = v == source or v == sink
+            if buffer or pseudo:
+                d_num, d_den = 0, 1
+            else:
+                d_num, d_den = task_duration(g, v, intervals, reference)
             d_ceil = -(-d_num // d_den)
             timeline = events.get(where)
             if timeline is None:
                 timeline = events[where] = [_SENTINEL] if where in used_before else []
-            begin = insertion_start(timeline, est, d_num // d_den, d_ceil) if timeline else est
+            if not timeline or (len(timeline) == 1 and timeline[0] is _SENTINEL):
+                begin = est  # the insertion rule on an empty PE (or one with earlier blocks only)
+            else:
+                begin = insertion_start(timeline, est, d_num // d_den, d_ceil)
             finish = begin + d_ceil
             bisect.insort(timeline, (finish, begin))
             pe[v], start[v], end[v] = where, begin, finish
-            first[v] = first_output_time(g, v, begin, finish, intervals, reference)
+            if buffer or v == exit_node or pseudo or out_volume[v] < in_volume[v]:
+                first[v] = first_output_time(g, v, begin, finish, intervals, reference)
+            else:
+                first[v] = begin + _BASE_LATENCY
             if finish > block_end:
                 block_end = finish
-            if not buffer and v != source and v != sink:
+            if not buffer and not pseudo:
                 cursor += 1
         used_before.update(events)
         block_start = block_end

@@ -10,7 +10,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from dcaccel.dag.metrics import task_costs
-from dcaccel.dag.taskdag import NodeKind, TaskDAG
+from dcaccel.dag.taskdag import TaskDAG
 from dcaccel.errors import DcaccelError
 
 
@@ -89,16 +89,9 @@ class CanonicalGraph:
         """Edge ids entering ``v`` in predecessor order."""
         return self.in_edges[self.in_start[v] : self.in_start[v + 1]]
 
-    def is_pseudo(self, v: int) -> bool:
-        """Whether ``v`` is the pseudo source or the pseudo sink (cost 0, no PE)."""
-        return v == self.source or v == self.pseudo_sink
-
-    def kind(self, v: int) -> NodeKind:
-        return self.dag.kind(v)
-
 
 def _order_keys(dag: TaskDAG) -> list[int] | None:
     """The names the reference knew the nodes by (``meta["file_id"]``, else the id), or None when
     they are the ids."""
-    keys = [node.meta.get("file_id", node.id) for node in dag.nodes]
+    keys = [dag.meta(v).get("file_id", v) for v in range(dag.num_nodes)]
     return None if keys == list(range(dag.num_nodes)) else keys

@@ -14,7 +14,6 @@ included) while U itself is built without buffer out-edges (§8 B9).
 from __future__ import annotations
 
 from dataclasses import dataclass
-from fractions import Fraction
 
 from dcaccel.scheduler.graph import CanonicalGraph
 
@@ -25,11 +24,6 @@ class Intervals:
 
     num: list[int]
     den: list[int]
-
-    def value(self, e: int) -> int | Fraction:
-        """The interval of edge ``e`` as an int or a Fraction."""
-        interval = Fraction(self.num[e], self.den[e])
-        return interval.numerator if interval.denominator == 1 else interval
 
 
 def streaming_intervals(g: CanonicalGraph, streaming: bytearray) -> Intervals:

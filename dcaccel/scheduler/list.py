@@ -111,6 +111,8 @@ class _Processors:
         return tail if gap is None else min(gap, tail)
 
     def _zero_start(self, p: int, est: int) -> int:
+        """Start of a zero-length node on PE ``p``: ``est`` unless it falls strictly inside an event
+        (or on the start of the first one), then the end of that event."""
         starts, ends = self.starts[p], self.ends[p]
         if not starts or starts[0] > est:
             return est
@@ -120,6 +122,9 @@ class _Processors:
         return ends[k]
 
     def _gap_start(self, p: int, est: int, duration: int) -> int | None:
+        """Earliest start from ``est`` in an idle gap of PE ``p`` (None if no gap holds the task). A
+        gap ``(lo, hi)`` lies between an event ending at lo and one starting at hi; before the first
+        event (lo = _HEAD) the task must end strictly before hi."""
         lows, highs = self.gap_lo[p], self.gap_hi[p]
         if not lows or highs[-1] < est + duration:
             return None

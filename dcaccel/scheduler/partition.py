@@ -62,23 +62,16 @@ def partition(g: CanonicalGraph, pes: int, strict: bool = False) -> Partition:
     opens: list[tuple[int, int]] = []  # the others: relaxed (work, id), strict (-work, id)
     fits_flag = bytearray(n)
 
-    def classify(s: int) -> None:
-        """File the new source ``s`` by its dependence on the current block's sources."""
-        m = mask[s] if epoch[s] == current else 0
-        if m == 0 or s == root or s == sink:
-            heapq.heappush(stops, s)
-            return
-        bs = block_sources[(m & -m).bit_length() - 1]
-        fits_flag[s] = work[s] <= work[bs] or is_buffer[s] or is_buffer[bs]
-        heapq.heappush(pending, s)
+    push, pop = heapq.heappush, heapq.heappop
 
     def activate(stop: int) -> None:
+        """File the dependent sources the scan reaches before ``stop`` as block candidates."""
         while pending and pending[0] < stop:
-            s = heapq.heappop(pending)
+            s = pop(pending)
             if fits_flag[s]:
-                heapq.heappush(fits, (-work[s], -s))
+                push(fits, (-work[s], -s))
             else:
-                heapq.heappush(opens, (-work[s] if strict else work[s], s))
+                push(opens, (-work[s] if strict else work[s], s))
 
     def new_block() -> None:
         nonlocal current, buffers_in_block
@@ -86,18 +79,19 @@ def partition(g: CanonicalGraph, pes: int, strict: bool = False) -> Partition:
         buffers_in_block = 0
         block_sources.clear()
         for s in pending:
-            heapq.heappush(stops, s)
+            push(stops, s)
         for _, s in fits:
-            heapq.heappush(stops, -s)
+            push(stops, -s)
         for _, s in opens:
-            heapq.heappush(stops, s)
+            push(stops, s)
         pending.clear()
         fits.clear()
         opens.clear()
 
-    def remove(v: int, propagate: int | None) -> None:
-        """Take ``v`` out of the remaining graph; ``propagate`` is the mask its successors inherit
-        (None when ``v`` closed the block)."""
+    def remove(v: int, propagate: int) -> None:
+        """Take ``v`` out of the remaining graph: its successors inherit the mask ``propagate``, and
+        those left without predecessors become sources, filed by their dependence on the current
+        block's sources (the first one they depend on decides whether they may join the block)."""
         for e in out_edges[out_start[v] : out_start[v + 1]]:
             w = dst[e]
             if propagate:
@@ -108,7 +102,13 @@ def partition(g: CanonicalGraph, pes: int, strict: bool = False) -> Partition:
                     mask[w] = propagate
             indeg[w] -= 1
             if indeg[w] == 0:
-                classify(w)
+                m = mask[w] if epoch[w] == current else 0
+                if m == 0 or w == sink:
+                    push(stops, w)
+                else:
+                    bs = block_sources[(m & -m).bit_length() - 1]
+                    fits_flag[w] = work[w] <= work[bs] or is_buffer[w] or is_buffer[bs]
+                    push(pending, w)
 
     def add_to_block(v: int, as_source: bool) -> None:
         nonlocal buffers_in_block
@@ -121,34 +121,33 @@ def partition(g: CanonicalGraph, pes: int, strict: bool = False) -> Partition:
         if len(blocks[-1]) - buffers_in_block >= pes:
             blocks.append([])
             new_block()
-            remove(v, None)
+            remove(v, 0)
         else:
             remove(v, inherited)
 
-    classify(root)
+    stops.append(root)
     placed = 0
     while placed < n:
         stop = stops[0] if stops else n
-        activate(stop)
-        candidate = -1
+        if pending and pending[0] < stop:
+            activate(stop)
         if stops and (stop == root or stop == sink):
-            heapq.heappop(stops)
+            pop(stops)
             placed += 1
-            remove(stop, None)
+            remove(stop, 0)
             if fits:
-                candidate = -heapq.heappop(fits)[1]
                 placed += 1
-                add_to_block(candidate, as_source=False)
+                add_to_block(-pop(fits)[1], as_source=False)
             continue
         if stops:
-            heapq.heappop(stops)
+            pop(stops)
             placed += 1
             add_to_block(stop, as_source=True)
         elif fits:
             placed += 1
-            add_to_block(-heapq.heappop(fits)[1], as_source=False)
+            add_to_block(-pop(fits)[1], as_source=False)
         else:
-            candidate = heapq.heappop(opens)[1]
+            candidate = pop(opens)[1]
             placed += 1
             if strict:
                 blocks.append([])

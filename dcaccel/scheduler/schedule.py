@@ -16,7 +16,7 @@ from __future__ import annotations
 from dataclasses import asdict, dataclass
 from functools import cached_property
 
-from dcaccel.dag.metrics import depth, io_volume, streaming_depth
+from dcaccel.dag.metrics import io_volume, streaming_depth, upward_ranks
 from dcaccel.dag.taskdag import TaskDAG
 from dcaccel.errors import DcaccelError
 from dcaccel.scheduler.graph import CanonicalGraph
@@ -110,7 +110,7 @@ class Schedule:
 
     @cached_property
     def depth(self) -> int:
-        return depth(self.dag)
+        return upward_ranks(self.dag, self.graph.cost)[self.graph.source]
 
     @cached_property
     def streaming_depth(self):

@@ -48,7 +48,7 @@ def streaming_schedule(
     intervals = streaming_intervals(g, streaming)
     timing = gang_schedule(g, blocks, streaming, intervals, pes, reference=reference, orders=orders)
     makespan_before = timing.makespan
-    undirected = undirected_blocks(g, blocks, reference=reference)
+    undirected = undirected_blocks(g, blocks, streaming, reference=reference)
     capacities = buffer_space(g, blocks, streaming, intervals, timing, reference=reference, undirected=undirected)
     initial_capacities = capacities
     rounds = 0

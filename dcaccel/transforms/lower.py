@@ -45,6 +45,15 @@ MATMUL = "MatMul"
 STRUCTURE_BREAKING_PASSES = frozenset({"ArrayElimination"})
 
 
+@dataclass(frozen=True)
+class SourceNode:
+    """The library node of the source program that a map scope of the lowered SDFG implements."""
+
+    node: str  # the node's name (e.g. "conv1")
+    op_type: str  # its op type (e.g. "Conv")
+    implementation: str  # the implementation it was lowered with
+
+
 @dataclass
 class LoweredWorkload:
     """A workload lowered to maps: the fully lowered SDFG and the implementation chosen per node."""
@@ -53,6 +62,7 @@ class LoweredWorkload:
     sdfg: dace.SDFG
     implementations: dict[str, str] = field(default_factory=dict)  # node name -> implementation name
     unused_choices: dict[str, str] = field(default_factory=dict)  # choices naming no node or op type
+    origins: dict[nodes.MapEntry, SourceNode] = field(default_factory=dict)  # map scope -> node it lowers
 
 
 def op_type(node: nodes.LibraryNode) -> str:
@@ -168,6 +178,21 @@ def _without_line_info():
         dace.Config.set("compiler", "lineinfo", value=previous)
 
 
+def map_origins(sdfg: dace.SDFG, sources: dict[str, str], implementations: dict[str, str]) -> dict:
+    """The origin of every map scope of the expanded (not yet inlined) ``sdfg``: the top-level node that
+    replaced a library node of the source program, named in ``sources`` (name -> op type), holds them.
+    Map scopes keep their identity through inlining, so the table stays valid for the lowered SDFG."""
+    origins = {}
+    for state in sdfg.states():
+        for node in state.nodes():
+            if isinstance(node, nodes.NestedSDFG) and node.label in sources:
+                origin = SourceNode(node.label, sources[node.label], implementations[node.label])
+                origins.update(
+                    (inner, origin) for inner, _ in node.sdfg.all_nodes_recursive() if isinstance(inner, nodes.MapEntry)
+                )
+    return origins
+
+
 def simplify(sdfg: dace.SDFG) -> None:
     """Inline every nested SDFG and simplify, skipping the passes that break the canonical structure."""
     inline_sdfgs(sdfg, multistate=True)
@@ -193,8 +218,12 @@ def lower(workload, choices: dict[str, str] | None = None) -> LoweredWorkload:
     choices = dict(choices or {})
     source_sdfg = workload if isinstance(workload, dace.SDFG) else workload.sdfg
     sdfg = copy.deepcopy(source_sdfg)
-    with _without_line_info():
+    sources = {node.label: op_type(node) for node, _ in _library_nodes(sdfg)}
+    with _without_line_info(), warnings.catch_warnings():
+        # DaCe's own ExpandTransformation passes connector sets to add_nested_sdfg and warns about it.
+        warnings.filterwarnings("ignore", "Using sets for connectors", UserWarning)
         implementations, seen = expand_all(sdfg, choices)
+        origins = map_origins(sdfg, sources, implementations)
         simplify(sdfg)
     mark_program_io(sdfg)
     sdfg.validate()
@@ -206,5 +235,9 @@ def lower(workload, choices: dict[str, str] | None = None) -> LoweredWorkload:
             stacklevel=2,
         )
     return LoweredWorkload(
-        None if isinstance(workload, dace.SDFG) else workload, sdfg, implementations, unused_choices=unused
+        None if isinstance(workload, dace.SDFG) else workload,
+        sdfg,
+        implementations,
+        unused_choices=unused,
+        origins=origins,
     )

@@ -125,15 +125,15 @@ class TopLevelScope:
 
 
 def top_level_scopes(sdfg) -> list[TopLevelScope]:
-    """The top-level scopes of ``sdfg`` after inlining every nested SDFG (the tasks of contract 2)."""
+    """The top-level scopes of ``sdfg`` after inlining every nested SDFG (the tasks of contract 2), in program order."""
     from dace.sdfg import nodes
-    from dace.sdfg.utils import inline_sdfgs
+    from dace.sdfg.utils import dfs_topological_sort, inline_sdfgs
 
     inline_sdfgs(sdfg, multistate=True)
     scopes = []
-    for state in sdfg.states():
+    for state in sdfg.bfs_nodes(sdfg.start_block):
         parents = state.scope_dict()
-        for node in state.nodes():
+        for node in dfs_topological_sort(state):
             if parents[node] is not None or isinstance(node, (nodes.AccessNode, nodes.ExitNode)):
                 continue
             if isinstance(node, nodes.MapEntry):

@@ -94,6 +94,18 @@ def test_operand_buffers_are_copies_not_tasks(implementation):
     assert copies == expected.get(implementation, {("_a", "_a_copy"): n * k})
 
 
+@pytest.mark.parametrize("implementation", sorted(BUILDERS))
+def test_task_label_names_the_task_map(implementation):
+    sdfg, state, node = _mmm_state((3, 4), (4, 5), (3, 5))
+    node.task_label = "Projection"
+    node.implementation = implementation
+    expand_all(sdfg, {})
+    simplify(sdfg)
+    labels = {n.map.label for n, _ in sdfg.all_nodes_recursive() if isinstance(n, dace.nodes.MapEntry)}
+    assert "Projection" in labels
+    assert not labels & {"MV", "OP", "LMV"}
+
+
 def test_symbolic_sizes_give_symbolic_volumes():
     n, k, m = (dace.symbol(s) for s in "NKM")
     sdfg = build_mv_sdfg(MMMOperands.contiguous(n, k, m))

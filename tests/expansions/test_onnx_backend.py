@@ -128,14 +128,15 @@ def test_unsupported_ops_and_types_are_skipped_with_their_reason(runner_module, 
     import dcaccel.expansions
 
     supported = set(dcaccel.expansions.supported_ops())
-    expanded = runner_module.prepare("Relu", cases["test_relu_expanded_ver18"])
-    outcome = runner_module.dry_run(expanded, supported)
+    relu = runner_module.prepare("Relu", cases["test_relu"])
+    relu.model.graph.node[0].op_type = "Celu"
+    outcome = runner_module.dry_run(relu, supported)
     assert outcome.status is runner_module.Status.SKIP
-    assert "CastLike" in outcome.reason
-    string_cast = runner_module.prepare("Cast", cases["test_cast_FLOAT_to_STRING"])
-    outcome = runner_module.dry_run(string_cast, supported)
+    assert "Celu" in outcome.reason
+    float8_cast = runner_module.prepare("Cast", cases["test_cast_FLOAT_to_FLOAT8E4M3FN"])
+    outcome = runner_module.dry_run(float8_cast, supported)
     assert outcome.status is runner_module.Status.SKIP
-    assert "STRING" in outcome.reason
+    assert "FLOAT8E4M3FN" in outcome.reason
 
 
 def test_summary_counts_per_op(runner_module):

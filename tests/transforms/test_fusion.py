@@ -76,6 +76,7 @@ def test_extract_fuses_a_copy():
     assert summary(fused) == summary(extract(sdfg)) | {"tasks": 1, "work": 8}
 
 
+@pytest.mark.filterwarnings("ignore:extract. container .* re-reads")
 def test_lenet_relu_and_gemm_epilogues_fuse():
     """In LeNet each Relu fuses into the element-wise task before it (ReshapeOut of the convolutions,
     Gather + AddBias of the Gemms); under the exact rule the fused Gemm epilogue reads one column

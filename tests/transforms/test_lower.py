@@ -170,3 +170,29 @@ def test_program_workload_lowers_its_matrix_product(mmm, shape):
     lowered = lower(mmm, {"MatMul": shape})
     assert set(lowered.implementations.values()) == {shape}
     assert_fully_lowered(lowered.sdfg)
+
+
+@pytest.mark.parametrize(
+    ("choices", "maps"),
+    [
+        # mv: Xr, Wr, BcastA, MV, Gather, AddBias, ReshapeOut; no bias: no AddBias; MatMul: BcastA, MV, Gather
+        ({}, {"conv1": 7, "conv2": 6, "mm": 3}),
+        ({"Conv": "direct"}, {"conv1": 1, "conv2": 1, "mm": 3}),
+    ],
+)
+def test_every_top_level_map_knows_the_node_it_lowers(two_convs_and_a_matmul, choices, maps):
+    lowered = lower(two_convs_and_a_matmul, choices)
+    top_level = [
+        node
+        for state in lowered.sdfg.states()
+        for node in state.nodes()
+        if isinstance(node, dace.nodes.MapEntry) and state.entry_node(node) is None
+    ]
+    origins = [lowered.origins[entry] for entry in top_level]
+    counts = {name: sum(origin.node == name for origin in origins) for name in maps}
+    assert counts == maps
+    assert {(o.node, o.op_type, o.implementation) for o in origins} == {
+        ("conv1", "Conv", choices.get("Conv", "mv")),
+        ("conv2", "Conv", choices.get("Conv", "mv")),
+        ("mm", "MatMul", "mv"),
+    }

@@ -49,22 +49,28 @@ def add_operand_buffer(state: dace.SDFGState, operands: MMMOperands, operand: st
     return target
 
 
+def _memlet(node: dace.nodes.AccessNode, access: str | dace.Memlet) -> dace.Memlet:
+    return access if isinstance(access, dace.Memlet) else dace.Memlet(data=node.data, subset=access)
+
+
 def add_flat_map(
     state: dace.SDFGState,
     label: str,
     ranges: dict[str, str],
-    inputs: dict[str, tuple[dace.nodes.AccessNode, str]],
+    inputs: dict[str, tuple[dace.nodes.AccessNode, str | dace.Memlet]],
     code: str,
-    outputs: dict[str, tuple[dace.nodes.AccessNode, str]],
+    outputs: dict[str, tuple[dace.nodes.AccessNode, str | dace.Memlet]],
+    language: dace.Language = dace.Language.Python,
 ) -> dace.nodes.MapEntry:
     """A single task: one multi-dimensional map ``label`` over ``ranges`` (iterated in the given order)
-    with a tasklet body. ``inputs`` / ``outputs`` map a tasklet connector to (access node, subset)."""
+    with a tasklet body. ``inputs`` / ``outputs`` map a tasklet connector to (access node, subset
+    expression or memlet)."""
     entry, exit_ = state.add_map(label, ranges)
-    tasklet = state.add_tasklet(label, dict.fromkeys(inputs), dict.fromkeys(outputs), code)
-    for conn, (node, subset) in inputs.items():
-        state.add_memlet_path(node, entry, tasklet, dst_conn=conn, memlet=dace.Memlet(data=node.data, subset=subset))
-    for conn, (node, subset) in outputs.items():
-        state.add_memlet_path(tasklet, exit_, node, src_conn=conn, memlet=dace.Memlet(data=node.data, subset=subset))
+    tasklet = state.add_tasklet(label, dict.fromkeys(inputs), dict.fromkeys(outputs), code, language=language)
+    for conn, (node, access) in inputs.items():
+        state.add_memlet_path(node, entry, tasklet, dst_conn=conn, memlet=_memlet(node, access))
+    for conn, (node, access) in outputs.items():
+        state.add_memlet_path(tasklet, exit_, node, src_conn=conn, memlet=_memlet(node, access))
     return entry
 
 
