@@ -7,14 +7,14 @@ program input/output. The mark is explicit metadata on the data descriptor, stor
 It is never derived from the container's name.
 """
 
-from enum import Enum
+from enum import StrEnum
 
 import dace
 
 _KEY = "dcaccel.buffer"
 
 
-class BufferReason(str, Enum):
+class BufferReason(StrEnum):
     """Why a container is a buffer node."""
 
     REUSE = "reuse"  # read more often than written (e.g. an MMM operand re-read per task)
