@@ -17,14 +17,21 @@ Usage::
 
     python benchmarks/bench_distributed.py [--model lenet] [--pes 16,128] [--workers 2]
         [--impl Conv=mv,op,lmv --impl Gemm=mv,lmv] [--executors local,process,dask] [--no-warm]
+        [--address tcp://scheduler:8786]
+
+With ``--address`` the Dask sweeps run on that cluster (its workers must have dcaccel installed; see
+"Running sweeps on a cluster" in the README) instead of a local cluster of ``--workers`` processes.
 """
 
 import argparse
 import json
+import logging
 import os
 import pickle
 import time
 import warnings
+from collections.abc import Iterator
+from contextlib import contextmanager
 from dataclasses import dataclass
 
 import pandas as pd
@@ -73,6 +80,16 @@ def warm(model: str) -> None:
     WorkloadSource(model).build()
 
 
+def cluster_size(address: str | None, workers: int) -> int:
+    """The number of workers of the Dask cluster at ``address`` (``workers`` when there is none)."""
+    if address is None:
+        return workers
+    from distributed import Client
+
+    with Client(address) as client:
+        return len(client.nthreads())
+
+
 def timed_sweep(model: str, implementations, pes, executor: str, workers: int, address=None):
     """The results of one per-node sweep and its wall time."""
     start = time.perf_counter()
@@ -109,38 +126,55 @@ def work_split(model: str, implementations, pes, local: pd.DataFrame) -> WorkSpl
     )
 
 
+@contextmanager
+def dask_cluster(address: str | None, workers: int) -> Iterator[str]:
+    """The scheduler address of the cluster at ``address``, or of a LocalCluster on loopback started here."""
+    if address is not None:
+        yield address
+        return
+    from distributed import LocalCluster
+
+    with LocalCluster(
+        n_workers=workers,
+        threads_per_worker=1,
+        processes=True,
+        host="127.0.0.1",
+        dashboard_address=None,
+        silence_logs=logging.ERROR,
+    ) as cluster:
+        yield cluster.scheduler_address
+
+
 def main(argv: list[str] | None = None) -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--model", default="lenet")
     parser.add_argument("--pes", default="16,128", help="comma-separated PE counts")
     parser.add_argument("--impl", action="append", type=_implementations, default=[], metavar="OP=NAME[,NAME...]")
-    parser.add_argument("--workers", type=int, default=os.cpu_count())
+    parser.add_argument("--workers", type=int, default=os.cpu_count(), help="processes of the pool and local cluster")
     parser.add_argument("--executors", default="local,process,dask")
+    parser.add_argument("--address", help="a running Dask scheduler for the dask sweeps (default: a local cluster)")
     parser.add_argument("--no-warm", action="store_true", help="skip the sweep on a warmed-up Dask cluster")
     args = parser.parse_args(argv)
     implementations = dict(args.impl) or {"Conv": SHAPES, "Gemm": SHAPES}
     pes = [int(value) for value in args.pes.split(",")]
     executors = args.executors.split(",")
     warnings.simplefilter("ignore")
+    os.environ["PYTHONWARNINGS"] = "ignore"  # the workers' extraction warnings, as in this process
 
     runs: dict[str, tuple[pd.DataFrame, float, int]] = {}
     for executor in executors:
-        results, seconds = timed_sweep(args.model, implementations, pes, executor, args.workers)
-        runs[executor] = (results, seconds, 1 if executor == "local" else args.workers)
+        address = args.address if executor == "dask" else None
+        results, seconds = timed_sweep(args.model, implementations, pes, executor, args.workers, address)
+        runs[executor] = (results, seconds, 1 if executor == "local" else cluster_size(address, args.workers))
         print(f"{executor}: {seconds:.1f} s", flush=True)
     if "dask" in executors and not args.no_warm:
-        from distributed import Client, LocalCluster
+        from distributed import Client
 
-        with (
-            LocalCluster(
-                n_workers=args.workers, threads_per_worker=1, processes=True, host="127.0.0.1", dashboard_address=None
-            ) as cluster,
-            Client(cluster) as client,
-        ):
-            client.run(warm, args.model)
-            address = cluster.scheduler_address
+        with dask_cluster(args.address, args.workers) as address:
+            with Client(address) as client:
+                client.run(warm, args.model)
             results, seconds = timed_sweep(args.model, implementations, pes, "dask", args.workers, address)
-        runs["dask (warm)"] = (results, seconds, args.workers)
+            runs["dask (warm)"] = (results, seconds, cluster_size(address, args.workers))
         print(f"dask (warm): {seconds:.1f} s", flush=True)
 
     reference, reference_seconds, _ = runs[executors[0]]

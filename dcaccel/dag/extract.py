@@ -666,12 +666,13 @@ def extract(
     if symbols is None:
         symbols = getattr(workload, "symbols", None)
     sdfg = getattr(lowered, "sdfg", lowered)
+    origins = _origins(lowered)
     if fusion:
         from dcaccel.transforms.fusion import fuse_elementwise
 
         sdfg = copy.deepcopy(sdfg)
-        fuse_elementwise(sdfg)
-    program = read_program(sdfg, symbols, sources=_origins(lowered))
+        origins = _fused_origins(origins, fuse_elementwise(sdfg))
+    program = read_program(sdfg, symbols, sources=origins)
 
     inserted: dict[str, str] = {}
     groups: dict[int, _Group] = {}
@@ -699,6 +700,17 @@ def _origins(lowered) -> dict[str, dict[str, str]]:
     return {
         entry.guid: {"op": origin.op_type, "node": origin.node, "implementation": origin.implementation}
         for entry, origin in getattr(lowered, "origins", {}).items()
+    }
+
+
+def _fused_origins(origins: dict[str, dict], fusions) -> dict[str, dict]:
+    """The origins after ``fusions``: a fused task keeps the first origin and lists all of them,
+    in program order, under ``fused``."""
+    parts = {guid: [origin] for guid, origin in origins.items()}
+    for fusion in fusions:
+        parts[fusion.kept] = parts.get(fusion.kept, []) + parts.pop(fusion.merged, [])
+    return {
+        guid: {**items[0], "fused": items} if len(items) > 1 else items[0] for guid, items in parts.items() if items
     }
 
 

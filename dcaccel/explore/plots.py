@@ -88,3 +88,20 @@ def _one_memory(results: pd.DataFrame, onchip_memory: int | None) -> pd.DataFram
 
 def _title(results: pd.DataFrame) -> str:
     return ", ".join(sorted(results["workload"].unique()))
+
+
+def plot_layers(layers: pd.DataFrame) -> plt.Figure:
+    """Work and buffer I/O per layer (a :func:`dcaccel.explore.layers.layer_breakdown` table), in program order."""
+    fig, (work, io) = plt.subplots(2, 1, figsize=(max(7, 0.45 * len(layers)), 6), sharex=True)
+    labels = [f"{row.layer} ({row.implementation})" for row in layers.itertuples()]
+    positions = range(len(layers))
+    work.bar(positions, layers["work"], color="C0")
+    work.set_ylabel("work (cycles)")
+    work.set_title("per-layer breakdown")
+    io.bar(positions, layers["io_volume"], color="C1")
+    io.set_ylabel("buffer I/O (elements)")
+    io.set_xticks(list(positions), labels, rotation=60, ha="right", fontsize="small")
+    for axes in (work, io):
+        axes.grid(True, axis="y", alpha=0.3)
+    fig.tight_layout()
+    return fig

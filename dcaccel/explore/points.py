@@ -20,7 +20,7 @@ class ExplorationPoint:
     scheduler: str  # "streaming" or "list"
     onchip_memory: int  # on-chip capacity per block, in elements
     makespan: int  # cycles
-    lower_bound: int  # max(depth, ceil(work / pes))
+    lower_bound: int  # list: max(depth, ceil(work / pes)); streaming: ceil(work / pes) (streams overlap the depth)
     speedup: float  # work / makespan
     utilisation: float  # speedup / pes
     work: int  # sum over tasks of max(I, O)

@@ -353,7 +353,7 @@ class _Run:
 def _greedy(evaluate, nodes: Mapping[str, list[str]], implementations: Mapping[str, Sequence[str]], objective: str):
     """Choose per node, one at a time in program order, the implementation minimising the mean
     ``objective`` over the grid with the other nodes fixed (ties: the first listed; a failed candidate
-    never wins). ``evaluate`` takes the candidates of one node at once."""
+    scores infinity). ``evaluate`` takes the candidates of one node at once, so they run in parallel."""
     order = [(node, op) for op in implementations for node in nodes.get(op, ())]
     current = Assignment(tuple((node, implementations[op][0]) for node, op in order))
     for node, op in order:

@@ -27,9 +27,9 @@ from dcaccel.scheduler.timeline import Timing
 
 @dataclass(frozen=True)
 class UndirectedBlock:
-    """A block as the cycle search sees it: undirected adjacency (neighbour and edge id lists, in
-    networkx's order) and its connected components that contain a cycle, each with the node the
-    search starts at."""
+    """The part of a block the cycle search can mark: its connected components that contain an
+    undirected cycle, each with the node the search starts at, their undirected adjacency
+    (neighbour and edge id lists, in networkx's order) and their edges."""
 
     neighbours: dict[int, list[int]]
     via: dict[int, list[int]]
@@ -40,8 +40,9 @@ class UndirectedBlock:
 def undirected_blocks(
     g: CanonicalGraph, blocks: list[list[int]], streaming: bytearray, reference: bool = True
 ) -> list[UndirectedBlock | None]:
-    """The undirected view of every block that has a streaming edge (None for the others). It does
-    not depend on the flags otherwise, and refinement only clears flags: later rounds reuse it."""
+    """The undirected view of every block that has a streaming edge and an undirected cycle (None
+    for the others). It does not depend on the flags otherwise, and refinement only clears flags:
+    later rounds reuse it."""
     views: list[UndirectedBlock | None] = []
     dst, out_start, out_edges = g.dst, g.out_start, g.out_edges
     for block in blocks:
@@ -75,7 +76,9 @@ def buffer_space(
     return capacities
 
 
-def _undirected_block(g: CanonicalGraph, block: list[int], reference: bool) -> UndirectedBlock:
+def _undirected_block(g: CanonicalGraph, block: list[int], reference: bool) -> UndirectedBlock | None:
+    """The block's undirected view, reduced to its connected components that contain a cycle (None
+    if there is none: the search would mark nothing)."""
     members = set(block)
     order = induced_node_order(g, block)
     if not reference:
@@ -103,7 +106,15 @@ def _undirected_block(g: CanonicalGraph, block: list[int], reference: bool) -> U
         seen_all.update(component)
         if sum(len(neighbours[x]) for x in component) >= 2 * len(component):  # not a tree
             cyclic.append((_first_in_set(g, component, neighbours, v), component))
-    return UndirectedBlock(neighbours, via, edges, cyclic)
+    if not cyclic:
+        return None
+    kept = set().union(*(component for _, component in cyclic))
+    return UndirectedBlock(
+        {x: neighbours[x] for x in kept},
+        {x: via[x] for x in kept},
+        [e for e in edges if g.src[e] in kept],
+        cyclic,
+    )
 
 
 def _undirected_cycles(view: UndirectedBlock, streaming: bytearray) -> list[set[int]]:

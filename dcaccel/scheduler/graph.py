@@ -16,7 +16,7 @@ from dcaccel.errors import DcaccelError
 
 @dataclass(frozen=True, eq=False)
 class CanonicalGraph:
-    """A validated, concrete canonical DAG as flat lists.
+    """A validated, concrete canonical DAG as flat lists (shared with the DAG, never modified).
 
     ``in_volume[v]`` (I) and ``out_volume[v]`` (O) are the volumes of the first in-edge and the
     first out-edge of ``v`` (0 where there is none); ``cost[v]`` is T(v) of §0.3.
@@ -49,7 +49,7 @@ class CanonicalGraph:
             raise DcaccelError(f"DAG '{dag.name}' has symbolic volumes ({names}): call dag.evaluate(...) first")
         adj = dag.adjacency()
         n = dag.num_nodes
-        vol = list(dag.edge_volumes)
+        vol = dag.edge_volumes
         is_buffer = bytearray(n)
         for b in dag.buffers:
             is_buffer[b] = 1
@@ -60,8 +60,8 @@ class CanonicalGraph:
         return cls(
             dag=dag,
             n=n,
-            src=list(dag.edge_sources),
-            dst=list(dag.edge_targets),
+            src=dag.edge_sources,
+            dst=dag.edge_targets,
             vol=vol,
             out_start=adj.out_start,
             out_edges=adj.out_edges,

@@ -37,10 +37,10 @@ def streaming_schedule(
     g: CanonicalGraph, pes: int, strict: bool = False, refine: bool = True, reference: bool = True
 ) -> StreamingResult:
     """Run the streaming pipeline on ``g`` with ``pes`` PEs (see module docstring)."""
-    blocks_partition = partition(g, pes, strict=strict)
-    blocks = blocks_partition.blocks
+    cut = partition(g, pes, strict=strict)
+    blocks = cut.blocks
     streaming = bytearray(g.m)
-    for e in blocks_partition.streaming_edges:
+    for e in cut.streaming_edges:
         streaming[e] = 1
     initial_streaming = bytearray(streaming)
 
@@ -52,8 +52,8 @@ def streaming_schedule(
     capacities = buffer_space(g, blocks, streaming, intervals, timing, reference=reference, undirected=undirected)
     initial_capacities = capacities
     rounds = 0
+    vol = g.vol
     while refine:
-        vol = g.vol
         dropped = [e for e in g.out_edges if streaming[e] and vol[e] - 1 <= capacities.get(e, 1)]
         if not dropped:
             break

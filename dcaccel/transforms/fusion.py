@@ -14,9 +14,13 @@ narrows where it may match:
   weights buffers and program inputs/outputs are never fused away.
 """
 
+from dataclasses import dataclass
+
 import dace
 from dace.sdfg import nodes
+from dace.sdfg.propagation import propagate_memlets_scope
 from dace.transformation.dataflow import MapFusionVertical
+from dace.transformation.passes.pattern_matching import match_patterns
 
 from dcaccel.buffers import BufferReason, buffer_reason
 
@@ -49,8 +53,27 @@ class ElementwiseMapFusion(MapFusionVertical):
         return super().can_be_applied(graph, expr_index, sdfg, permissive)
 
 
-def fuse_elementwise(sdfg: dace.SDFG) -> int:
-    """Fuse the chains of element-wise tasks of ``sdfg`` in place; returns the number of fusions."""
-    return sdfg.apply_transformations_repeated(
-        ElementwiseMapFusion, options={"only_toplevel_maps": True}, validate=False
-    )
+@dataclass(frozen=True)
+class Fusion:
+    """One fusion: the guid of the map entry that remains and of the one merged into it (DaCe keeps
+    guids through copies and inlining, so tables keyed by them, like the lowering's origins, follow)."""
+
+    kept: str
+    merged: str
+
+
+def fuse_elementwise(sdfg: dace.SDFG) -> list[Fusion]:
+    """Fuse the chains of element-wise tasks of ``sdfg`` in place, one match at a time until none is
+    left; returns the fusions in the order they were applied."""
+    fusions = []
+    while True:
+        match = next(match_patterns(sdfg, ElementwiseMapFusion, options=[{"only_toplevel_maps": True}]), None)
+        if match is None:
+            return fusions
+        state = sdfg.cfg_list[match.cfg_id].node(match.state_id)
+        first, second = state.entry_node(match.first_map_exit), match.second_map_entry
+        match.apply_pattern(append=False, annotate=False)
+        kept, merged = (first, second) if first in state.nodes() else (second, first)
+        # Re-propagate the memlets of the fused map only (not of the whole SDFG, as annotate=True does).
+        propagate_memlets_scope(sdfg, state, state.scope_tree()[kept])
+        fusions.append(Fusion(kept.guid, merged.guid))

@@ -436,7 +436,8 @@ def test_every_task_names_the_node_it_lowers(seed, seed_dags, shape):
 
 
 def test_origins_survive_fusion():
-    """Origins are keyed by map-entry guid, which DaCe keeps through the copy that fusion works on."""
+    """Origins are keyed by map-entry guid, which DaCe keeps through the copy fusion works on; a
+    fused task keeps the first origin and lists all of them under ``fused``."""
     sdfg = programs.chain_program()
     entries = {
         node.map.label: node
@@ -444,9 +445,17 @@ def test_origins_survive_fusion():
         for node in state.nodes()
         if isinstance(node, dace.nodes.MapEntry)
     }
-    origin = SimpleNamespace(node="dec1", op_type="Sub", implementation="canonical")
-    lowered = SimpleNamespace(sdfg=sdfg, origins={entries["Dec_map"]: origin})
-    dag = extract(lowered, fusion=True)
-    assert [dict(dag.node(v).meta) for v in dag.tasks] == [
-        {"state": "chain", "map": "Dec_map", "op": "Sub", "node": "dec1", "implementation": "canonical"}
-    ]
+    inc = {"op": "Add", "node": "inc1", "implementation": "canonical"}
+    dec = {"op": "Sub", "node": "dec1", "implementation": "canonical"}
+    origins = {
+        entries["Inc_map"]: SimpleNamespace(node="inc1", op_type="Add", implementation="canonical"),
+        entries["Dec_map"]: SimpleNamespace(node="dec1", op_type="Sub", implementation="canonical"),
+    }
+    lowered = SimpleNamespace(sdfg=sdfg, origins=origins)
+    assert [dag_meta.get("node") for dag_meta in _task_metas(extract(lowered))] == ["inc1", None, "dec1"]
+    (fused,) = _task_metas(extract(lowered, fusion=True))
+    assert fused == {"state": "chain", "map": "Dec_map", **inc, "fused": [inc, dec]}
+
+
+def _task_metas(dag: TaskDAG) -> list[dict]:
+    return [dict(dag.node(v).meta) for v in dag.tasks]
