@@ -38,6 +38,7 @@ from onnx.backend.test.case.node import collect_testcases
 from onnx.backend.test.case.test_case import TestCase
 
 PARAMETER_INPUTS = {
+    "ConstantOfShape": (0,),
     "Reshape": (1,),
     "Slice": (1, 2, 3, 4),
     "Squeeze": (1,),

@@ -55,7 +55,8 @@ def _readable(summary: dict) -> str:
         f"{summary['dag']}: {summary['scheduler']} schedule on {summary['pes']} PEs"
         + (f" ({summary['partitioning']} partitioning)" if summary["scheduler"] == "streaming" else ""),
         f"  makespan       {summary['makespan']:,} cycles (lower bound {summary['lower_bound']:,})",
-        f"  work / depth   {summary['work']:,} / {summary['depth']:,}; streaming depth {summary['streaming_depth']:,}",
+        f"  work / depth   {summary['work']:,} / {summary['depth']:,}; "
+        f"streaming depth {float(summary['streaming_depth']):,.1f}",
         f"  speedup        {summary['speedup']:.2f} (utilisation {summary['utilisation']:.1%})",
         f"  buffer I/O     {summary['io_volume']:,} elements",
         f"  I/O split      off-chip {io['off_chip']:,}, on-chip {io['on_chip']:,}, streamed {io['streamed']:,} "

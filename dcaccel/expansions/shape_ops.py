@@ -107,6 +107,9 @@ def _copy_implementation(op: str, data: str, output: str, parameters: tuple[str,
         @staticmethod
         def forward(node, state: SDFGState, sdfg: SDFG) -> SDFG:
             steps = MapSteps.for_node(node, state, sdfg, drop=parameters)
+            in_shape, out_shape = onnx_shape(steps.desc(data)), onnx_shape(steps.desc(output))
+            if math.prod(in_shape) != math.prod(out_shape):
+                raise unsupported(node, f"imported output shape {list(out_shape)} does not hold the input {in_shape}")
             add_copy(steps, "copy", data, output)
             return steps.sdfg
 
@@ -347,6 +350,10 @@ class CanonicalConstantOfShape(ONNXForward):
         steps = MapSteps.for_node(node, state, sdfg, drop=("input",))
         desc = steps.desc("output")
         shape = onnx_shape(desc)
+        if any(dace.symbolic.issymbolic(size) for size in shape):
+            raise unsupported(
+                node, f"output shape {tuple(map(str, shape))} unknown at import (a constant shape is needed)"
+            )
         value = 0 if node.value is None else np.asarray(node.value).reshape(-1)[0].item()
         if math.prod(shape) > 0:
             params = index_params(len(shape))

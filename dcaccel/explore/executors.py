@@ -44,6 +44,9 @@ EXECUTORS = ("local", "process", "dask")
 #: How many times the process pool re-runs an assignment whose worker process died.
 RETRIES = 3
 
+#: Modules every pool worker imports (DaCe among them), preloaded by the fork server.
+WORKER_MODULES = ("dcaccel.explore.sweep",)
+
 #: Loopback host of the Dask cluster started when no scheduler address is given.
 LOOPBACK = "127.0.0.1"
 
@@ -180,8 +183,18 @@ class LocalExecutor(Executor):
             yield evaluate(self.evaluation, self.workload, assignment)
 
 
+def _worker_context() -> multiprocessing.context.BaseContext:
+    """How pool workers start: forked from a fork server that has imported :data:`WORKER_MODULES` once
+    (spawned where there is no fork server). Neither inherits the caller's threads."""
+    if "forkserver" not in multiprocessing.get_all_start_methods():
+        return multiprocessing.get_context("spawn")
+    context = multiprocessing.get_context("forkserver")
+    context.set_forkserver_preload(list(WORKER_MODULES))
+    return context
+
+
 class ProcessExecutor(Executor):
-    """A pool of ``workers`` spawned processes on this machine, each building the workload once.
+    """A pool of ``workers`` processes on this machine, each building the workload once.
 
     A worker process that dies breaks the pool. Each task reports its start on a queue, so the
     assignments that were running then are known: they are retried one at a time in new pools (one
@@ -195,7 +208,7 @@ class ProcessExecutor(Executor):
         self.source = source
         self.evaluation = evaluation
         self.workers = workers or os.cpu_count() or 1
-        self._context = multiprocessing.get_context("spawn")
+        self._context = _worker_context()
         self._pool: ProcessPoolExecutor | None = None
         self._started = None
 

@@ -2,8 +2,8 @@
 failing assignment is reported without stopping the others; a worker that dies has its assignment
 retried; greedy exploration evaluates the candidates of one node together.
 
-The process-pool tests use :class:`Stub`, an evaluation that needs no lowering (the spawned workers
-import this module, not DaCe). The Dask tests share one ``LocalCluster`` of two single-threaded
+The process-pool tests use :class:`Stub`, an evaluation that needs no lowering and fails or kills
+its worker on request. The Dask tests share one ``LocalCluster`` of two single-threaded
 worker processes on loopback, shut down at the end of the module.
 """
 

@@ -1,11 +1,38 @@
-"""Building blocks shared by the MMM expansions: the nested SDFG skeleton, operand buffers, flat
-single-task maps and task maps (an outer map over the task index whose body is the per-task map).
+"""Building blocks shared by the MMM expansions: the nested SDFG skeleton, the batch indices, operand
+buffers, flat single-task maps and task maps (an outer map over the batch and task indices whose body is
+the per-task map).
 """
+
+from dataclasses import dataclass
 
 import dace
 
 from dcaccel.buffers import BufferReason, mark_buffer
-from dcaccel.expansions.mmm.operands import CONNECTORS, MMMOperands
+from dcaccel.expansions.mmm.operands import CONNECTORS, MatrixView, MMMOperands
+
+
+@dataclass(frozen=True)
+class Batch:
+    """The batch dimensions of a product (sizes, possibly none) as map parameters ``__b0, __b1, ...``,
+    which come first in every map range and every subset of a per-batch-element transient."""
+
+    sizes: tuple
+
+    @property
+    def params(self) -> list[str]:
+        return [f"__b{d}" for d in range(len(self.sizes))]
+
+    def ranges(self, **inner: str) -> dict[str, str]:
+        """Map ranges over the batch, then over ``inner`` (parameter -> range)."""
+        return {**{p: f"0:{size}" for p, size in zip(self.params, self.sizes, strict=True)}, **inner}
+
+    def shape(self, *inner) -> tuple:
+        """The shape of a transient holding one ``inner``-shaped array per batch element."""
+        return (*self.sizes, *inner)
+
+    def index(self, *inner: str) -> str:
+        """The subset of batch element (``__b0``, ...) and ``inner`` in a transient of :meth:`shape`."""
+        return ", ".join([*self.params, *inner])
 
 
 def expansion_state(sdfg: dace.SDFG, name: str, source: str) -> dace.SDFGState:
@@ -35,18 +62,23 @@ def add_transient_matrix(sdfg: dace.SDFG, name: str, shape, dtype, reason: Buffe
     return name
 
 
-def add_operand_buffer(state: dace.SDFGState, operands: MMMOperands, operand: str, name: str) -> dace.nodes.AccessNode:
-    """Copy the matrix on ``operand`` whole into a new rows × columns transient ``name``, a REUSE buffer
-    (the tasks re-read it). The copy is an access-node-to-access-node memlet: an edge between two
-    containers, not a task."""
+def add_operand_buffer(
+    state: dace.SDFGState, operands: MMMOperands, operand: str, name: str
+) -> tuple[dace.nodes.AccessNode, MatrixView]:
+    """Copy the matrices on ``operand`` whole into a new transient ``name``, a REUSE buffer (the tasks
+    re-read it): one rows × columns matrix per batch element the operand is not broadcast over. The copy
+    is an access-node-to-access-node memlet: an edge between two containers, not a task. Returns the
+    buffer's access node and its view (indexed like the operand)."""
     view = operands.view(operand)
-    buffer = add_transient_matrix(state.sdfg, name, (view.rows, view.columns), view.dtype, BufferReason.REUSE)
+    compact = view.compact(operands.batch)
+    buffer = add_transient_matrix(state.sdfg, name, compact.shape, view.dtype, BufferReason.REUSE)
     source, target = state.add_read(operand), state.add_access(buffer)
-    window = view.index(f"0:{view.rows}", f"0:{view.columns}")
     state.add_nedge(
-        source, target, dace.Memlet(data=operand, subset=window, other_subset=f"0:{view.rows}, 0:{view.columns}")
+        source,
+        target,
+        dace.Memlet(data=operand, subset=view.whole(operands.batch), other_subset=compact.whole(operands.batch)),
     )
-    return target
+    return target, compact
 
 
 def _memlet(node: dace.nodes.AccessNode, access: str | dace.Memlet) -> dace.Memlet:
@@ -77,21 +109,21 @@ def add_flat_map(
 def add_task_map(
     state: dace.SDFGState,
     label: str,
-    task_range: tuple[str, str],
+    task_ranges: dict[str, str],
     body_label: str,
     body_ranges: dict[str, str],
     inputs: dict[str, tuple[dace.nodes.AccessNode, str]],
     code: str,
     outputs: dict[str, tuple[dace.nodes.AccessNode, str]],
 ) -> dace.nodes.MapEntry:
-    """A task map: an outer map over the task index ``task_range = (parameter, range)`` whose body is the
-    per-task map over ``body_ranges`` with a tasklet. Each outer iteration is one task (Contract 2).
+    """A task map: an outer map over ``task_ranges`` (the batch indices, then the task index) whose body is
+    the per-task map over ``body_ranges`` with a tasklet. Each outer iteration is one task (Contract 2).
 
     ``inputs`` / ``outputs`` map a tasklet connector to (access node, subset expression in the indices of
     both maps); the memlets on the maps are propagated from them, so the memlets at the body map's entry
     are the accesses of one task.
     """
-    task_entry, task_exit = state.add_map(label, dict([task_range]))
+    task_entry, task_exit = state.add_map(label, task_ranges)
     body_entry, body_exit = state.add_map(body_label, body_ranges)
     tasklet = state.add_tasklet(label, dict.fromkeys(inputs), dict.fromkeys(outputs), code)
     for conn, (node, subset) in inputs.items():

@@ -4,6 +4,7 @@ import dace
 from dace.transformation.transformation import ExpandTransformation
 
 from dcaccel.expansions.mmm.expansions.common import (
+    Batch,
     add_flat_map,
     add_operand_buffer,
     add_task_map,
@@ -26,29 +27,37 @@ def build_op_sdfg(operands: MMMOperands, task_label: str = "OP", name: str = "mm
 
     Consumes A and B in any order (both are copied into buffers first); produces C accumulated
     (each element is the sum of K contributions, one from each task).
+
+    With a batch (C[b] = A[b]·B[b]), the task map ranges over (b, k): one OP task per batch element and
+    inner index, each with the accesses above; ``Reduce`` stays a single task over every batch element,
+    and the operand buffers hold one matrix per batch element the operand is not broadcast over.
     """
     n, k, m, dtype = operands.n, operands.k, operands.m, operands.dtype
+    batch = Batch(operands.batch)
     sdfg, state = mmm_sdfg(name, operands, __file__)
-    a_buffer = add_operand_buffer(state, operands, "_a", "_a_copy")
-    b_buffer = add_operand_buffer(state, operands, "_b", "_b_copy")
-    partial = state.add_access(add_transient_matrix(sdfg, "_c_partial", (k, n, m), dtype, None))
+    a_buffer, a_copy = add_operand_buffer(state, operands, "_a", "_a_copy")
+    b_buffer, b_copy = add_operand_buffer(state, operands, "_b", "_b_copy")
+    partial = state.add_access(add_transient_matrix(sdfg, "_c_partial", batch.shape(k, n, m), dtype, None))
     add_task_map(
         state,
         task_label,
-        ("__k", f"0:{k}"),
+        batch.ranges(__k=f"0:{k}"),
         "elements",
         {"__i": f"0:{n}", "__j": f"0:{m}"},
-        {"__a": (a_buffer, "__i, __k"), "__b": (b_buffer, "__k, __j")},
+        {
+            "__a": (a_buffer, a_copy.index("__i", "__k", batch.params)),
+            "__b": (b_buffer, b_copy.index("__k", "__j", batch.params)),
+        },
         "__c = __a * __b",
-        {"__c": (partial, "__k, __i, __j")},
+        {"__c": (partial, batch.index("__k", "__i", "__j"))},
     )
     add_flat_map(
         state,
         "Reduce",
-        {"__i": f"0:{n}", "__j": f"0:{m}"},
-        {"__p": (partial, f"0:{k}, __i, __j")},
+        batch.ranges(__i=f"0:{n}", __j=f"0:{m}"),
+        {"__p": (partial, batch.index(f"0:{k}", "__i", "__j"))},
         sum_code(k, dtype),
-        {"__c": (state.add_write("_c"), operands.c.index("__i", "__j"))},
+        {"__c": (state.add_write("_c"), operands.c.index("__i", "__j", batch.params))},
     )
     return sdfg
 
