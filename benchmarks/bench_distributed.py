@@ -56,6 +56,7 @@ class ExecutorTiming:
     points: int
     wall_s: float
     speedup: float
+    assignment_s: float  # mean seconds per assignment inside the worker (lower + extract + schedule)
     same_rows: str
 
 
@@ -78,6 +79,13 @@ def _implementations(text: str) -> tuple[str, list[str]]:
 def warm(model: str) -> None:
     """On a worker: import dcaccel and build the workload, as a persistent worker already has."""
     WorkloadSource(model).build()
+
+
+def assignment_seconds(results: pd.DataFrame) -> float:
+    """Mean seconds one assignment took where it ran: lowering, extraction and scheduling its points."""
+    per_assignment = results.groupby("assignment", sort=False)
+    lower_extract = per_assignment["lower_seconds"].first() + per_assignment["extract_seconds"].first()
+    return float((lower_extract + per_assignment["schedule_seconds"].sum()).mean())
 
 
 def cluster_size(address: str | None, workers: int) -> int:
@@ -187,11 +195,14 @@ def main(argv: list[str] | None = None) -> None:
             len(results),
             round(seconds, 1),
             round(reference_seconds / seconds, 2),
+            round(assignment_seconds(results), 2),
             "yes" if results.drop(columns=timing).equals(reference.drop(columns=timing)) else "NO",
         )
         for name, (results, seconds, workers) in runs.items()
     ]
-    print(f"\n{args.model} per-node sweep, P = {args.pes}, {os.cpu_count()} cores (speed-up over {executors[0]})")
+    load = ", ".join(f"{value:.1f}" for value in os.getloadavg())
+    print(f"\n{args.model} per-node sweep, P = {args.pes}, {os.cpu_count()} cores, load average at the end {load}")
+    print(f"speed-up over {executors[0]}; assignment_s above the local one means the workers shared the cores")
     print(format_table(rows))
     if "local" in runs:
         print("\nper assignment: lowering + extraction vs scheduling, and what would travel")

@@ -19,6 +19,7 @@ than once, or in another order, reads it from a copy in a buffer the expansion c
 weights are buffers already (the lowering marks them), so they are read directly.
 """
 
+import ast
 import copy
 import math
 from collections.abc import Callable, Mapping, Sequence
@@ -101,15 +102,19 @@ def onnx_shape(desc: dace.data.Data) -> tuple:
     return () if isinstance(desc, dace.data.Scalar) else tuple(desc.shape)
 
 
-def index_params(rank: int, prefix: str = "i") -> list[str]:
-    """Map parameter names for a ``rank``-dimensional index space: ``i0, i1, ...``."""
+def index_params(rank: int, prefix: str = "__i") -> list[str]:
+    """Map parameter names for a ``rank``-dimensional index space: ``__i0, __i1, ...``.
+
+    (Double underscores keep them apart from the container names of the program an expansion is
+    inlined into.)
+    """
     return [f"{prefix}{d}" for d in range(rank)]
 
 
 def index_ranges(params: Sequence[str], shape: Sequence) -> dict[str, str]:
     """Map ranges iterating ``shape`` row-major with ``params``; a rank-0 shape gets one iteration."""
     if not params:
-        return {"unit": "0:1"}
+        return {"__unit": "0:1"}
     return {p: f"0:{s}" for p, s in zip(params, shape, strict=True)}
 
 
@@ -245,6 +250,22 @@ def normalize_axis(axis: int, rank: int, node: nodes.Node) -> int:
 # The nested SDFG of an expansion
 
 
+def connector(name: str) -> str:
+    """The tasklet connector of the operand a step calls ``name`` (``__`` + name)."""
+    return f"__{name}"
+
+
+def _renamed(code: str, names: Mapping[str, str]) -> str:
+    """Python tasklet ``code`` with the identifiers in ``names`` replaced."""
+
+    class Rename(ast.NodeTransformer):
+        def visit_Name(self, node: ast.Name) -> ast.Name:
+            node.id = names.get(node.id, node.id)
+            return node
+
+    return ast.unparse(Rename().visit(ast.parse(code)))
+
+
 class MapSteps:
     """The nested SDFG of an expansion, built as a sequence of flat map steps.
 
@@ -343,16 +364,20 @@ class MapSteps:
         """Add one flat map step (a task): ``ranges`` around a Python tasklet ``code``.
 
         Inputs are read from the latest version of each container in the compute state, so steps
-        added later see the results of earlier ones. Returns the tasklet.
+        added later see the results of earlier ones. The tasklet's connectors are the keys of
+        ``inputs`` and ``outputs`` prefixed with ``__`` (see :func:`connector`; ``code`` is
+        rewritten accordingly), so that they never clash with the names of the containers of the
+        program the expansion is inlined into. Returns the tasklet.
         """
+        names = {name: connector(name) for name in (*inputs, *outputs)}
         read_nodes = {m.data: self._read(m.data) for m in inputs.values()}
         write_nodes = {m.data: self.state.add_access(m.data) for m in outputs.values()}
         tasklet, _, _ = self.state.add_mapped_tasklet(
             f"{self.label}_{label}",
             dict(ranges),
-            dict(inputs),
-            code,
-            dict(outputs),
+            {names[name]: memlet for name, memlet in inputs.items()},
+            _renamed(code, names),
+            {names[name]: memlet for name, memlet in outputs.items()},
             external_edges=True,
             input_nodes=read_nodes,
             output_nodes=write_nodes,
@@ -370,8 +395,8 @@ class MapSteps:
             f"{self.label}_init_{name}",
             index_ranges(params, shape),
             {},
-            f"out = {value};" if language == dace.Language.CPP else f"out = {value}",
-            {"out": dace.Memlet(f"{name}[{subscript(params)}]")},
+            f"__out = {value};" if language == dace.Language.CPP else f"__out = {value}",
+            {"__out": dace.Memlet(f"{name}[{subscript(params)}]")},
             language=language,
             external_edges=True,
         )

@@ -8,18 +8,18 @@ Each expands into a nested SDFG in one state holding MMM node(s) with the chosen
   product, and an epilogue task (``AddBias`` with C, ``Scale`` for alpha alone) reads it row by row;
   without C and with alpha = 1 the MMM writes Y itself.
 - ``MatMul`` — numpy semantics: 1-D operands are vectors (a row on the left, a column on the right),
-  leading dimensions are batch dimensions broadcast against each other; one MMM node per element of
-  the broadcast batch, each on its own slice of A, B and Y.
-- DaCe's ``dace.libraries.blas`` ``MatMul`` (what ``@`` becomes in a ``@dace.program``) lowers like
-  ONNX MatMul; implementations ``mv``, ``op``, ``lmv`` are registered on that class.
+  leading dimensions are batch dimensions broadcast against each other; one batched MMM node, whose
+  task map ranges over the batch and the task index (Y[b] = A[b]·B[b], see
+  :mod:`dcaccel.expansions.mmm.operands`).
+- DaCe's ``dace.libraries.blas`` ``MatMul`` (what ``@`` becomes in a ``@dace.program``, on 2-D and on
+  batched 3-D operands alike) lowers like ONNX MatMul, symbolic batch sizes included; implementations
+  ``mv``, ``op``, ``lmv`` are registered on that class.
 
 The marks of the transients around the MMM follow from the orders the shape declares
 (:func:`dcaccel.expansions.mmm.buffer_reason_between`): the transposes produce rows, the epilogue
 reads rows.
 """
 
-import itertools
-import math
 from dataclasses import dataclass
 
 import dace
@@ -142,45 +142,23 @@ def build_gemm_sdfg(
     return sdfg
 
 
-def _matrix_subset(batch: list[str], shape: tuple, batch_rank: int, matrix: list[str]) -> str:
-    """Subset of one batch element's matrix (or vector) in a tensor of ``shape`` whose last
-    ``len(matrix)`` dimensions are the matrix and the others broadcast against the batch."""
-    batch_shape = shape[: len(shape) - len(matrix)]
-    indices = ["0" if size == 1 else batch[batch_rank - len(batch_shape) + d] for d, size in enumerate(batch_shape)]
-    return ", ".join(indices + matrix)
-
-
 def build_matmul_sdfg(
     a: Operand, b: Operand, y: Operand, dtype: dace.typeclass, implementation: str, name: str = "matmul"
 ) -> dace.SDFG:
-    """Y = A @ B (numpy semantics) as a nested SDFG of MMM nodes with ``implementation``, one per element
-    of the broadcast batch; 1-D operands are vectors (a row for A, a column for B)."""
+    """Y = A @ B (numpy semantics) as a nested SDFG holding one MMM node with ``implementation``: 1-D
+    operands are vectors (a row for A, a column for B), the leading dimensions of Y are the batch of the
+    MMM (one task per batch element and task index), those of A and B broadcast against them."""
     sdfg = dace.SDFG(name)
     _add_operands(sdfg, dtype, a, b, y)
     state = expansion_state(sdfg, name, __file__)
     a_node, b_node, y_node = state.add_read(a.name), state.add_read(b.name), state.add_write(y.name)
-    n = 1 if len(a.shape) == 1 else a.shape[-2]
-    k = a.shape[-1]
-    m = 1 if len(b.shape) == 1 else b.shape[-1]
-    a_matrix = [f"0:{k}"] if len(a.shape) == 1 else [f"0:{n}", f"0:{k}"]
-    b_matrix = [f"0:{k}"] if len(b.shape) == 1 else [f"0:{k}", f"0:{m}"]
-    y_matrix = [f"0:{s}" for s in (([] if len(a.shape) == 1 else [n]) + ([] if len(b.shape) == 1 else [m]))]
-    batch_shape = y.shape[: len(y.shape) - len(y_matrix)]
-    batch_size = math.prod(batch_shape)
-    for flat, batch in enumerate(itertools.product(*(range(s) for s in batch_shape))):
-        indices = [str(i) for i in batch]
-        _add_mmm(
-            state,
-            implementation,
-            f"MMM_{flat}" if batch_size > 1 else "MMM",
-            a_node,
-            _matrix_subset(indices, a.shape, len(batch_shape), a_matrix),
-            b_node,
-            _matrix_subset(indices, b.shape, len(batch_shape), b_matrix),
-            y_node,
-            _matrix_subset(indices, y.shape, len(batch_shape), y_matrix),
-        )
+    a_whole, b_whole, y_whole = (_whole(operand.shape) for operand in (a, b, y))
+    _add_mmm(state, implementation, "MMM", a_node, a_whole, b_node, b_whole, y_node, y_whole)
     return sdfg
+
+
+def _whole(shape: tuple) -> str:
+    return ", ".join(f"0:{size}" for size in shape)
 
 
 def _element_type(node, state, sdfg, *connectors: str) -> dace.typeclass | None:
@@ -273,21 +251,21 @@ class GemmLMV(_OnnxGemm):
 
 @op_implementation(op="MatMul", name="mv")
 class MatMulMV(_OnnxMatMul):
-    """ONNX MatMul as MMM ``mv`` (one MMM per batch element)."""
+    """ONNX MatMul as a batched MMM ``mv``."""
 
     mmm_implementation = "mv"
 
 
 @op_implementation(op="MatMul", name="op")
 class MatMulOP(_OnnxMatMul):
-    """ONNX MatMul as MMM ``op`` (one MMM per batch element)."""
+    """ONNX MatMul as a batched MMM ``op``."""
 
     mmm_implementation = "op"
 
 
 @op_implementation(op="MatMul", name="lmv")
 class MatMulLMV(_OnnxMatMul):
-    """ONNX MatMul as MMM ``lmv`` (one MMM per batch element)."""
+    """ONNX MatMul as a batched MMM ``lmv``."""
 
     mmm_implementation = "lmv"
 
@@ -316,9 +294,6 @@ class _BlasMatMulExpansion(ExpandTransformation):
         )
         if len(a.shape) == 1 and len(b.shape) == 1:
             raise UnsupportedOpError("MatMul", node.label, "a dot product of two vectors")
-        batch = c.shape[: len(c.shape) - (2 if len(a.shape) > 1 and len(b.shape) > 1 else 1)]
-        if not all(isinstance(size, int) or getattr(size, "is_Integer", False) for size in batch):
-            raise UnsupportedOpError("MatMul", node.label, f"symbolic batch sizes {tuple(batch)}")
         dtype = parent_sdfg.arrays[edges[2].data.data].dtype
         return build_matmul_sdfg(a, b, c, dtype, cls.mmm_implementation, f"{node.label}_{cls.mmm_implementation}")
 

@@ -112,27 +112,27 @@ def add_cholesky(steps: MapSteps, source: str, n: int, dtype: dace.typeclass) ->
     for j in range(n):
         steps.step(
             f"column_{j}",
-            {"i": f"{j}:{n}"},
+            {"__i": f"{j}:{n}"},
             {
-                "a": Memlet(f"{current}[{_shift('i', offset)}, {j - offset}]"),
+                "a": Memlet(f"{current}[{_shift('__i', offset)}, {j - offset}]"),
                 "d": Memlet(f"{current}[{j - offset}, {j - offset}]"),
             },
             "l = a / sqrt(d)",
-            {"l": Memlet(f"{factor}[i, {j}]")},
+            {"l": Memlet(f"{factor}[__i, {j}]")},
         )
         if j == n - 1:
             break
         trailing = steps.transient(f"trailing_{j + 1}", (n - j - 1, n - j - 1), dtype, BufferReason.REUSE)
         steps.step(
             f"update_{j}",
-            {"i": f"{j + 1}:{n}", "k": f"{j + 1}:{n}"},
+            {"__i": f"{j + 1}:{n}", "__k": f"{j + 1}:{n}"},
             {
-                "a": Memlet(f"{current}[{_shift('i', offset)}, {_shift('k', offset)}]"),
-                "li": Memlet(f"{factor}[i, {j}]"),
-                "lk": Memlet(f"{factor}[k, {j}]"),
+                "a": Memlet(f"{current}[{_shift('__i', offset)}, {_shift('__k', offset)}]"),
+                "li": Memlet(f"{factor}[__i, {j}]"),
+                "lk": Memlet(f"{factor}[__k, {j}]"),
             },
             f"out = a - li * {_conj('lk', dtype)}",
-            {"out": Memlet(f"{trailing}[{_shift('i', j + 1)}, {_shift('k', j + 1)}]")},
+            {"out": Memlet(f"{trailing}[{_shift('__i', j + 1)}, {_shift('__k', j + 1)}]")},
         )
         current, offset = trailing, j + 1
     return factor
@@ -165,29 +165,31 @@ def add_substitutions(
     for k in range(n):
         inputs = {"d": Memlet(f"{factor}[{k}, {k}]")}
         if current is None:
-            value = f"({one} if c == {k} else {zero})"
+            value = f"({one} if __c == {k} else {zero})"
         else:
             row = k - offset
-            index = f"{row}" if vector and current == rhs else f"{row}, c"
+            index = f"{row}" if vector and current == rhs else f"{row}, __c"
             inputs["b"] = Memlet(f"{current}[{index}]")
             value = "b"
-        steps.step(f"forward_row_{k}", {"c": f"0:{m}"}, inputs, f"y = {value} / d", {"y": Memlet(f"{forward}[{k}, c]")})
+        steps.step(
+            f"forward_row_{k}", {"__c": f"0:{m}"}, inputs, f"y = {value} / d", {"y": Memlet(f"{forward}[{k}, __c]")}
+        )
         if k == n - 1:
             break
         following = steps.transient(f"forward_rhs_{k + 1}", (n - k - 1, m), dtype)
-        inputs = {"l": Memlet(f"{factor}[i, {k}]"), "y": Memlet(f"{forward}[{k}, c]")}
+        inputs = {"l": Memlet(f"{factor}[__i, {k}]"), "y": Memlet(f"{forward}[{k}, __c]")}
         if current is None:
-            value = f"({one} if i == c else {zero})"
+            value = f"({one} if __i == __c else {zero})"
         else:
-            index = _shift("i", offset) if vector and current == rhs else f"{_shift('i', offset)}, c"
+            index = _shift("__i", offset) if vector and current == rhs else f"{_shift('__i', offset)}, __c"
             inputs["b"] = Memlet(f"{current}[{index}]")
             value = "b"
         steps.step(
             f"forward_update_{k}",
-            {"i": f"{k + 1}:{n}", "c": f"0:{m}"},
+            {"__i": f"{k + 1}:{n}", "__c": f"0:{m}"},
             inputs,
             f"out = {value} - l * y",
-            {"out": Memlet(f"{following}[{_shift('i', k + 1)}, c]")},
+            {"out": Memlet(f"{following}[{_shift('__i', k + 1)}, __c]")},
         )
         current, offset = following, k + 1
 
@@ -196,24 +198,24 @@ def add_substitutions(
     for k in reversed(range(n)):
         steps.step(
             f"backward_row_{k}",
-            {"c": f"0:{m}"},
-            {"b": Memlet(f"{current}[{k}, c]"), "d": Memlet(f"{factor}[{k}, {k}]")},
+            {"__c": f"0:{m}"},
+            {"b": Memlet(f"{current}[{k}, __c]"), "d": Memlet(f"{factor}[{k}, {k}]")},
             f"x = b / {_conj('d', dtype)}",
-            {"x": Memlet(f"{solution}[{k}, c]")},
+            {"x": Memlet(f"{solution}[{k}, __c]")},
         )
         if k == 0:
             break
         preceding = steps.transient(f"backward_rhs_{k - 1}", (k, m), dtype)
         steps.step(
             f"backward_update_{k}",
-            {"i": f"0:{k}", "c": f"0:{m}"},
+            {"__i": f"0:{k}", "__c": f"0:{m}"},
             {
-                "b": Memlet(f"{current}[i, c]"),
-                "l": Memlet(f"{factor}[{k}, i]"),
-                "x": Memlet(f"{solution}[{k}, c]"),
+                "b": Memlet(f"{current}[__i, __c]"),
+                "l": Memlet(f"{factor}[{k}, __i]"),
+                "x": Memlet(f"{solution}[{k}, __c]"),
             },
             f"out = b - {_conj('l', dtype)} * x",
-            {"out": Memlet(f"{preceding}[i, c]")},
+            {"out": Memlet(f"{preceding}[__i, __c]")},
         )
         current = preceding
     return solution
@@ -222,11 +224,11 @@ def add_substitutions(
 def _copy_out(steps: MapSteps, source: str, target: str, shape: tuple, vector: bool = False) -> None:
     """Copy the n×m ``source`` into the output ``target``, row-major (the output is produced in order)."""
     n, m = shape[0], shape[1] if len(shape) > 1 else 1
-    index = "i" if vector else "i, c"
+    index = "__i" if vector else "__i, __c"
     steps.step(
         "output",
-        {"i": f"0:{n}", "c": f"0:{m}"},
-        {"v": Memlet(f"{source}[i, c]")},
+        {"__i": f"0:{n}", "__c": f"0:{m}"},
+        {"v": Memlet(f"{source}[__i, __c]")},
         "out = v",
         {"out": Memlet(f"{target}[{index}]")},
     )
@@ -252,15 +254,15 @@ class ExpandCholeskyCanonical(ExpandTransformation):
         dtype = steps.desc("_b").dtype
         source = steps.operand("_a", reused=True)
         factor = add_cholesky(steps, source, n, dtype)
-        row, col = ("i", "Min(k, i)") if node.lower else ("Max(k, i)", "i")
-        keep = "k <= i" if node.lower else "k >= i"
+        row, col = ("__i", "Min(__k, __i)") if node.lower else ("Max(__k, __i)", "__i")
+        keep = "__k <= __i" if node.lower else "__k >= __i"
         value = "v" if node.lower else _conj("v", dtype)
         steps.step(
             "output",
-            {"i": f"0:{n}", "k": f"0:{n}"},
+            {"__i": f"0:{n}", "__k": f"0:{n}"},
             {"v": Memlet(f"{factor}[{row}, {col}]")},
             f"out = {value} if {keep} else {literal(0, dtype)}",
-            {"out": Memlet("_b[i, k]")},
+            {"out": Memlet("_b[__i, __k]")},
         )
         return steps.sdfg
 
@@ -354,10 +356,10 @@ class ExpandTransposeCanonical(ExpandTransformation):
         source = steps.operand("_inp", reused=True, reason=BufferReason.REORDER)
         steps.step(
             "transpose",
-            {"j": f"0:{rows}", "i": f"0:{cols}"},
-            {"v": Memlet(f"{source}[i, j]")},
+            {"__j": f"0:{rows}", "__i": f"0:{cols}"},
+            {"v": Memlet(f"{source}[__i, __j]")},
             "out = v",
-            {"out": Memlet("_out[j, i]")},
+            {"out": Memlet("_out[__j, __i]")},
         )
         return steps.sdfg
 

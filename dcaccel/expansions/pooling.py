@@ -116,6 +116,7 @@ def _window(geometry: PoolGeometry, source: str, params: list[str]):
 
 
 def _pool_steps(node, state: SDFGState, sdfg: SDFG, average: bool) -> SDFG:
+    """The nested SDFG of a MaxPool (or, ``average``, AveragePool) node: one map over the output windows."""
     if len(state.out_edges(node)) != 1:
         raise unsupported(node, "the Indices output")
     steps = MapSteps.for_node(node, state, sdfg)
@@ -134,13 +135,13 @@ def _pool_steps(node, state: SDFGState, sdfg: SDFG, average: bool) -> SDFG:
         inputs[connector] = memlet
         if average:
             term = f"({connector} if {condition} else {literal(0, dtype)})" if condition else connector
-            lines.append(f"acc = acc + {term}")
+            lines.append(f"__acc = __acc + {term}")
         else:
             term = f"({connector} if {condition} else {lowest(dtype)})" if condition else connector
-            lines.append(f"acc = max(acc, {term})")
+            lines.append(f"__acc = max(__acc, {term})")
     first = literal(0, dtype) if average else lowest(dtype)
-    code = [f"acc = {first}", *lines]
-    code.append(f"y = acc / {_divisor(node, geometry, params[2:], dtype)}" if average else "y = acc")
+    code = [f"__acc = {first}", *lines]
+    code.append(f"y = __acc / {_divisor(node, geometry, params[2:], dtype)}" if average else "y = __acc")
     steps.step(
         "pool",
         index_ranges(params, out_shape),

@@ -17,6 +17,7 @@ from dace.libraries.onnx.forward_implementation_abc import ONNXForward
 from dcaccel.buffers import BufferReason
 from dcaccel.expansions.common import (
     MapSteps,
+    connector,
     constant_input,
     constant_ints,
     index_params,
@@ -81,7 +82,7 @@ def add_copy(steps: MapSteps, label: str, source: str, target: str) -> None:
     cuts = _refinement(in_shape, out_shape)
     if cuts is not None:
         sizes = [outer // inner for inner, outer in itertools.pairwise(cuts)][::-1]
-        params = index_params(len(sizes), "r")
+        params = index_params(len(sizes), "__r")
         ranges = index_ranges(params, sizes)
         in_index = _grouped_indices(in_shape, cuts, params)
         out_index = _grouped_indices(out_shape, cuts, params)
@@ -178,8 +179,8 @@ class CanonicalConcat(ONNXForward):
         out_shape = onnx_shape(steps.desc("concat_result"))
         axis = normalize_axis(node.axis, len(out_shape), node)
         offset = 0
-        for k, connector in enumerate(inputs):
-            shape = onnx_shape(steps.desc(connector))
+        for k, name in enumerate(inputs):
+            shape = onnx_shape(steps.desc(name))
             if math.prod(shape) > 0:
                 params = index_params(len(shape))
                 out_index = list(params)
@@ -187,7 +188,7 @@ class CanonicalConcat(ONNXForward):
                 steps.step(
                     f"copy_{k}",
                     index_ranges(params, shape),
-                    {"v": Memlet(f"{connector}[{subscript(params)}]")},
+                    {"v": Memlet(f"{name}[{subscript(params)}]")},
                     "out = v",
                     {"out": Memlet(f"concat_result[{subscript(out_index)}]")},
                 )
@@ -292,7 +293,7 @@ class CanonicalGather(ONNXForward):
             f"out = row[j if j >= 0 else j + {size}]",
             {"out": _write(params)},
         )
-        tasklet.in_connectors["row"] = dace.pointer(steps.desc(source).dtype)
+        tasklet.in_connectors[connector("row")] = dace.pointer(steps.desc(source).dtype)
         return steps.sdfg
 
 
@@ -318,10 +319,11 @@ class CanonicalShape(ONNXForward):
         steps = MapSteps.for_node(node, state, sdfg, drop=("data",))
         if not values:
             return steps.sdfg
+        (index,) = index_params(1)
         expression = str(values[-1])
         for k in reversed(range(len(values) - 1)):
-            expression = f"({values[k]} if i0 == {k} else {expression})"
-        steps.step("shape", {"i0": f"0:{len(values)}"}, {}, f"out = {expression}", {"out": Memlet("shape[i0]")})
+            expression = f"({values[k]} if {index} == {k} else {expression})"
+        steps.step("shape", {index: f"0:{len(values)}"}, {}, f"out = {expression}", {"out": Memlet(f"shape[{index}]")})
         return steps.sdfg
 
 

@@ -2,17 +2,18 @@
 
 The unit of work is one assignment: the worker lowers the workload under it, extracts the task DAG
 and schedules every (P, scheduler, on-chip memory) point of the sweep on that DAG, then returns the
-points. Lowering dominates (about a second per LeNet assignment against a tenth for scheduling its
-points), so it runs where the points are scheduled: neither SDFGs nor DAGs travel, only the workload
-(once per worker) and the points. A worker obtains the workload from a :class:`WorkloadSource`:
+points. Lowering dominates (LeNet: 1.3 to 1.5 s to lower and extract one assignment, 0.03 to 0.05 s
+to schedule its four points; ``benchmarks/bench_distributed.py`` measures it), so it runs where the
+points are scheduled: neither SDFGs nor DAGs travel, only the workload (once per worker) and the
+points. A worker obtains the workload from a :class:`WorkloadSource`:
 a built-in workload by name (rebuilt once per worker process), any other workload pickled without
 what lowering does not read (weights, ONNX model, reference, input sampler).
 
 Every executor yields one :class:`Outcome` per assignment as it finishes, in completion order. An
 assignment that raises yields a :class:`Failure` instead of stopping the others. A process-pool or
 Dask worker that dies mid-assignment has the assignment retried on another worker (Dask: by its
-scheduler, up to ``distributed.scheduler.allowed-failures`` times; the process pool: in a new pool,
-up to :data:`RETRIES` times); when the retries are spent the assignment is a failure.
+scheduler, up to ``distributed.scheduler.allowed-failures`` times; the process pool: alone in a new
+pool, up to :data:`RETRIES` times); when the retries are spent the assignment is a failure.
 
 DaCe is not thread-safe: workers are processes (Dask workers should run one thread each, and a lock
 serialises evaluations in a worker process that has more).

@@ -1,13 +1,34 @@
-"""``pusch-mimo``: MMSE MIMO detection of the 5G uplink (PUSCH), per subcarrier, as a ``@dace.program``.
+"""``pusch-mimo``: MMSE MIMO detection of the 5G uplink (PUSCH) over all subcarriers, as a ``@dace.program``.
 
 For every subcarrier s, with channel H[s] (A antennas × L layers), inverse noise covariance R[s]
 (A × A, symmetric positive definite) and received vector y[s] (A), the detected layers are
 
     x[s] = (H[s]ᵀ R[s] H[s] + I)⁻¹ H[s]ᵀ R[s] y[s]
 
-(the seed's G = inv(Hᵀ·R·H + I) · Hᵀ·R applied to y, for unit-power symbols). The L × L system is
-solved explicitly, by a Cholesky factorisation and forward and backward substitution, so that the
-program needs no LAPACK. Data is real (float64). The subcarriers form a parallel map.
+(the seed's G = inv(Hᵀ·R·H + I) · Hᵀ·R applied to y, for unit-power symbols). Data is real (float64).
+The program is a pipeline of canonical stages, each over all S subcarriers at once:
+
+==================  ====================================  ==========================================
+stage               computes                              lowered to
+==================  ====================================  ==========================================
+transpose           Ht[s] = H[s]ᵀ (L × A)                 one flat map (one task)
+``Ht @ R``          HtR[s] = Ht[s]·R[s] (L × A)           a batched MMM (``MatMul`` choice)
+``HtR @ H``         gram[s] = HtR[s]·H[s] (L × L)         a batched MMM
+regularisation      gram[s] + I                           one flat map
+inverse             inverse[s] = (gram[s] + I)⁻¹          a task per subcarrier: ``np.linalg.inv``,
+                                                          Cholesky + forward / back substitution
+``inverse @ HtR``   W[s] = inverse[s]·HtR[s] (L × A)      a batched MMM
+received column     y[s] as an A × 1 matrix               one flat map
+``W @ received``    W[s]·y[s] (L × 1)                     a batched MMM with M = 1
+output              x[s] (L)                              one flat map
+==================  ====================================  ==========================================
+
+The MMM shape chosen for ``MatMul`` applies to all four products; every task of a stage reads
+the same volume from each of its inputs. The inverse is the canonical ``Inv`` of
+:mod:`dcaccel.expansions.linalg`, which unrolls the factorisation into steps over the matrix size:
+the number of layers L is therefore a constant of the program (:func:`program`), while S and A stay
+symbolic. The workload sets ``Inv`` to that implementation, which also runs the unlowered program
+(DaCe's own ``Inv`` needs LAPACK).
 
 :func:`sample_inputs` draws realistic inputs (the seed's open question "how can I generate synthetic
 but realistic input data?"): ±1 symbols sent over a Gaussian channel with coloured noise, R the
@@ -18,11 +39,15 @@ from collections.abc import Mapping
 
 import dace
 import numpy as np
+from dace.frontend.python.parser import DaceProgram
+from dace.libraries.blas import MatMul
+from dace.libraries.linalg import Inv
 
+from dcaccel.expansions.common import IMPLEMENTATION
 from dcaccel.frontend import Workload, load
 from dcaccel.workloads.sizes import merge_sizes
 
-S, A, L = (dace.symbol(name) for name in "SAL")
+S, A = (dace.symbol(name) for name in "SA")
 
 #: Default sizes: subcarriers S, receive antennas A, layers L.
 DEFAULT_SIZES = {"S": 4, "A": 8, "L": 2}
@@ -31,35 +56,40 @@ DEFAULT_SIZES = {"S": 4, "A": 8, "L": 2}
 NOISE_POWER = 0.1
 
 
-@dace.program
-def pusch_mimo(H: dace.float64[S, A, L], R: dace.float64[S, A, A], y: dace.float64[S, A]):
-    x = np.zeros((H.shape[0], H.shape[2]), dtype=np.float64)
-    for s in dace.map[0 : H.shape[0]]:
-        HtR = np.transpose(H[s]) @ R[s]
-        gram = HtR @ H[s] + np.eye(H.shape[2])
-        rhs = HtR @ y[s]
-        chol = np.zeros_like(gram)
-        for i in range(H.shape[2]):
-            for j in range(i + 1):
-                acc = gram[i, j]
-                for k in range(j):
-                    acc = acc - chol[i, k] * chol[j, k]
-                if i == j:
-                    chol[i, j] = np.sqrt(acc)
-                else:
-                    chol[i, j] = acc / chol[j, j]
-        z = np.zeros_like(rhs)
-        for i in range(H.shape[2]):
-            acc = rhs[i]
-            for k in range(i):
-                acc = acc - chol[i, k] * z[k]
-            z[i] = acc / chol[i, i]
-        for i in range(H.shape[2] - 1, -1, -1):
-            acc = z[i]
-            for k in range(i + 1, H.shape[2]):
-                acc = acc - chol[k, i] * x[s, k]
-            x[s, i] = acc / chol[i, i]
-    return x
+def program(layers: int) -> DaceProgram:
+    """The detection program for ``layers`` layers (a constant of the program; S and A are symbolic).
+
+    Its Python function is the reference: the same stages run in numpy.
+    """
+
+    @dace.program
+    def pusch_mimo(H: dace.float64[S, A, layers], R: dace.float64[S, A, A], y: dace.float64[S, A]):
+        Ht = np.empty((H.shape[0], layers, H.shape[1]), dtype=np.float64)
+        for s, row, col in dace.map[0 : H.shape[0], 0:layers, 0 : H.shape[1]]:
+            Ht[s, row, col] = H[s, col, row]
+        HtR = Ht @ R
+        gram = HtR @ H
+        regularized = np.empty_like(gram)
+        for s, row, col in dace.map[0 : H.shape[0], 0:layers, 0:layers]:
+            regularized[s, row, col] = gram[s, row, col] + np.float64(row == col)
+        inverse = np.empty_like(gram)
+        for s in dace.map[0 : H.shape[0]]:
+            inverse[s] = np.linalg.inv(regularized[s])
+        W = inverse @ HtR
+        received = np.empty((H.shape[0], H.shape[1], 1), dtype=np.float64)
+        for s, row in dace.map[0 : H.shape[0], 0 : H.shape[1]]:
+            received[s, row, 0] = y[s, row]
+        detected = W @ received
+        layers_out = np.empty((H.shape[0], layers), dtype=np.float64)
+        for s, row in dace.map[0 : H.shape[0], 0:layers]:
+            layers_out[s, row] = detected[s, row, 0]
+        return layers_out
+
+    return pusch_mimo
+
+
+#: The program at the default number of layers.
+pusch_mimo = program(DEFAULT_SIZES["L"])
 
 
 def transmission(rng: np.random.Generator, subcarriers: int, antennas: int, layers: int) -> dict[str, np.ndarray]:
@@ -85,7 +115,32 @@ def sample_inputs(rng: np.random.Generator, shapes: Mapping[str, tuple[int, ...]
 
 
 def workload(**sizes: int) -> Workload:
-    """The ``pusch-mimo`` workload; ``sizes`` overrides S, A or L."""
-    loaded = load(pusch_mimo, symbols=merge_sizes("pusch-mimo", DEFAULT_SIZES, sizes), name="pusch-mimo")
+    """The ``pusch-mimo`` workload; ``sizes`` overrides S, A or L (L fixes the program, S and A are the
+    default values of its symbols)."""
+    sizes = merge_sizes("pusch-mimo", DEFAULT_SIZES, sizes)
+    symbols = {name: sizes[name] for name in ("S", "A")}
+    loaded = load(program(sizes["L"]), symbols=symbols, name="pusch-mimo")
+    name_stages(loaded.sdfg)
+    for node, _ in loaded.sdfg.all_nodes_recursive():
+        if isinstance(node, Inv):
+            node.implementation = IMPLEMENTATION
     loaded.input_sampler = sample_inputs
     return loaded
+
+
+def name_stages(sdfg: dace.SDFG) -> None:
+    """Name every stage of the program (a top-level map or matrix product) after the container it writes
+    (``Ht``, ``HtR``, ``gram``, ..., ``x`` for the returned layers), in place of DaCe's
+    ``<program>_<line>`` and ``_MatMult_``: the task labels of the DAG and the node names an
+    implementation choice can address (``{"gram": "op"}``)."""
+    for node, state in sdfg.all_nodes_recursive():
+        if state.sdfg is not sdfg or not isinstance(node, (dace.nodes.MapEntry, MatMul)):
+            continue
+        if isinstance(node, MatMul):
+            node.name = node.label = _stage_name(state.out_edges(node)[0].dst.data)
+        elif state.entry_node(node) is None:
+            node.map.label = _stage_name(state.out_edges(state.exit_node(node))[0].dst.data)
+
+
+def _stage_name(container: str) -> str:
+    return "x" if container == "__return" else container

@@ -94,7 +94,7 @@ def test_constant_scalar_is_folded_into_the_tasklet():
 
     imported = canonical_model(build_model([c for c in CASES if c.name == "Mul_constant_scalar"]), "fold")
     (tasklet,) = [n for n, _ in imported.sdfg.all_nodes_recursive() if isinstance(n, nodes.Tasklet)]
-    assert set(tasklet.in_connectors) == {"in0"}
+    assert set(tasklet.in_connectors) == {"__in0"}
     assert "dace.float32(0.5)" in tasklet.code.as_string
 
 
@@ -120,7 +120,7 @@ def test_unknown_gelu_approximation_is_rejected():
 def test_broadcast_indices(in_shape, out_shape, expected):
     from dcaccel.expansions.common import broadcast_indices, index_params
 
-    params = index_params(len(out_shape))
+    params = index_params(len(out_shape), "i")
     assert broadcast_indices(in_shape, out_shape, params) == expected
 
 

@@ -11,6 +11,7 @@ from onnx import TensorProto, helper
 from dcaccel.buffers import BufferReason, buffer_reason
 from dcaccel.errors import UnsupportedOpError
 from dcaccel.expansions.gemm import Operand, build_gemm_sdfg, build_matmul_sdfg
+from dcaccel.expansions.mmm import mmm_operands
 from dcaccel.transforms.checks import assert_fully_lowered
 from dcaccel.transforms.lower import lower
 
@@ -103,21 +104,23 @@ def test_gemm_without_epilogue_writes_the_output_directly():
 
 
 @pytest.mark.parametrize(
-    "a, b, y, products",
+    "a, b, y, batch",
     [
-        ((2, 1, 3, 4), (3, 4, 5), (2, 3, 3, 5), 6),
-        ((2, 3, 4), (4, 5), (2, 3, 5), 2),
-        ((3, 4), (4,), (3,), 1),
-        ((4,), (2, 4, 5), (2, 5), 2),
+        ((2, 1, 3, 4), (3, 4, 5), (2, 3, 3, 5), (2, 3)),
+        ((2, 3, 4), (4, 5), (2, 3, 5), (2,)),
+        ((3, 4), (4,), (3,), ()),
+        ((4,), (2, 4, 5), (2, 5), (2,)),
+        ((1, 3, 4), (1, 4, 5), (1, 3, 5), ()),
     ],
 )
-def test_matmul_has_one_mmm_per_batch_element(a, b, y, products):
+def test_matmul_is_one_batched_mmm(a, b, y, batch):
     sdfg = build_matmul_sdfg(Operand("A", a), Operand("B", b), Operand("Y", y), dace.float32, "lmv")
-    assert len(_mmm_nodes(sdfg)) == products
+    (mmm,) = _mmm_nodes(sdfg)
+    assert mmm_operands(mmm, _state(sdfg)).batch == batch
     sdfg.validate()
 
 
-N, K, M = (dace.symbol(s) for s in "NKM")
+N, K, M, BATCH = (dace.symbol(s) for s in ("N", "K", "M", "BATCH"))
 
 
 @dace.program
@@ -125,15 +128,17 @@ def blas_products(
     A: dace.float64[N, K],
     B: dace.float64[K, M],
     x: dace.float64[K],
-    P: dace.float64[2, N, K],
-    Q: dace.float64[2, K, M],
+    P: dace.float64[BATCH, N, K],
+    Q: dace.float64[BATCH, K, M],
     C: dace.float64[N, M],
     y: dace.float64[N],
-    Z: dace.float64[2, N, M],
+    Z: dace.float64[BATCH, N, M],
+    U: dace.float64[BATCH, N, M],
 ):
     C[:] = A @ B
     y[:] = A @ x
     Z[:] = P @ Q
+    U[:] = A @ Q
 
 
 @pytest.mark.parametrize("shape", SHAPES)
@@ -141,9 +146,14 @@ def test_program_products_lower_to_mmm(shape):
     lowered = lower(blas_products.to_sdfg(), {"MatMul": shape})
     assert_fully_lowered(lowered.sdfg)
     assert set(lowered.implementations.values()) == {shape}
-    task_maps = {"mv": "MV", "op": "OP", "lmv": "LMV"}[shape]
-    labels = [n.map.label for n, _ in lowered.sdfg.all_nodes_recursive() if isinstance(n, dace.nodes.MapEntry)]
-    assert labels.count(task_maps) == 4  # C, y and the two batch elements of Z
+    task_map = {"mv": "MV", "op": "OP", "lmv": "LMV"}[shape]
+    ranges = [
+        str(n.map.range[0][1])
+        for n, _ in lowered.sdfg.all_nodes_recursive()
+        if isinstance(n, dace.nodes.MapEntry) and n.map.label == task_map
+    ]
+    # C and y: a task map over the task index; Z and U (A broadcast): over the symbolic batch first
+    assert ranges.count("BATCH - 1") == 2 and len(ranges) == 4
 
 
 def test_program_dot_product_is_unsupported():
@@ -189,18 +199,21 @@ def test_onnx_products_match_onnxruntime(compiled_products, case, shape):
 @pytest.mark.slow
 @pytest.mark.parametrize("shape", SHAPES)
 def test_program_products_match_numpy(shape):
-    lowered = lower(blas_products.to_sdfg(), {"MatMul": shape})
+    """One compile per shape, run with a batch of one and of three elements."""
+    program = lower(blas_products.to_sdfg(), {"MatMul": shape}).sdfg.compile()
     rng = np.random.default_rng(3)
     n, k, m = 3, 4, 2
-    inputs = {
-        "A": rng.standard_normal((n, k)),
-        "B": rng.standard_normal((k, m)),
-        "x": rng.standard_normal(k),
-        "P": rng.standard_normal((2, n, k)),
-        "Q": rng.standard_normal((2, k, m)),
-    }
-    outputs = {"C": np.zeros((n, m)), "y": np.zeros(n), "Z": np.zeros((2, n, m))}
-    lowered.sdfg(**inputs, **outputs, N=n, K=k, M=m)
-    np.testing.assert_allclose(outputs["C"], inputs["A"] @ inputs["B"])
-    np.testing.assert_allclose(outputs["y"], inputs["A"] @ inputs["x"])
-    np.testing.assert_allclose(outputs["Z"], inputs["P"] @ inputs["Q"])
+    for batch in (1, 3):
+        inputs = {
+            "A": rng.standard_normal((n, k)),
+            "B": rng.standard_normal((k, m)),
+            "x": rng.standard_normal(k),
+            "P": rng.standard_normal((batch, n, k)),
+            "Q": rng.standard_normal((batch, k, m)),
+        }
+        outputs = {"C": np.zeros((n, m)), "y": np.zeros(n), "Z": np.zeros((batch, n, m)), "U": np.zeros((batch, n, m))}
+        program(**inputs, **outputs, N=n, K=k, M=m, BATCH=batch)
+        np.testing.assert_allclose(outputs["C"], inputs["A"] @ inputs["B"])
+        np.testing.assert_allclose(outputs["y"], inputs["A"] @ inputs["x"])
+        np.testing.assert_allclose(outputs["Z"], inputs["P"] @ inputs["Q"])
+        np.testing.assert_allclose(outputs["U"], inputs["A"] @ inputs["Q"])

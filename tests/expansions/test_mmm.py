@@ -1,10 +1,17 @@
-"""The MMM node and its shapes mv / op / lmv: structure (no compile) and numbers (one compile)."""
+"""The MMM node and its shapes mv / op / lmv, single and batched: structure (no compile) and numbers
+(one compile for every case)."""
+
+import math
 
 import dace
 import numpy as np
 import pytest
+import sympy
 
 from dcaccel.buffers import BufferReason, buffer_reason
+from dcaccel.dag import metrics
+from dcaccel.dag.extract import extract
+from dcaccel.dag.symbolic import symbolic_metrics
 from dcaccel.errors import DcaccelError
 from dcaccel.expansions.mmm import (
     MMM,
@@ -17,6 +24,7 @@ from dcaccel.expansions.mmm import (
     build_lmv_sdfg,
     build_mv_sdfg,
     build_op_sdfg,
+    mmm_operands,
 )
 from dcaccel.transforms.checks import assert_fully_lowered
 from dcaccel.transforms.lower import expand_all, simplify
@@ -116,6 +124,102 @@ def test_symbolic_sizes_give_symbolic_volumes():
     assert {e.data.volume for e in state.in_edges(body)} == {n * k}
 
 
+# Batches of the batched structure tests: one element (explicit), several, two batch dimensions.
+BATCHES = [(1,), (3,), (2, 3)]
+
+
+def _dag(sdfg):
+    """The task DAG of a builder's SDFG (its operands are the program inputs and output), checked."""
+    dag = extract(sdfg)
+    dag.validate()
+    return dag
+
+
+def _task_volumes(dag, label_prefix: str) -> set[tuple]:
+    """The distinct (in-volumes, out-volumes) of the tasks of a task map, by the prefix of their labels."""
+    tasks = [t for t in dag.tasks if dag.node(t).label.rstrip("0123456789") == label_prefix]
+    return {
+        (
+            tuple(sorted(dag.volume(p, t) for p in dag.predecessors(t))),
+            tuple(dag.volume(t, q) for q in dag.successors(t)),
+        )
+        for t in tasks
+    }
+
+
+@pytest.mark.parametrize("batch", BATCHES, ids=lambda b: "x".join(map(str, b)))
+@pytest.mark.parametrize("shape", SHAPES, ids=lambda s: "x".join(map(str, s)))
+@pytest.mark.parametrize("implementation", sorted(BUILDERS))
+def test_batched_structure_is_the_single_one_per_batch_element(implementation, shape, batch):
+    """A task per (batch element, task index) with the accesses of the single product, the other tasks
+    once over the whole batch; the DAG is valid and its work and I/O are the batch size times the single
+    product's."""
+    n, k, m = shape
+    expected = EXPECTED[implementation]
+    single = BUILDERS[implementation](MMMOperands.contiguous(n, k, m))
+    batched = BUILDERS[implementation](MMMOperands.contiguous(n, k, m, batch=batch))
+    (state,) = batched.states()
+    maps = _top_level_maps(state)
+    assert set(maps) == {expected["task_map"], *expected["single_tasks"]}
+    task_map = maps[expected["task_map"]]
+    assert task_map.map.params[: len(batch)] == [f"__b{d}" for d in range(len(batch))]
+    assert task_map.map.range.num_elements() == math.prod(batch) * expected["tasks"](n, k, m)
+    (body,) = [c for c in state.scope_children()[task_map] if isinstance(c, dace.nodes.MapEntry)]
+    assert {e.data.data: e.data.volume for e in state.in_edges(body)} == expected["per_task"](n, k, m)
+    for name in expected["buffers"]:
+        assert batched.arrays[name].shape[: len(batch)] == batch
+        assert batched.arrays[name].shape[len(batch) :] == single.arrays[name].shape
+    single_dag, batched_dag = _dag(single), _dag(batched)
+    size = math.prod(batch)
+    assert len(batched_dag.tasks) == size * expected["tasks"](n, k, m) + len(expected["single_tasks"])
+    assert _task_volumes(batched_dag, expected["task_map"]) == _task_volumes(single_dag, expected["task_map"])
+    assert metrics.work(batched_dag) == size * metrics.work(single_dag)
+    assert metrics.io_volume(batched_dag) == size * metrics.io_volume(single_dag)
+
+
+@pytest.mark.parametrize("implementation", sorted(BUILDERS))
+def test_symbolic_batch_multiplies_the_closed_form(implementation):
+    n, k, m, b = (dace.symbol(s) for s in "NKMB")
+    single = symbolic_metrics(BUILDERS[implementation](MMMOperands.contiguous(n, k, m)))
+    batched = symbolic_metrics(BUILDERS[implementation](MMMOperands.contiguous(n, k, m, batch=(b,))))
+    batch = sympy.Symbol("B")
+    task_map = single.tasks - len(EXPECTED[implementation]["single_tasks"])
+    assert sympy.expand(batched.tasks - single.tasks - (batch - 1) * task_map) == 0
+    assert sympy.expand(batched.work - batch * single.work) == 0
+    assert sympy.expand(batched.io_volume - batch * single.io_volume) == 0
+
+
+@pytest.mark.parametrize(
+    "a_shape, b_shape, c_shape, axes",
+    [
+        # A broadcast over the batch (a plain matrix), B and C batched
+        ((3, 4), (5, 4, 2), (5, 3, 2), {"_a": (None,), "_b": (0,), "_c": (0,)}),
+        # numpy broadcasting of two batch dimensions: A over the second, B over the first
+        ((2, 1, 3, 4), (5, 4, 2), (2, 5, 3, 2), {"_a": (0, None), "_b": (None, 0), "_c": (0, 1)}),
+        # a batch of matrix-vector products (B a column vector, C a batch of columns)
+        ((5, 3, 4), (4,), (5, 3), {"_a": (0,), "_b": (None,), "_c": (0,)}),
+        # a leading dimension of size 1 is a window, not a batch
+        ((1, 3, 4), (1, 4, 2), (1, 3, 2), {"_a": (), "_b": (), "_c": ()}),
+    ],
+)
+def test_batch_axes_follow_numpy_broadcasting(a_shape, b_shape, c_shape, axes):
+    sdfg, state, node = _mmm_state(a_shape, b_shape, c_shape)
+    operands = mmm_operands(node, state)
+    assert {c: operands.view(c).batch_axes for c in ("_a", "_b", "_c")} == axes
+    assert operands.batch == tuple(c_shape[axis] for axis in axes["_c"])
+    assert (operands.n, operands.k, operands.m) == (3, 4, 1 if len(b_shape) == 1 else 2)
+
+
+def test_broadcast_operand_is_buffered_once():
+    """The operand buffer holds one matrix per batch element the operand is not broadcast over."""
+    sdfg, state, node = _mmm_state((2, 1, 3, 4), (5, 4, 2), (2, 5, 3, 2))
+    expanded = build_op_sdfg(mmm_operands(node, state))
+    assert expanded.arrays["_a_copy"].shape == (2, 3, 4)
+    assert expanded.arrays["_b_copy"].shape == (5, 4, 2)
+    (op_state,) = expanded.states()
+    assert _top_level_maps(op_state)["OP"].map.range.num_elements() == 2 * 5 * 4
+
+
 def test_declared_orders():
     assert (ExpandMV.consumes_a, ExpandMV.consumes_b, ExpandMV.produces) == (Order.ROW, Order.ANY, Order.ROW)
     assert (ExpandOP.consumes_a, ExpandOP.consumes_b, ExpandOP.produces) == (Order.ANY, Order.ANY, Order.ACCUMULATED)
@@ -168,6 +272,17 @@ def _full(shape) -> str:
             "operand _a (A) must be a matrix, got subset sizes (2, 3, 4)",
         ),
         (((2, 3, 4), (4, 6), (3, 6)), ("1, 0:3, 0:4", None, None), None),
+        (
+            ((2, 3, 4), (4, 6), (3, 3, 6)),
+            (None, None, None),
+            "operand _a (A) must be a matrix of a batch (3,), got subset sizes (2, 3, 4)",
+        ),
+        (
+            ((3, 3, 4), (2, 4, 6), (3, 3, 6)),
+            (None, None, None),
+            "operand _b (B) must be a matrix of a batch (3,), got subset sizes (2, 4, 6)",
+        ),
+        (((3, 3, 4), (1, 4, 6), (3, 3, 6)), (None, None, None), None),
     ],
 )
 def test_validate_names_node_operand_and_shapes(shapes, subsets, message):
@@ -191,38 +306,42 @@ def test_validate_reports_unconnected_output():
         node.validate(sdfg, state)
 
 
-# One SDFG holds one MMM node per (shape, size): a single compile checks them all. The last size
-# multiplies slices of 3-D containers (one group / batch element), as the conv and MatMul do.
+# One SDFG holds one MMM node per (shape, case): a single compile checks them all. "sliced" multiplies
+# slices of 3-D containers (one group / batch element), as the convolution does; the batched cases have a
+# batch of symbolic size B1 = 1 or B3 = 3, or broadcast (numpy rules), or multiply a batch by a vector.
 COMPILED_SIZES = [(1, 4, 5), (3, 4, 1), (3, 1, 5), (1, 1, 1), (4, 3, 5)]
-SLICED = (2, 3, 4)  # A[1] of [2, N, K], B[1] of [2, K, M], C[1] of [2, N, M] with (N, K, M) = SLICED
+BATCH_SIZES = {"B1": 1, "B3": 3}
+B1, B3 = (dace.symbol(name) for name in BATCH_SIZES)
+# case: (A shape, B shape, C shape, subsets of A, B, C or None for the whole containers)
+COMPILED_CASES = {
+    **{f"{n}x{k}x{m}": ((n, k), (k, m), (n, m), None) for n, k, m in COMPILED_SIZES},
+    "sliced": ((2, 2, 3), (2, 3, 4), (2, 2, 4), ("1, 0:2, 0:3", "1, 0:3, 0:4", "1, 0:2, 0:4")),
+    **{f"batch1_{n}x{k}x{m}": ((B1, n, k), (B1, k, m), (B1, n, m), None) for n, k, m in COMPILED_SIZES},
+    **{f"batch3_{n}x{k}x{m}": ((B3, n, k), (B3, k, m), (B3, n, m), None) for n, k, m in COMPILED_SIZES},
+    "broadcast_a": ((3, 4), (B3, 4, 2), (B3, 3, 2), None),
+    "broadcast_4d": ((2, 1, 3, 4), (B3, 4, 2), (2, B3, 3, 2), None),
+    "batched_vector": ((B3, 3, 4), (4,), (B3, 3), None),
+}
 
 
 def _products_sdfg():
     sdfg = dace.SDFG("mmm_products")
     state = sdfg.add_state()
     for implementation in sorted(BUILDERS):
-        for index, (n, k, m) in enumerate(COMPILED_SIZES):
-            names = [f"{operand}_{implementation}_{index}" for operand in "ABC"]
-            for name, shape in zip(names, ((n, k), (k, m), (n, m)), strict=True):
+        for case, (*shapes, subsets) in COMPILED_CASES.items():
+            names = [f"{operand}_{implementation}_{case}" for operand in "ABC"]
+            for name, shape in zip(names, shapes, strict=True):
                 sdfg.add_array(name, shape, dace.float32)
-            node = MMM(f"mmm_{implementation}_{index}")
+            node = MMM(f"mmm_{implementation}_{case}")
             node.implementation = implementation
             state.add_node(node)
-            a, b, c = names
-            state.add_edge(state.add_read(a), None, node, "_a", dace.Memlet.from_array(a, sdfg.arrays[a]))
-            state.add_edge(state.add_read(b), None, node, "_b", dace.Memlet.from_array(b, sdfg.arrays[b]))
-            state.add_edge(node, "_c", state.add_write(c), None, dace.Memlet.from_array(c, sdfg.arrays[c]))
-        n, k, m = SLICED
-        names = [f"{operand}_{implementation}_sliced" for operand in "ABC"]
-        for name, shape in zip(names, ((2, n, k), (2, k, m), (2, n, m)), strict=True):
-            sdfg.add_array(name, shape, dace.float32)
-        node = MMM(f"mmm_{implementation}_sliced")
-        node.implementation = implementation
-        state.add_node(node)
-        a, b, c = names
-        state.add_edge(state.add_read(a), None, node, "_a", dace.Memlet(f"{a}[1, 0:{n}, 0:{k}]"))
-        state.add_edge(state.add_read(b), None, node, "_b", dace.Memlet(f"{b}[1, 0:{k}, 0:{m}]"))
-        state.add_edge(node, "_c", state.add_write(c), None, dace.Memlet(f"{c}[1, 0:{n}, 0:{m}]"))
+            a, b, c = (
+                dace.Memlet(f"{name}[{subset}]") if subset else dace.Memlet.from_array(name, sdfg.arrays[name])
+                for name, subset in zip(names, subsets or (None,) * 3, strict=True)
+            )
+            state.add_edge(state.add_read(names[0]), None, node, "_a", a)
+            state.add_edge(state.add_read(names[1]), None, node, "_b", b)
+            state.add_edge(node, "_c", state.add_write(names[2]), None, c)
     return sdfg
 
 
@@ -234,25 +353,25 @@ def products():
     simplify(sdfg)
     assert_fully_lowered(sdfg)
     rng = np.random.default_rng(0)
-    arguments = {
-        name: rng.standard_normal(desc.shape).astype(np.float32)
-        if not name.startswith("C_")
-        else np.zeros(desc.shape, np.float32)
-        for name, desc in sdfg.arrays.items()
-        if not desc.transient
-    }
+    arguments = {}
+    for name, desc in sdfg.arrays.items():
+        if desc.transient:
+            continue
+        shape = tuple(int(dace.symbolic.evaluate(size, BATCH_SIZES)) for size in desc.shape)
+        outputs = name.startswith("C_")
+        arguments[name] = np.zeros(shape, np.float32) if outputs else rng.standard_normal(shape).astype(np.float32)
     inputs = {name: value.copy() for name, value in arguments.items()}
-    sdfg.compile()(**arguments)
+    sdfg.compile()(**arguments, **BATCH_SIZES)
     return inputs, arguments
 
 
 @pytest.mark.slow
-@pytest.mark.parametrize("index", range(len(COMPILED_SIZES)), ids=["x".join(map(str, s)) for s in COMPILED_SIZES])
+@pytest.mark.parametrize("case", sorted(set(COMPILED_CASES) - {"sliced"}))
 @pytest.mark.parametrize("implementation", sorted(BUILDERS))
-def test_product_matches_numpy(products, implementation, index):
+def test_product_matches_numpy(products, implementation, case):
     inputs, outputs = products
-    a, b = inputs[f"A_{implementation}_{index}"], inputs[f"B_{implementation}_{index}"]
-    np.testing.assert_allclose(outputs[f"C_{implementation}_{index}"], a @ b, rtol=1e-5, atol=1e-5)
+    a, b = inputs[f"A_{implementation}_{case}"], inputs[f"B_{implementation}_{case}"]
+    np.testing.assert_allclose(outputs[f"C_{implementation}_{case}"], np.matmul(a, b), rtol=1e-5, atol=1e-5)
 
 
 @pytest.mark.slow

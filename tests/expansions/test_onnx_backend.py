@@ -47,11 +47,18 @@ REPRESENTATIVE = (
     "test_unsqueeze_two_axes",
     "test_transpose_all_permutations_3",
     "test_concat_3d_axis_negative_1",
-    "test_slice_neg_steps",
+    "test_slice_negative_axes",
     "test_gather_1",
     "test_shape_start_1_end_negative_1",
     "test_reduce_mean_keepdims_example",
     "test_cast_FLOAT_to_DOUBLE",
+    "test_castlike_FLOAT_to_DOUBLE_expanded",
+    "test_where_example",
+    "test_sum_two_inputs",
+    "test_max_example",
+    "test_less_bcast",
+    "test_size_example",
+    "test_constantofshape_float_ones",
 )
 
 
