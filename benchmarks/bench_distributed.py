@@ -38,9 +38,9 @@ import pandas as pd
 
 from dcaccel import workloads
 from dcaccel.cli.table import format_table
-from dcaccel.explore.assignments import per_node
-from dcaccel.explore.executors import WorkloadSource
-from dcaccel.explore.sweep import DEFAULT_COST_MODEL, Grid, build_dag, explore, nodes_by_op_type, schedule_points
+from dcaccel.exploration.assignments import per_node
+from dcaccel.exploration.executors import WorkloadSource
+from dcaccel.exploration.sweep import DEFAULT_COST_MODEL, Grid, build_dag, explore, nodes_by_op_type, schedule_points
 
 SHAPES = ["mv", "op", "lmv"]
 SCHEDULERS = ["streaming", "list"]

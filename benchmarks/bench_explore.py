@@ -13,7 +13,7 @@ from dataclasses import dataclass
 T0 = time.perf_counter()
 import dcaccel  # noqa: E402
 from dcaccel.cli.table import format_table  # noqa: E402
-from dcaccel.explore import explore  # noqa: E402
+from dcaccel.exploration import explore  # noqa: E402
 
 IMPORT_SECONDS = time.perf_counter() - T0
 SHAPES = ["mv", "op", "lmv"]

@@ -4,7 +4,7 @@ The pipeline, top to bottom (data never flows back up):
 
 ``frontend`` (load a model into an SDFG) → ``expansions`` (canonical implementations of the
 operators) → ``transforms`` (full lowering, granularity, fusion) → ``dag`` (the canonical task
-DAG) → ``scheduler`` (makespan and I/O on P processing elements) → ``explore`` (sweeps).
+DAG) → ``scheduler`` (makespan and I/O on P processing elements) → ``exploration`` (sweeps, ``dcaccel.explore``).
 
 The public names below are imported lazily, so that ``import dcaccel`` and the scheduler (which
 needs no DaCe) stay fast.
@@ -21,8 +21,8 @@ _EXPORTS = {
     "extract": "dcaccel.dag",
     "schedule": "dcaccel.scheduler",
     "Schedule": "dcaccel.scheduler",
-    "explore": "dcaccel.explore",
-    "pareto_front": "dcaccel.explore",
+    "explore": "dcaccel.exploration",
+    "pareto_front": "dcaccel.exploration",
     "DcaccelError": "dcaccel.errors",
 }
 
@@ -30,7 +30,7 @@ __all__ = sorted(_EXPORTS)
 
 
 #: Sub-packages reachable as attributes (``dcaccel.workloads.get("lenet")``).
-_SUBPACKAGES = {"dag", "expansions", "frontend", "scheduler", "transforms", "workloads"}
+_SUBPACKAGES = {"dag", "expansions", "exploration", "frontend", "scheduler", "transforms", "workloads"}
 
 
 def __getattr__(name: str):

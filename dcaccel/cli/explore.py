@@ -21,7 +21,7 @@ from dcaccel import workloads
 from dcaccel.cli.models import MODEL_HELP, resolve_model
 from dcaccel.cli.table import format_table
 from dcaccel.errors import DcaccelError
-from dcaccel.explore.executors import EXECUTORS
+from dcaccel.exploration.executors import EXECUTORS
 
 DEMO_MODEL = "conv-seed"
 DEMO_IMPLEMENTATIONS = {"Conv": ["mv", "op", "lmv"]}
@@ -91,7 +91,7 @@ def register(subparsers) -> None:
 
 def run(args: argparse.Namespace) -> int:
     """Run the sweep, print the summary, write the requested files."""
-    from dcaccel.explore.sweep import DEFAULT_PES, SweepError, explore
+    from dcaccel.exploration.sweep import DEFAULT_PES, SweepError, explore
 
     if args.demo == bool(args.model):
         raise DcaccelError("give a MODEL or --demo (not both)")
@@ -130,7 +130,7 @@ def run(args: argparse.Namespace) -> int:
         write_results(results, args.out)
         sys.stdout.write(f"wrote {args.out}\n")
     if args.plot is not None:
-        from dcaccel.explore.plots import plot_makespan, save
+        from dcaccel.exploration.plots import plot_makespan, save
 
         save(plot_makespan(results), args.plot)
         sys.stdout.write(f"wrote {args.plot}\n")

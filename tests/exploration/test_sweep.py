@@ -12,8 +12,8 @@ import dataclasses
 import pytest
 
 from dcaccel.errors import DcaccelError
-from dcaccel.explore.points import ExplorationPoint
-from dcaccel.explore.sweep import explore
+from dcaccel.exploration.points import ExplorationPoint
+from dcaccel.exploration.sweep import explore
 
 SHAPES = {"Conv": ["mv", "op", "lmv"]}
 SEED_IO = {"Conv=mv": 129_474, "Conv=op": 222_936, "Conv=lmv": 150_936}

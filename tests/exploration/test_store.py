@@ -8,9 +8,9 @@ import numpy as np
 import pytest
 
 from dcaccel.errors import DcaccelError
-from dcaccel.explore.executors import Failure
-from dcaccel.explore.points import ExplorationPoint, columns
-from dcaccel.explore.store import KEY, ResultStore, read_failures, read_points
+from dcaccel.exploration.executors import Failure
+from dcaccel.exploration.points import ExplorationPoint, columns
+from dcaccel.exploration.store import KEY, ResultStore, read_failures, read_points
 
 SETTINGS = {"edge_volume": "exact", "partitioning": "relaxed", "cost_model": {"pe_area": 1.0}}
 TIMING = [name for name in columns() if name.endswith("_seconds")]
@@ -145,7 +145,7 @@ class Interrupted(Exception):
 @pytest.fixture
 def counted(monkeypatch):
     """Counts the assignments ``Sweep.points`` evaluates, by their text."""
-    from dcaccel.explore.sweep import Sweep
+    from dcaccel.exploration.sweep import Sweep
 
     evaluated: list[str] = []
     original = Sweep.points
@@ -160,7 +160,7 @@ def counted(monkeypatch):
 
 @pytest.mark.parametrize("stop_after", [0, 1])
 def test_interrupted_sweep_resumes_without_loss_or_repeat(stop_after, conv_seed, counted, monkeypatch, tmp_path):
-    from dcaccel.explore.sweep import explore
+    from dcaccel.exploration.sweep import explore
 
     shapes = {"Conv": ["op", "lmv", "op"]}
     options = {"pes": [2, 16], "scheduler": "list", "progress": False}
@@ -197,7 +197,7 @@ def test_interrupted_sweep_resumes_without_loss_or_repeat(stop_after, conv_seed,
 
 
 def test_a_wider_grid_evaluates_only_the_missing_points(conv_seed, counted, tmp_path):
-    from dcaccel.explore.sweep import explore
+    from dcaccel.exploration.sweep import explore
 
     path = tmp_path / "r.sqlite"
     narrow = explore(conv_seed, {"Conv": ["op"]}, pes=[4], scheduler="list", results=path, progress=False)
@@ -209,7 +209,7 @@ def test_a_wider_grid_evaluates_only_the_missing_points(conv_seed, counted, tmp_
 
 
 def test_sweep_settings_are_stored(conv_seed, tmp_path):
-    from dcaccel.explore.sweep import explore
+    from dcaccel.exploration.sweep import explore
 
     path = tmp_path / "r.sqlite"
     explore(conv_seed, {"Conv": ["op"]}, pes=[4], scheduler="list", results=path, progress=False)

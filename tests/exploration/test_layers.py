@@ -4,8 +4,8 @@ import pytest
 
 from dcaccel.dag import io_volume, work
 from dcaccel.dag.extract import extract
-from dcaccel.explore.layers import layer_breakdown
-from dcaccel.explore.plots import plot_layers
+from dcaccel.exploration.layers import layer_breakdown
+from dcaccel.exploration.plots import plot_layers
 
 
 @pytest.fixture(scope="module", params=["mv", "op", "lmv"])

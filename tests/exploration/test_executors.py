@@ -17,16 +17,16 @@ from types import SimpleNamespace
 import pytest
 
 from dcaccel.errors import DcaccelError
-from dcaccel.explore import executors
-from dcaccel.explore.assignments import Assignment
-from dcaccel.explore.executors import (
+from dcaccel.exploration import executors
+from dcaccel.exploration.assignments import Assignment
+from dcaccel.exploration.executors import (
     LocalExecutor,
     Outcome,
     ProcessExecutor,
     WorkloadSource,
     check_executor,
 )
-from dcaccel.explore.points import ExplorationPoint, columns
+from dcaccel.exploration.points import ExplorationPoint, columns
 
 SHAPES = {"Conv": ["mv", "op", "lmv"]}
 TIMING = [name for name in columns() if name.endswith("_seconds")]
@@ -101,7 +101,7 @@ def test_another_workload_travels_without_what_lowering_does_not_read(conv_seed)
 
 
 def test_a_failing_assignment_does_not_stop_the_sweep(conv_seed, monkeypatch):
-    from dcaccel.explore.sweep import Sweep, SweepError, explore
+    from dcaccel.exploration.sweep import Sweep, SweepError, explore
 
     original = Sweep.points
 
@@ -121,7 +121,7 @@ def test_a_failing_assignment_does_not_stop_the_sweep(conv_seed, monkeypatch):
 
 
 def test_an_unknown_implementation_fails_before_lowering(conv_seed, monkeypatch):
-    from dcaccel.explore.sweep import Sweep, explore
+    from dcaccel.exploration.sweep import Sweep, explore
 
     monkeypatch.setattr(Sweep, "points", None)
     with pytest.raises(DcaccelError, match=r"Conv node '.*': no implementation 'tiled'; available: .*lmv"):
@@ -138,7 +138,7 @@ def test_an_unknown_implementation_fails_before_lowering(conv_seed, monkeypatch)
     ],
 )
 def test_greedy_evaluates_the_candidates_of_a_node_together(makespans, expected):
-    from dcaccel.explore.sweep import _greedy
+    from dcaccel.exploration.sweep import _greedy
 
     batches = []
 
@@ -188,7 +188,7 @@ def cluster():
 
 @pytest.fixture(scope="module")
 def local_results(conv_seed):
-    from dcaccel.explore.sweep import explore
+    from dcaccel.exploration.sweep import explore
 
     return explore(conv_seed, SHAPES, pes=[1, 16, 128], progress=False)
 
@@ -196,7 +196,7 @@ def local_results(conv_seed):
 @pytest.mark.slow
 @pytest.mark.parametrize(("executor", "by_name"), [("process", True), ("dask", True), ("dask", False)])
 def test_every_executor_gives_the_same_rows(executor, by_name, conv_seed, local_results, cluster):
-    from dcaccel.explore.sweep import explore
+    from dcaccel.exploration.sweep import explore
 
     address = cluster.scheduler_address if executor == "dask" else None
     workload = "conv-seed" if by_name else conv_seed
@@ -209,8 +209,8 @@ def test_every_executor_gives_the_same_rows(executor, by_name, conv_seed, local_
 def test_a_killed_worker_loses_no_point(conv_seed, local_results, cluster, tmp_path):
     from distributed import Client
 
-    from dcaccel.explore.store import KEY, read_points
-    from dcaccel.explore.sweep import explore
+    from dcaccel.exploration.store import KEY, read_points
+    from dcaccel.exploration.sweep import explore
 
     path = tmp_path / "r.sqlite"
     killed = []

@@ -1,29 +1,30 @@
 """Sweeps: every (implementation assignment, P, scheduler, on-chip memory) point of a workload.
 
 Each assignment is lowered and its task DAG extracted once; all its (P, scheduler, on-chip memory)
-points are then scheduled on that DAG, in the same process (see :mod:`dcaccel.explore.executors`
+points are then scheduled on that DAG, in the same process (see :mod:`dcaccel.exploration.executors`
 for where that happens). Nothing is compiled. Points stream into an optional result file
-(:mod:`dcaccel.explore.store`) as their assignments finish, and a resumed sweep skips the stored ones.
+(:mod:`dcaccel.exploration.store`) as their assignments finish, and a resumed sweep skips the stored ones.
 """
 
 import math
 import time
+import warnings
 from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
 from contextlib import ExitStack
 from dataclasses import asdict, dataclass
 
 import pandas as pd
 from dace.sdfg.nodes import LibraryNode
-from tqdm.auto import tqdm
+from tqdm import tqdm
 
 from dcaccel.dag.extract import extract
 from dcaccel.dag.taskdag import TaskDAG
 from dcaccel.errors import DcaccelError
-from dcaccel.explore.assignments import STRATEGIES, Assignment, per_node, per_op_type
-from dcaccel.explore.cost import CostModel
-from dcaccel.explore.executors import Executor, Failure, Outcome, WorkloadSource, check_executor, make_executor
-from dcaccel.explore.points import ExplorationPoint, to_frame
-from dcaccel.explore.store import ResultStore
+from dcaccel.exploration.assignments import STRATEGIES, Assignment, per_node, per_op_type
+from dcaccel.exploration.cost import CostModel
+from dcaccel.exploration.executors import Executor, Failure, Outcome, WorkloadSource, check_executor, make_executor
+from dcaccel.exploration.points import ExplorationPoint, to_frame
+from dcaccel.exploration.store import ResultStore
 from dcaccel.scheduler import SCHEDULERS, schedule
 from dcaccel.transforms.lower import available_implementations, op_type
 
@@ -54,12 +55,28 @@ class LoweredDAG:
     extract_seconds: float
 
 
+#: (workload, message) pairs already reported: the assignments of a sweep share most of their warnings.
+_REPORTED: set[tuple[str, str]] = set()
+
+
+def _warn_once(workload_name: str, caught: list[warnings.WarningMessage]) -> None:
+    """Re-issue the warnings of one DAG extraction that this process has not reported for the workload."""
+    for warning in caught:
+        key = (workload_name, str(warning.message))
+        if key not in _REPORTED:
+            _REPORTED.add(key)
+            warnings.warn(f"{workload_name}: {warning.message}", warning.category, stacklevel=3)
+
+
 def build_dag(workload, assignment: Assignment, granularity, edge_volume: str) -> LoweredDAG:
     """Lower ``workload`` under ``assignment`` and extract its task DAG, timing both stages."""
     start = time.perf_counter()
     lowered = workload.lower(assignment.as_dict())
     lowered_at = time.perf_counter()
-    dag = extract(lowered, granularity=granularity, edge_volume=edge_volume)
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always")
+        dag = extract(lowered, granularity=granularity, edge_volume=edge_volume)
+    _warn_once(workload.name, caught)
     return LoweredDAG(assignment, dag, lowered_at - start, time.perf_counter() - lowered_at)
 
 

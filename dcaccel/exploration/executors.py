@@ -34,8 +34,8 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING, Protocol
 
 from dcaccel.errors import DcaccelError
-from dcaccel.explore.assignments import Assignment
-from dcaccel.explore.points import ExplorationPoint
+from dcaccel.exploration.assignments import Assignment
+from dcaccel.exploration.points import ExplorationPoint
 
 if TYPE_CHECKING:
     from dcaccel.frontend.workload import Workload
@@ -46,14 +46,14 @@ EXECUTORS = ("local", "process", "dask")
 RETRIES = 3
 
 #: Modules every pool worker imports (DaCe among them), preloaded by the fork server.
-WORKER_MODULES = ("dcaccel.explore.sweep",)
+WORKER_MODULES = ("dcaccel.exploration.sweep",)
 
 #: Loopback host of the Dask cluster started when no scheduler address is given.
 LOOPBACK = "127.0.0.1"
 
 
 class Evaluation(Protocol):
-    """What an executor runs per assignment (``dcaccel.explore.sweep.Sweep``): picklable, pure."""
+    """What an executor runs per assignment (``dcaccel.exploration.sweep.Sweep``): picklable, pure."""
 
     def points(self, workload: Workload, assignment: Assignment) -> list[ExplorationPoint]: ...
 

@@ -3,7 +3,7 @@
 import pytest
 
 from dcaccel.errors import DcaccelError
-from dcaccel.explore.assignments import Assignment, per_node, per_op_type
+from dcaccel.exploration.assignments import Assignment, per_node, per_op_type
 
 
 def test_per_op_type_is_the_product_over_op_types_in_order():

@@ -4,7 +4,7 @@ import numpy as np
 import pandas as pd
 import pytest
 
-from dcaccel.explore.pareto import pareto_front, pareto_mask
+from dcaccel.exploration.pareto import pareto_front, pareto_mask
 
 
 def test_dominated_rows_are_dropped():

@@ -24,8 +24,8 @@ from pathlib import Path
 import pandas as pd
 
 from dcaccel.errors import DcaccelError
-from dcaccel.explore.executors import Failure
-from dcaccel.explore.points import ExplorationPoint, columns, to_frame
+from dcaccel.exploration.executors import Failure
+from dcaccel.exploration.points import ExplorationPoint, columns, to_frame
 
 #: The columns that identify a design point.
 KEY = ("workload", "assignment", "granularity", "pes", "scheduler", "onchip_memory")

@@ -7,7 +7,7 @@ import matplotlib.colors
 import matplotlib.pyplot as plt
 import pandas as pd
 
-from dcaccel.explore.pareto import pareto_front
+from dcaccel.exploration.pareto import pareto_front
 
 
 def _series_label(assignment: str, scheduler: str, schedulers: int) -> str:
@@ -91,7 +91,7 @@ def _title(results: pd.DataFrame) -> str:
 
 
 def plot_layers(layers: pd.DataFrame) -> plt.Figure:
-    """Work and buffer I/O per layer (a :func:`dcaccel.explore.layers.layer_breakdown` table), in program order."""
+    """Work and buffer I/O per layer (a :func:`dcaccel.exploration.layers.layer_breakdown` table), in program order."""
     fig, (work, io) = plt.subplots(2, 1, figsize=(max(7, 0.45 * len(layers)), 6), sharex=True)
     labels = [f"{row.layer} ({row.implementation})" for row in layers.itertuples()]
     positions = range(len(layers))

@@ -4,8 +4,8 @@ import dataclasses
 
 import pytest
 
-from dcaccel.explore.plots import plot_io, plot_makespan, plot_pareto, save
-from dcaccel.explore.points import ExplorationPoint, to_frame
+from dcaccel.exploration.plots import plot_io, plot_makespan, plot_pareto, save
+from dcaccel.exploration.points import ExplorationPoint, to_frame
 
 
 def _point(assignment, pes, scheduler, makespan, memory=0):
