@@ -1,7 +1,7 @@
 """Matrix products through the canonical MMM node: ONNX ``Gemm`` and ``MatMul``, and DaCe's ``MatMul``.
 
-Each expands into a nested SDFG in one state holding MMM node(s) with the chosen shape (``mv``,
-``op``, ``lmv``), which expand in turn into their task maps:
+Each expands into a nested SDFG in one state holding one MMM node with the chosen shape (``mv``,
+``op``, ``lmv``), which expands in turn into its task maps:
 
 - ``Gemm`` — Y = alpha · A' · B' + beta · C (A' = Aᵀ if transA, B' = Bᵀ if transB, C broadcast to
   N×M): ``TransA`` / ``TransB`` tasks write the transposed operands row by row, one MMM computes the
@@ -280,7 +280,7 @@ class _BlasMatMulExpansion(ExpandTransformation):
 
     @classmethod
     def expansion(cls, node, parent_state, parent_sdfg):
-        """Build the nested SDFG of ``node`` (connectors ``_a``, ``_b``, ``_c``) with MMM nodes."""
+        """Build the nested SDFG of ``node`` (connectors ``_a``, ``_b``, ``_c``): one (batched) MMM node."""
         if len(parent_state.in_edges(node)) != 2 or node.beta != 0 or node.alpha != 1 or node.transA or node.transB:
             raise UnsupportedOpError("MatMul", node.label, "alpha, beta or transposes (only C = A @ B is lowered)")
         edges = [

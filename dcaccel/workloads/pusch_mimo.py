@@ -6,22 +6,23 @@ For every subcarrier s, with channel H[s] (A antennas × L layers), inverse nois
     x[s] = (H[s]ᵀ R[s] H[s] + I)⁻¹ H[s]ᵀ R[s] y[s]
 
 (the seed's G = inv(Hᵀ·R·H + I) · Hᵀ·R applied to y, for unit-power symbols). Data is real (float64).
-The program is a pipeline of canonical stages, each over all S subcarriers at once:
+The program is a pipeline of canonical stages, each over all S subcarriers at once, named after the
+container it writes (:func:`name_stages`: the task labels, and the node names a choice can address):
 
-==================  ====================================  ==========================================
-stage               computes                              lowered to
-==================  ====================================  ==========================================
-transpose           Ht[s] = H[s]ᵀ (L × A)                 one flat map (one task)
-``Ht @ R``          HtR[s] = Ht[s]·R[s] (L × A)           a batched MMM (``MatMul`` choice)
-``HtR @ H``         gram[s] = HtR[s]·H[s] (L × L)         a batched MMM
-regularisation      gram[s] + I                           one flat map
-inverse             inverse[s] = (gram[s] + I)⁻¹          a task per subcarrier: ``np.linalg.inv``,
-                                                          Cholesky + forward / back substitution
-``inverse @ HtR``   W[s] = inverse[s]·HtR[s] (L × A)      a batched MMM
-received column     y[s] as an A × 1 matrix               one flat map
-``W @ received``    W[s]·y[s] (L × 1)                     a batched MMM with M = 1
-output              x[s] (L)                              one flat map
-==================  ====================================  ==========================================
+===============  ==========================================  ======================================
+stage            computes                                    lowered to
+===============  ==========================================  ======================================
+``Ht``           Ht[s] = H[s]ᵀ (L × A)                       one flat map (one task)
+``HtR``          HtR[s] = Ht[s]·R[s] (L × A)                 a batched MMM (``MatMul`` choice)
+``gram``         gram[s] = HtR[s]·H[s] (L × L)               a batched MMM
+``regularized``  gram[s] + I                                 one flat map
+``inverse``      (gram[s] + I)⁻¹ (``np.linalg.inv``)          a task per subcarrier: Cholesky,
+                                                             forward and back substitution
+``W``            W[s] = inverse[s]·HtR[s] (L × A)            a batched MMM
+``received``     y[s] as an A × 1 matrix                     one flat map
+``detected``     W[s]·y[s] (L × 1)                           a batched MMM with M = 1
+``x``            the detected layers x[s] (L), returned      one flat map
+===============  ==========================================  ======================================
 
 The MMM shape chosen for ``MatMul`` applies to all four products; every task of a stage reads
 the same volume from each of its inputs. The inverse is the canonical ``Inv`` of

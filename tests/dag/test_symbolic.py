@@ -100,13 +100,3 @@ def test_unknown_symbol(mmm_lowered):
 def test_tiles_need_concrete_sizes(mmm_lowered):
     with pytest.raises(DcaccelError, match="tiles"):
         symbolic_metrics(mmm_lowered["mv"], ("tiles", 2))
-
-
-def test_pusch_mimo_closed_form():
-    lowered = workloads.get("pusch-mimo").lower()
-    closed = symbolic_metrics(lowered)
-    assert {s.name for s in closed.symbols} == {"S", "A", "L"}
-    for sizes in ({"S": 4, "A": 8, "L": 2}, {"S": 1, "A": 1, "L": 1}, {"S": 3, "A": 2, "L": 5}):
-        evaluated = closed.evaluate(**sizes)
-        measured = concrete_metrics(extract(lowered, symbols=sizes))
-        assert measured == {name: getattr(evaluated, name) for name in measured}

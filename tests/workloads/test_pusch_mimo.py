@@ -66,6 +66,12 @@ def test_choice_applies_to_every_product(lowered, shape):
     assert lowered[2, shape].implementations == {**dict.fromkeys(PRODUCTS, shape), "inv": "canonical"}
 
 
+def test_a_product_is_chosen_by_its_stage_name(pusch):
+    mixed = pusch[2].lower({"MatMul": "lmv", "gram": "op"})
+    assert mixed.implementations == {"HtR": "lmv", "gram": "op", "W": "lmv", "detected": "lmv", "inv": "canonical"}
+    extract(mixed).validate()
+
+
 @pytest.mark.parametrize("sizes", SIZES, ids=lambda s: f"S{s['S']}A{s['A']}")
 @pytest.mark.parametrize("layers", LAYERS)
 @pytest.mark.parametrize("shape", SHAPES)

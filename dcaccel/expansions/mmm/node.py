@@ -20,7 +20,10 @@ class MMM(nodes.LibraryNode):
     Each expansion class declares the order in which it consumes its operands and produces C
     (``consumes_a``, ``consumes_b``, ``produces``), from which the operators built on MMM derive the
     buffer marks of the containers around it. An operand memlet may address a slice of a larger
-    container; its last two dimensions are the matrix.
+    container; its last two dimensions are the matrix. The leading dimensions of ``_c`` (of size other
+    than 1) are a batch, C[b] = A[b]·B[b], with A and B broadcast by numpy rules: the task map then
+    ranges over (batch, task index), one task per batch element and task of the shape, and the single
+    tasks of the shape run once over the whole batch (see :mod:`dcaccel.expansions.mmm.operands`).
     """
 
     implementations = {"mv": ExpandMV, "op": ExpandOP, "lmv": ExpandLMV}
