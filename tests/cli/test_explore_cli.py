@@ -69,3 +69,29 @@ def test_bad_input_is_one_line(argv, message, capsys):
     assert main(argv) == 2
     err = capsys.readouterr().err.strip()
     assert message in err and len(err.splitlines()) == 1
+
+
+def test_results_file_resumes_without_recomputing(tmp_path, capsys):
+    from dcaccel.exploration.store import read_points
+
+    results = tmp_path / "sweep.sqlite"
+    first = ["explore", "conv-seed", "--impl", "Conv=mv,op", "--pes", "4", "--scheduler", "list"]
+    assert main([*first, "--results", str(results)]) == 0
+    stored = read_points(results)
+    assert sorted(stored["assignment"]) == ["Conv=mv", "Conv=op"]
+    capsys.readouterr()
+    assert main([*first[:3], "Conv=mv,op,lmv", *first[4:], "--results", str(results), "--resume"]) == 0
+    assert "3 points" in capsys.readouterr().out
+    resumed = read_points(results)
+    assert sorted(resumed["assignment"]) == ["Conv=lmv", "Conv=mv", "Conv=op"]
+    kept = resumed[resumed["assignment"] != "Conv=lmv"].sort_values("assignment").reset_index(drop=True)
+    assert kept.equals(stored.sort_values("assignment").reset_index(drop=True))
+
+
+def test_reusing_a_results_file_needs_resume(tmp_path, capsys):
+    results = tmp_path / "sweep.sqlite"
+    argv = ["explore", "conv-seed", "--impl", "Conv=op", "--pes", "2", "--scheduler", "list", "--results", str(results)]
+    assert main(argv) == 0
+    capsys.readouterr()
+    assert main(argv) == 2
+    assert "resume" in capsys.readouterr().err
