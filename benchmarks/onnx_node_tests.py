@@ -257,27 +257,33 @@ def _first_line(error: Exception) -> str:
     return f"{type(error).__name__}: {text[0] if text else ''}"[:200]
 
 
-def _compile_and_run_here(label: str, model: onnx.ModelProto, feed: dict, choices: dict, connection) -> None:
+def run_here(
+    label: str, model: onnx.ModelProto, feed: dict[str, np.ndarray], choices: dict[str, str]
+) -> tuple[list[np.ndarray] | None, str | None]:
+    """Outputs of ``model`` compiled with the chosen implementations, or the error that stopped it."""
     try:
         imported = _import_and_expand(label, model, choices)
         outputs = imported(**{name: array.copy() for name, array in feed.items()})
-        outputs = outputs if isinstance(outputs, tuple) else (outputs,)
-        connection.send(([np.asarray(o) for o in outputs], None))
-    except Exception as error:  # noqa: BLE001 - sent to the parent and reported per case
-        connection.send((None, _first_line(error)))
+    except Exception as error:  # noqa: BLE001 - reported per case
+        return None, _first_line(error)
+    outputs = outputs if isinstance(outputs, tuple) else (outputs,)
+    return [np.asarray(o) for o in outputs], None
+
+
+def _send_result(label: str, model: onnx.ModelProto, feed: dict, choices: dict, connection) -> None:
+    connection.send(run_here(label, model, feed, choices))
 
 
 def compile_and_run(
     label: str, model: onnx.ModelProto, feed: dict[str, np.ndarray], choices: dict[str, str], timeout: float
 ) -> tuple[list[np.ndarray] | None, str | None]:
-    """Outputs of ``model`` compiled with the canonical implementations, or the error that stopped it.
+    """:func:`run_here` in a forked process.
 
-    Runs in a forked process, so that a program that crashes (a signal) or hangs fails its cases
-    instead of ending the whole run.
+    A program that crashes (a signal) or hangs then fails its cases instead of ending the run.
     """
     context = multiprocessing.get_context("fork")
     receiver, sender = context.Pipe(duplex=False)
-    process = context.Process(target=_compile_and_run_here, args=(label, model, feed, choices, sender))
+    process = context.Process(target=_send_result, args=(label, model, feed, choices, sender))
     process.start()
     sender.close()
     try:
@@ -313,12 +319,17 @@ def compare(prepared: PreparedCase, outputs: Sequence) -> CaseOutcome:
 
 
 class Runner:
-    """Runs prepared cases in merged batches and counts the compiles."""
+    """Runs prepared cases in merged batches and counts the compiles.
 
-    def __init__(self, batch: int, verbose: bool = False, timeout: float = 900):
+    With ``isolate``, every batch runs in a forked process (see :func:`compile_and_run`). A process
+    that has already run OpenMP code (e.g. a test session) must not fork: it runs batches itself.
+    """
+
+    def __init__(self, batch: int, verbose: bool = False, timeout: float = 900, isolate: bool = True):
         self.batch = batch
         self.verbose = verbose
         self.timeout = timeout
+        self.isolate = isolate
         self.compiles = 0
 
     def run_batch(self, cases: Sequence[PreparedCase]) -> list[CaseOutcome]:
@@ -326,7 +337,10 @@ class Runner:
         model, feed, choices = merge(cases)
         label = f"onnx_node_{cases[0].opset}_{self.compiles}"
         self.compiles += 1
-        outputs, error = compile_and_run(label, model, feed, choices, self.timeout)
+        if self.isolate:
+            outputs, error = compile_and_run(label, model, feed, choices, self.timeout)
+        else:
+            outputs, error = run_here(label, model, feed, choices)
         if error is not None:
             if len(cases) == 1:
                 return [CaseOutcome(cases[0].label, cases[0].case.name, Status.FAIL, f"compile/run: {error}")]

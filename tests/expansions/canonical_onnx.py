@@ -124,6 +124,14 @@ class TopLevelScope:
     body: frozenset[str] = frozenset()
 
 
+def reference_and_canonical(cases: Sequence[OpCase], name: str) -> tuple[dict, dict]:
+    """Outputs of ``cases`` merged into one model, from onnxruntime and from dcaccel's canonical
+    implementations (one compile), on the seeded random feed."""
+    model = build_model(cases)
+    feed = random_feed(cases)
+    return run_reference(model, feed), run_canonical(model, feed, name)
+
+
 def top_level_scopes(sdfg) -> list[TopLevelScope]:
     """The top-level scopes of ``sdfg`` after inlining every nested SDFG (the tasks of contract 2), in program order."""
     from dace.sdfg import nodes

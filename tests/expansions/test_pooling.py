@@ -8,9 +8,7 @@ from tests.expansions.canonical_onnx import (
     assert_flat_maps,
     build_model,
     canonical_model,
-    random_feed,
-    run_canonical,
-    run_reference,
+    reference_and_canonical,
 )
 
 IMAGE = (2, 3, 7, 6)
@@ -54,9 +52,7 @@ CASES = [
 @pytest.fixture(scope="module")
 def results():
     """Outputs of every case, from onnxruntime and from the canonical implementations (one compile)."""
-    model = build_model(CASES)
-    feed = random_feed(CASES)
-    return run_reference(model, feed), run_canonical(model, feed, "test_pooling")
+    return reference_and_canonical(CASES, "test_pooling")
 
 
 @pytest.mark.slow

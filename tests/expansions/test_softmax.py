@@ -8,9 +8,7 @@ from tests.expansions.canonical_onnx import (
     assert_flat_maps,
     build_model,
     canonical_model,
-    random_feed,
-    run_canonical,
-    run_reference,
+    reference_and_canonical,
 )
 
 LARGE = np.array([[1000.0, 1001.0, 999.0], [-1000.0, -1002.0, -1001.0]], np.float32)
@@ -29,9 +27,7 @@ CASES = [
 @pytest.fixture(scope="module")
 def results():
     """Outputs of every case, from onnxruntime and from the canonical implementation (one compile)."""
-    model = build_model(CASES)
-    feed = random_feed(CASES)
-    return run_reference(model, feed), run_canonical(model, feed, "test_softmax")
+    return reference_and_canonical(CASES, "test_softmax")
 
 
 @pytest.mark.slow
