@@ -22,13 +22,7 @@ def build_parser() -> argparse.ArgumentParser:
     )
     subparsers = parser.add_subparsers(dest="command", metavar="COMMAND")
     for name in COMMANDS:
-        try:
-            module = importlib.import_module(f"dcaccel.cli.{name}")
-        except ModuleNotFoundError as err:
-            if err.name != f"dcaccel.cli.{name}":
-                raise
-            continue
-        module.register(subparsers)
+        importlib.import_module(f"dcaccel.cli.{name}").register(subparsers)
     return parser
 
 

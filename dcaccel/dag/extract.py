@@ -40,6 +40,7 @@ import numpy as np
 import sympy
 
 from dcaccel.dag.taskdag import NodeKind, TaskDAG
+from dcaccel.dag.versions import BufferVersions
 from dcaccel.errors import DcaccelError
 
 if TYPE_CHECKING:
@@ -340,7 +341,7 @@ class _Node:
     meta: dict[str, Any]
 
 
-class _Walk:
+class _Walk(BufferVersions):
     """One pass over the program that builds nodes and edges. Buffer nodes are the marked containers
     plus ``inserted`` (container → why the contract repair made it a buffer); ``groups`` caches the
     tasks of each step across passes."""
@@ -352,6 +353,7 @@ class _Walk:
         inserted: Mapping[str, str],
         groups: dict[int, _Group],
     ):
+        super().__init__()
         self.program = program
         self.granularity = granularity
         self.inserted = inserted
@@ -360,8 +362,6 @@ class _Walk:
         self.edges: dict[tuple[int, int], _Edge] = {}
         self.produced: dict[int, Any] = {}
         self.producers: dict[str, list[_Producers]] = {}
-        self.buffer_node: dict[str, int] = {}
-        self.buffer_read: set[str] = set()
         self.versions: Counter[str] = Counter()
         self.reused: dict[str, str] = {}
         self.tasks: list[int] = []
@@ -385,7 +385,7 @@ class _Walk:
         if via is not None:
             edge.via.add(via)
 
-    def new_buffer(self, data: str) -> int:
+    def create_buffer(self, data: str) -> int:
         container = self.program.containers[data]
         meta: dict[str, Any] = {"container": data, "version": self.versions[data]}
         if container.reason is not None:
@@ -393,22 +393,7 @@ class _Walk:
         else:
             meta["inserted_buffer"] = self.inserted[data]
         self.versions[data] += 1
-        node = self.add_node(NodeKind.BUFFER, data, meta)
-        self.buffer_node[data] = node
-        self.buffer_read.discard(data)
-        return node
-
-    def read_buffer(self, data: str) -> int:
-        node = self.buffer_node.get(data)
-        if node is None:
-            node = self.new_buffer(data)
-        self.buffer_read.add(data)
-        return node
-
-    def write_buffer(self, data: str) -> int:
-        if data in self.buffer_read or data not in self.buffer_node:
-            return self.new_buffer(data)
-        return self.buffer_node[data]
+        return self.add_node(NodeKind.BUFFER, data, meta)
 
     # -- steps
     def run(self) -> _Walk:

@@ -27,6 +27,7 @@ import sympy
 
 from dcaccel.dag.extract import EDGE_VOLUME_RULES, Granularity
 from dcaccel.dag.taskdag import NodeKind
+from dcaccel.dag.versions import BufferVersions
 from dcaccel.errors import DcaccelError
 
 if TYPE_CHECKING:
@@ -188,10 +189,11 @@ def _overlap(a_lo, a_hi, b_lo, b_hi) -> sympy.Expr:
     )
 
 
-class _SymbolicWalk:
+class _SymbolicWalk(BufferVersions):
     """The walk of :mod:`dcaccel.dag.extract` over families instead of materialised tasks."""
 
     def __init__(self, program: LoweredProgram, granularity: Granularity, inserted: Mapping[str, sympy.Basic]):
+        super().__init__()
         self.program = program
         self.granularity = granularity
         self.inserted = inserted
@@ -199,8 +201,6 @@ class _SymbolicWalk:
         self.families: list[_Family] = []
         self.edges: list[_EdgeFamily] = []
         self.producers: dict[str, list[tuple[int, _Box]]] = {}
-        self.buffer_node: dict[str, int] = {}
-        self.buffer_read: set[str] = set()
 
     def add(self, family: _Family) -> int:
         self.families.append(family)
@@ -209,23 +209,8 @@ class _SymbolicWalk:
     def is_buffer(self, data: str) -> bool:
         return self.program.containers[data].is_buffer or data in self.inserted
 
-    def new_buffer(self, data: str) -> int:
-        node = self.add(_Family(NodeKind.BUFFER, data))
-        self.buffer_node[data] = node
-        self.buffer_read.discard(data)
-        return node
-
-    def read_buffer(self, data: str) -> int:
-        node = self.buffer_node.get(data)
-        if node is None:
-            node = self.new_buffer(data)
-        self.buffer_read.add(data)
-        return node
-
-    def write_buffer(self, data: str) -> int:
-        if data in self.buffer_read or data not in self.buffer_node:
-            return self.new_buffer(data)
-        return self.buffer_node[data]
+    def create_buffer(self, data: str) -> int:
+        return self.add(_Family(NodeKind.BUFFER, data))
 
     def run(self) -> _SymbolicWalk:
         from dcaccel.dag.scopes import Copy
