@@ -26,12 +26,13 @@ class OpTypeRow:
 
 @dataclass(frozen=True)
 class NodeRow:
-    """One operator of the model, with its operand shapes."""
+    """One operator of the model, with its operand shapes and the implementations it can be lowered with."""
 
     node: str
     op_type: str
     inputs: str
     outputs: str
+    implementations: str
 
 
 def register(subparsers) -> None:
@@ -61,17 +62,35 @@ def describe(workload: Workload) -> str:
     return "\n".join(lines)
 
 
-def op_type_rows(workload: Workload) -> list[OpTypeRow]:
-    """Op types in order of first appearance, with counts and dcaccel's implementation names (``-``: none yet)."""
-    from dcaccel.expansions import implementations
+def implementations_by_node(workload: Workload) -> dict[str, str]:
+    """dcaccel's implementation names for each library node of the workload (``-``: none)."""
+    from dace.sdfg.nodes import LibraryNode
 
-    counts = Counter(op.op_type for op in operators(workload.sdfg))
-    return [OpTypeRow(op, count, ", ".join(implementations(op)) or "-") for op, count in counts.items()]
+    from dcaccel.transforms.lower import available_implementations
+
+    return {
+        node.label: ", ".join(available_implementations(node)) or "-"
+        for node, _ in workload.sdfg.all_nodes_recursive()
+        if isinstance(node, LibraryNode)
+    }
+
+
+def op_type_rows(workload: Workload) -> list[OpTypeRow]:
+    """Op types in order of first appearance, with counts and dcaccel's implementation names (``-``: none)."""
+    choices = implementations_by_node(workload)
+    ops = operators(workload.sdfg)
+    counts = Counter(op.op_type for op in ops)
+    first = {op.op_type: choices.get(op.node, "-") for op in reversed(ops)}
+    return [OpTypeRow(op_type, count, first[op_type]) for op_type, count in counts.items()]
 
 
 def node_rows(workload: Workload) -> list[NodeRow]:
     """One row per operator of the workload's SDFG."""
-    return [NodeRow(op.node, op.op_type, _shapes(op.inputs), _shapes(op.outputs)) for op in operators(workload.sdfg)]
+    choices = implementations_by_node(workload)
+    return [
+        NodeRow(op.node, op.op_type, _shapes(op.inputs), _shapes(op.outputs), choices.get(op.node, "-"))
+        for op in operators(workload.sdfg)
+    ]
 
 
 def _tensor(spec: TensorSpec) -> str:

@@ -86,3 +86,14 @@ def test_bad_model_exits_with_status_2(spec, message, tmp_path, capsys):
 
 def test_resolve_model_builtin():
     assert resolve_model("mmm").name == "mmm"
+
+
+@pytest.mark.parametrize(
+    ("model", "node", "choices"),
+    [("lenet", "conv1", "direct, lmv, mv, op"), ("lenet", "fc1", "lmv, mv, op"), ("lenet", "Relu_0", "canonical")],
+)
+def test_every_node_lists_its_implementations(model, node, choices, capsys):
+    assert main(["info", model]) == 0
+    rows = [line.split() for line in capsys.readouterr().out.splitlines()]
+    row = next(line for line in rows if line and line[0] == node)
+    assert " ".join(row).endswith(choices)
