@@ -86,7 +86,7 @@ def outcomes(runner_module, cases):
 
     supported = set(dcaccel.expansions.supported_ops())
     selected = [(runner_module.primary_op(cases[name]), cases[name]) for name in REPRESENTATIVE]
-    runner = runner_module.Runner(batch=len(selected))
+    runner = runner_module.Runner(batch=len(selected), isolate=False)  # a test session has run OpenMP: no fork
     return {o.case: o for o in runner.run(selected, supported)}
 
 
