@@ -92,7 +92,9 @@ class WorkloadSource:
         holding only what lowering reads (the SDFG, the inputs, outputs and symbols)."""
         if builtin:
             return cls(workload.name)
-        lowering_view = dataclasses.replace(workload, weights={}, onnx_model=None, reference=None, input_sampler=None)
+        lowering_view = dataclasses.replace(
+            workload, weights={}, onnx_model=None, reference=None, input_sampler=None, expansion_cache={}
+        )
         return cls(workload.name, lowering_view)
 
     def build(self) -> Workload:

@@ -145,25 +145,59 @@ def _library_nodes(sdfg: dace.SDFG) -> list[tuple[nodes.LibraryNode, dace.SDFGSt
     return [(node, parent) for node, parent in sdfg.all_nodes_recursive() if isinstance(node, nodes.LibraryNode)]
 
 
-def expand_all(sdfg: dace.SDFG, choices: dict[str, str]) -> tuple[dict[str, str], set[str]]:
+def expand_all(sdfg: dace.SDFG, choices: dict[str, str], cache: dict | None = None) -> tuple[dict[str, str], set[str]]:
     """Expand every library node of ``sdfg`` (in place) until none is left.
 
     The nodes present at the start are all resolved; nodes that expansions create are resolved when
     they carry no implementation. Returns the implementation chosen per resolved node name and the
     names and op types of the resolved nodes.
+
+    ``cache`` (owned by the workload whose SDFG this is a copy of) maps (node name, implementation) to
+    the fully expanded nested SDFG of that node: a node found there is replaced by a copy instead of
+    being expanded again, and every node expanded here whose expansion kept exactly its connectors (an
+    expansion that removes a constant input also edits the parent state, which a copy would not) is
+    added to it.
     """
     implementations: dict[str, str] = {}
     seen: set[str] = set()
     pending = _library_nodes(sdfg)
     for node, state in pending:
         node.implementation = implementations[node.label] = _resolve(node, state, choices, seen)
+    originals = {
+        node.label: (node.implementation, set(node.in_connectors), set(node.out_connectors)) for node, _ in pending
+    }
+    for node, state in pending:  # in order: each expansion appends its nested SDFG to the state
+        if cache is not None and (node.label, node.implementation) in cache:
+            _substitute(state, node, copy.deepcopy(cache[node.label, node.implementation]))
+        else:
+            node.expand(state)
+    pending = _library_nodes(sdfg)
     while pending:
         for node, state in pending:
             if node.implementation is None:
                 node.implementation = implementations[node.label] = _resolve(node, state, choices, seen)
             node.expand(state)
         pending = _library_nodes(sdfg)
+    if cache is not None:
+        for node, _ in sdfg.all_nodes_recursive():
+            if isinstance(node, nodes.NestedSDFG) and node.label in originals:
+                implementation, inputs, outputs = originals[node.label]
+                if (set(node.in_connectors), set(node.out_connectors)) == (inputs, outputs):
+                    cache.setdefault((node.label, implementation), copy.deepcopy(node))
     return implementations, seen
+
+
+def _substitute(state: dace.SDFGState, node: nodes.LibraryNode, expanded: nodes.NestedSDFG) -> None:
+    """Put ``expanded`` (the nested SDFG an earlier lowering expanded ``node`` into) in ``node``'s place."""
+    state.add_node(expanded)
+    for edge in state.in_edges(node):
+        state.add_edge(edge.src, edge.src_conn, expanded, edge.dst_conn, copy.deepcopy(edge.data))
+    for edge in state.out_edges(node):
+        state.add_edge(expanded, edge.src_conn, edge.dst, edge.dst_conn, copy.deepcopy(edge.data))
+    state.remove_node(node)
+    expanded.sdfg.parent = state
+    expanded.sdfg.parent_sdfg = state.sdfg
+    expanded.sdfg.parent_nsdfg_node = expanded
 
 
 @contextlib.contextmanager
@@ -222,7 +256,7 @@ def lower(workload, choices: dict[str, str] | None = None) -> LoweredWorkload:
     with _without_line_info(), warnings.catch_warnings():
         # DaCe's own ExpandTransformation passes connector sets to add_nested_sdfg and warns about it.
         warnings.filterwarnings("ignore", "Using sets for connectors", UserWarning)
-        implementations, seen = expand_all(sdfg, choices)
+        implementations, seen = expand_all(sdfg, choices, getattr(workload, "expansion_cache", None))
         origins = map_origins(sdfg, sources, implementations)
         simplify(sdfg)
     mark_program_io(sdfg)

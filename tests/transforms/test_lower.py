@@ -196,3 +196,24 @@ def test_every_top_level_map_knows_the_node_it_lowers(two_convs_and_a_matmul, ch
         ("conv2", "Conv", choices.get("Conv", "mv")),
         ("mm", "MatMul", "mv"),
     }
+
+
+def test_lowering_again_reuses_expansions_and_gives_the_same_program():
+    """A workload keeps each node's expansion per implementation; a later lowering under another
+    assignment re-expands only the nodes whose choice is new, and gives exactly the DAG of a fresh
+    lowering."""
+    from dcaccel import workloads
+    from dcaccel.dag import extract
+
+    workload = workloads.get("lenet")
+    sizes = []
+    for choices in ({"Conv": "mv"}, {"Conv": "op", "Gemm": "lmv"}, {"Conv": "mv", "Gemm": "lmv"}, {"Conv": "op"}):
+        lowered = workload.lower(choices)
+        fresh = workloads.get("lenet").lower(choices)
+        assert extract(lowered).to_json() == extract(fresh).to_json()
+        assert lowered.implementations == fresh.implementations
+        sizes.append(len(workload.expansion_cache))
+    # first: conv1-2, fc1-3 (mv), Relu_0-3, MaxPool_0-1, Softmax_0 = 12 (Reshape removes its constant
+    # input from the parent state, so it is never cached); then conv1-2 under op and fc1-3 under lmv
+    assert sizes == [12, 17, 17, 17]
+    assert {key for key in workload.expansion_cache if key[0] == "conv1"} == {("conv1", "mv"), ("conv1", "op")}
