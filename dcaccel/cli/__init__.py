@@ -2,7 +2,8 @@
 
 A sub-command module adds its parser with ``set_defaults(run=callable)``; the callable takes the
 parsed arguments and returns the exit status. Errors a user can act on (:class:`DcaccelError`)
-are printed as one line and exit with status 2.
+are printed as one line and exit with status 2; Ctrl-C prints one line and exits with status 130
+(a sweep with ``--results`` has already stored every finished point).
 """
 
 import argparse
@@ -37,6 +38,9 @@ def main(argv: list[str] | None = None) -> int:
     except DcaccelError as err:
         sys.stderr.write(f"dcaccel {args.command}: error: {err}\n")
         return 2
+    except KeyboardInterrupt:
+        sys.stderr.write(f"dcaccel {args.command}: interrupted\n")
+        return 130
 
 
 if __name__ == "__main__":
