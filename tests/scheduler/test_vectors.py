@@ -1,4 +1,4 @@
-"""The schedulers against the reference vectors (``../shared/vectors``): exact outputs of the HPDC'23
+"""The schedulers against the reference vectors (``tests/data/vectors``): exact outputs of the HPDC'23
 reference implementation (streamingsched ``asa-dse`` 85968db, networkx 2.5) for every vector ×
 P ∈ {2, 4, 8, 16, 128} × {relaxed, strict}. Every number must match to the cycle."""
 
@@ -9,9 +9,22 @@ import pytest
 from dcaccel.scheduler import schedule
 from dcaccel.scheduler.graph import CanonicalGraph
 from dcaccel.scheduler.streaming import streaming_schedule
-from tests.scheduler.conftest import load_detail, load_vector, vector_rows
+from tests.scheduler.conftest import VECTOR_NAMES, VECTORS, load_detail, load_vector, vector_rows
 
 ROWS = vector_rows()
+
+
+def test_every_vector_is_read():
+    """The data folder holds exactly the listed vectors, each with its detail file and its 10 rows."""
+    assert sorted(path.stem for path in VECTORS.glob("*.json")) == sorted(VECTOR_NAMES)
+    assert sorted(path.name for path in (VECTORS / "detail").glob("*.json")) == sorted(
+        f"{name}.detail.json" for name in VECTOR_NAMES
+    )
+    assert len(ROWS) == 160
+    for name in VECTOR_NAMES:
+        rows = {(row["pes"], row["partitioning"]) for row in load_vector(name)[0]["results"]}
+        assert rows == {(pes, part) for pes in (2, 4, 8, 16, 128) for part in ("relaxed", "strict")}, name
+        assert set(load_detail(name)) == {f"{pes}_{part}" for pes, part in rows}, name
 
 
 def _row(name: str, pes: int, partitioning: str) -> dict:
