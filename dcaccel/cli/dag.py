@@ -12,7 +12,13 @@ import sys
 from collections import Counter
 from dataclasses import dataclass
 
-from dcaccel.cli.models import add_impl_argument, add_model_argument, implementation_choices, resolve_model
+from dcaccel.cli.models import (
+    add_impl_argument,
+    add_model_argument,
+    check_choice_keys,
+    implementation_choices,
+    resolve_model,
+)
 from dcaccel.cli.table import format_table
 from dcaccel.dag import metrics
 from dcaccel.dag.extract import EDGE_VOLUME_RULES, SINK_MODES, Granularity, extract
@@ -73,8 +79,10 @@ def run(args: argparse.Namespace) -> int:
     """Extract the DAG; write it to ``--out`` or print its summary."""
     if args.out is not None and not args.out.endswith((".json", ".dot")):
         raise DcaccelError(f"--out file '{args.out}' must end in .json or .dot")
+    choices = implementation_choices(args.impl)
     workload = resolve_model(args.model)
-    lowered = workload.lower(implementation_choices(args.impl))
+    check_choice_keys(workload, choices)
+    lowered = workload.lower(choices)
     dag = extract(lowered, args.granularity, args.edge_volume, sink=args.sink, fusion=args.fuse)
     if args.out is None:
         settings = f"granularity {_granularity_name(args.granularity)}, edge volume {args.edge_volume}"

@@ -6,8 +6,10 @@ MODEL is a built-in workload name (see :mod:`dcaccel.workloads`), an ONNX file, 
 
 import argparse
 import os
+from collections.abc import Iterable
 
 from dcaccel import workloads
+from dcaccel.cli.arguments import suggest
 from dcaccel.errors import DcaccelError
 from dcaccel.frontend import Workload, load
 from dcaccel.frontend.python_file import is_python_spec
@@ -50,8 +52,33 @@ def add_impl_argument(parser: argparse.ArgumentParser) -> None:
 
 
 def implementation_choices(pairs: list[tuple[str, str]]) -> dict[str, str]:
-    """The ``--impl`` pairs as the ``choices`` mapping of ``Workload.lower`` (a later pair wins)."""
-    return dict(pairs)
+    """The ``--impl`` pairs as the ``choices`` mapping of ``Workload.lower`` (one implementation per key).
+
+    Raises :class:`DcaccelError` when a key is given twice with different implementations.
+    """
+    choices: dict[str, str] = {}
+    for key, value in pairs:
+        if choices.get(key, value) != value:
+            raise DcaccelError(f"--impl {key}: given twice, as '{choices[key]}' and '{value}' (choose one)")
+        choices[key] = value
+    return choices
+
+
+def check_choice_keys(workload: Workload, keys: Iterable[str]) -> None:
+    """Refuse ``--impl`` keys that name neither a library node nor an op type of ``workload``'s SDFG.
+
+    Node names and op types are those :func:`dcaccel.transforms.lower.op_type` and ``node.label`` give;
+    the error names the first unknown key and suggests the closest known name.
+    """
+    from dace.sdfg.nodes import LibraryNode
+
+    from dcaccel.transforms.lower import op_type
+
+    library_nodes = [node for node, _ in workload.sdfg.all_nodes_recursive() if isinstance(node, LibraryNode)]
+    known = list(dict.fromkeys([op_type(node) for node in library_nodes] + [node.label for node in library_nodes]))
+    for key in keys:
+        if key not in known:
+            raise DcaccelError(f"--impl {key}: no node or op type '{key}' in {workload.name}{suggest(key, known)}")
 
 
 def _choice(text: str) -> tuple[str, str]:

@@ -8,7 +8,13 @@ the lowered SDFG is checked.
 import argparse
 import sys
 
-from dcaccel.cli.models import add_impl_argument, add_model_argument, implementation_choices, resolve_model
+from dcaccel.cli.models import (
+    add_impl_argument,
+    add_model_argument,
+    check_choice_keys,
+    implementation_choices,
+    resolve_model,
+)
 from dcaccel.cli.table import format_table
 from dcaccel.verify import VerifyReport, verify
 
@@ -27,10 +33,12 @@ def register(subparsers) -> None:
 
 def run(args: argparse.Namespace) -> int:
     """Verify the model; 0 when every output matches, 1 otherwise."""
+    choices = implementation_choices(args.impl)
     workload = resolve_model(args.model)
+    check_choice_keys(workload, choices)
     lowered = None
     if args.impl or args.lowered:
-        lowered = workload.lower(implementation_choices(args.impl))
+        lowered = workload.lower(choices)
     report = verify(workload, lowered, rtol=args.rtol, atol=args.atol, seed=args.seed)
     sys.stdout.write(format_report(report) + "\n")
     return 0 if report.passed else 1

@@ -21,7 +21,7 @@ PASSED = VerifyReport("w", "lowered", "python", 1e-4, 1e-5, 0, (OutputCheck("y",
         ([], {}),
         (["--impl", "Conv=op"], {"Conv": "op"}),
         (["--impl", "Conv=op", "conv2=lmv"], {"Conv": "op", "conv2": "lmv"}),
-        (["--impl", "Conv=op", "--impl", "Conv=mv"], {"Conv": "mv"}),
+        (["--impl", "Conv=op", "--impl", "Conv=op"], {"Conv": "op"}),
     ],
 )
 def test_impl_parsing(argv, choices):
