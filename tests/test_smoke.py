@@ -1,0 +1,18 @@
+"""Fast numerical smoke tests (not marked slow, so ``pytest -m "not slow"`` runs them): the seed
+convolution lowered with each MMM shape is compiled once and computes what onnxruntime computes on
+seeded random inputs. The exhaustive numerical tests (every op, every workload) are marked slow."""
+
+import pytest
+
+from dcaccel.verify import verify
+
+
+@pytest.mark.parametrize("shape", ["mv", "op", "lmv"])
+def test_lowered_conv_seed_matches_onnxruntime(conv_seed, shape):
+    lowered = conv_seed.lower({"Conv": shape})
+    report = verify(conv_seed, lowered, seed=1)
+    assert (report.program, report.reference) == ("lowered", "onnxruntime")
+    (check,) = report.outputs
+    assert check.shape == (1, 6, 24, 24)
+    assert check.passed, check
+    assert check.max_abs_error < 1e-5
