@@ -5,7 +5,7 @@
   here: tests that need no DaCe do not pay for it.
 - ``rng``: a seeded numpy generator.
 - ``conv_seed``, ``lenet``, ``mmm``: built-in workloads, one per session, so that each is compiled
-  at most once (the compiled program is cached per SDFG object).
+  at most once (compiled programs are cached by SDFG content).
 """
 
 import os

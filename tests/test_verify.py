@@ -104,3 +104,18 @@ def test_verify_lowered_conv_seed(conv_seed, shape):
     report = verify(conv_seed, conv_seed.lower({"Conv": shape}))
     assert report.program == "lowered" and report.reference == "onnxruntime"
     assert report.passed, report
+
+
+@pytest.mark.slow
+def test_a_changed_sdfg_is_compiled_again(conv_seed):
+    """Programs are cached by SDFG content: changing AddBias's ``+`` into ``-`` after a run must show."""
+    from dace.properties import CodeBlock
+    from dace.sdfg.nodes import Tasklet
+
+    lowered = conv_seed.lower({"Conv": "mv"})
+    assert verify(conv_seed, lowered).passed
+    (add_bias,) = [n for n, _ in lowered.sdfg.all_nodes_recursive() if isinstance(n, Tasklet) and n.label == "AddBias"]
+    add_bias.code = CodeBlock(add_bias.code.as_string.replace("+", "-"))
+    report = verify(conv_seed, lowered)
+    assert not report.passed
+    assert report.outputs[0].max_abs_error > 1e-2

@@ -1,12 +1,13 @@
 """Compiling and running SDFGs on a workload's inputs and weights.
 
-Compiling costs seconds (code generation, cmake, gcc), so every SDFG object is compiled once and
-its program cached for as long as the SDFG lives. Inputs are copied before a run: DaCe refuses
-arrays that are views, and a program may write its arguments.
+Compiling costs seconds (code generation, cmake, gcc), so programs are cached by the content of
+their SDFG (:meth:`dace.SDFG.hash_sdfg`): an SDFG changed after a run is compiled again, and equal
+SDFGs share one program. Inputs are copied before a run: DaCe refuses arrays that are views, and a
+program may write its arguments.
 """
 
 import warnings
-import weakref
+from collections import OrderedDict
 from collections.abc import Mapping
 from typing import TYPE_CHECKING
 
@@ -21,15 +22,19 @@ from dcaccel.frontend.shapes import concrete_shape, dimension_str
 if TYPE_CHECKING:
     from dcaccel.frontend.workload import Workload
 
-_PROGRAMS: "weakref.WeakKeyDictionary[dace.SDFG, CompiledSDFG]" = weakref.WeakKeyDictionary()
+#: How many compiled programs the cache keeps (the least recently used is dropped first).
+CACHED_PROGRAMS = 32
+
+_PROGRAMS: "OrderedDict[str, CompiledSDFG]" = OrderedDict()  # SDFG content hash -> program
 
 
 def compiled(sdfg: dace.SDFG) -> CompiledSDFG:
-    """The compiled program of ``sdfg``: compiled on first use, then cached per SDFG object.
+    """The compiled program of ``sdfg``: compiled on first use, then cached by the SDFG's content.
 
     Raises :class:`UnsupportedOpError` for a library node that has no implementation to expand it.
     """
-    program = _PROGRAMS.get(sdfg)
+    key = sdfg.hash_sdfg()
+    program = _PROGRAMS.get(key)
     if program is None:
         check_implementations(sdfg)
         with warnings.catch_warnings():
@@ -37,7 +42,10 @@ def compiled(sdfg: dace.SDFG) -> CompiledSDFG:
             warnings.filterwarnings("ignore", message="Using sets for connectors is discouraged")
             warnings.filterwarnings("ignore", message="Variable-length array .* allocated on the heap")
             program = sdfg.compile()
-        _PROGRAMS[sdfg] = program
+        _PROGRAMS[key] = program
+        while len(_PROGRAMS) > CACHED_PROGRAMS:
+            _PROGRAMS.popitem(last=False)
+    _PROGRAMS.move_to_end(key)
     return program
 
 

@@ -112,7 +112,7 @@ class Workload:
         return {spec.name: _random_array(rng, shapes[spec.name], spec.dtype) for spec in self.inputs}
 
     def run(self, inputs: Mapping[str, np.ndarray]) -> dict[str, np.ndarray]:
-        """Compile the SDFG (once per SDFG object) and run it on ``inputs``; returns the outputs by name."""
+        """Compile the SDFG (once per SDFG content) and run it on ``inputs``; returns the outputs by name."""
         return run_sdfg(self.sdfg, self, inputs)
 
     def lower(self, choices: Mapping[str, str] | None = None) -> "LoweredWorkload":
