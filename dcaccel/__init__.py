@@ -5,6 +5,7 @@ The pipeline, top to bottom (data never flows back up):
 ``frontend`` (load a model into an SDFG) → ``expansions`` (canonical implementations of the
 operators) → ``transforms`` (full lowering, granularity, fusion) → ``dag`` (the canonical task
 DAG) → ``scheduler`` (makespan and I/O on P processing elements) → ``exploration`` (sweeps, ``dcaccel.explore``).
+``dcaccel.verify(workload)`` checks a workload's SDFG (or a lowered version) against its reference.
 
 The public names below are imported lazily, so that ``import dcaccel`` and the scheduler (which
 needs no DaCe) stay fast.
@@ -23,6 +24,7 @@ _EXPORTS = {
     "Schedule": "dcaccel.scheduler",
     "explore": "dcaccel.exploration",
     "pareto_front": "dcaccel.exploration",
+    "verify": "dcaccel.verification",
     "DcaccelError": "dcaccel.errors",
 }
 

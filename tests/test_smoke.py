@@ -4,7 +4,7 @@ seeded random inputs. The exhaustive numerical tests (every op, every workload) 
 
 import pytest
 
-from dcaccel.verify import verify
+from dcaccel.verification import verify
 
 
 @pytest.mark.parametrize("shape", ["mv", "op", "lmv"])

@@ -7,10 +7,15 @@ from types import SimpleNamespace
 import numpy as np
 import pytest
 
+import dcaccel
 from dcaccel import workloads
 from dcaccel.errors import DcaccelError
 from dcaccel.frontend import load
-from dcaccel.verify import compare, verify
+from dcaccel.verification import compare, verify
+
+
+def test_dcaccel_verify_is_the_function():
+    assert dcaccel.verify is verify
 
 
 @pytest.mark.parametrize(

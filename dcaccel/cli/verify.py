@@ -16,7 +16,7 @@ from dcaccel.cli.models import (
     resolve_model,
 )
 from dcaccel.cli.table import format_table
-from dcaccel.verify import VerifyReport, verify
+from dcaccel.verification import VerifyReport, verify
 
 
 def register(subparsers) -> None:

@@ -10,7 +10,7 @@ import dcaccel.cli.verify
 from dcaccel.cli import build_parser, main
 from dcaccel.cli.models import implementation_choices
 from dcaccel.frontend import Workload
-from dcaccel.verify import OutputCheck, VerifyReport
+from dcaccel.verification import OutputCheck, VerifyReport
 
 PASSED = VerifyReport("w", "lowered", "python", 1e-4, 1e-5, 0, (OutputCheck("y", (1,), 0.0, 0.0, True),))
 

@@ -11,7 +11,7 @@ from dcaccel.dag import metrics
 from dcaccel.dag.extract import extract
 from dcaccel.dag.symbolic import symbolic_metrics
 from dcaccel.frontend.execution import run_sdfg
-from dcaccel.verify import verify
+from dcaccel.verification import verify
 from dcaccel.workloads import pusch_mimo
 
 SHAPES = ("mv", "op", "lmv")
