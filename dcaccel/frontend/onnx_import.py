@@ -9,6 +9,7 @@ dimensions (``dim_param``) are fixed before import, from ``symbols`` or from the
 
 import copy
 import os
+import re
 from collections import Counter
 from collections.abc import Mapping, Sequence
 
@@ -46,17 +47,18 @@ def from_onnx(
 
     proto, source = _read(model)
     name = name or _default_name(model, proto)
+    if not proto.graph.node:
+        raise DcaccelError(f"{source} has no operators (its graph has no nodes)")
     check_ops(proto)
-    try:
-        onnx.checker.check_model(proto)
-    except onnx.checker.ValidationError as err:
-        raise DcaccelError(f"{source} is not a valid ONNX model: {_first_line(err)}") from err
+    check_consistent(proto, source)
 
     initializers = {init.name for init in proto.graph.initializer}
     graph_inputs = [value for value in proto.graph.input if value.name not in initializers]
     specs = [_value_spec(value) for value in graph_inputs]
     symbols = _bind_dimensions(specs, example_inputs, symbols or {})
     fixed = specialize(proto, symbols)
+    if fixed.graph.input != proto.graph.input:
+        check_consistent(fixed, source)  # the values of the dynamic dimensions must fit the model too
     simplified = readable_node_names(simplify(fixed, source))
     check_ops(simplified)
 
@@ -94,6 +96,38 @@ def check_ops(proto: onnx.ModelProto) -> None:
         if node.domain not in _ONNX_DOMAINS or not has_onnx_node(node.op_type):
             op = node.op_type if node.domain in _ONNX_DOMAINS else f"{node.domain}.{node.op_type}"
             raise UnsupportedOpError(op, node.name or f"#{index}", "DaCe's ONNX importer has no node for it")
+
+
+def check_consistent(proto: onnx.ModelProto, source: str) -> None:
+    """Raise :class:`DcaccelError` unless ``proto`` passes the ONNX checker with strict shape and type inference.
+
+    Catches malformed graphs (dangling names, missing inputs, unknown attributes) and inconsistent
+    ones (an input whose shape or type does not fit its operator, a declared output shape that differs
+    from the inferred one); the message names the node and op where the checker does.
+    """
+    try:
+        onnx.checker.check_model(proto, full_check=True)
+    except (onnx.checker.ValidationError, onnx.shape_inference.InferenceError) as err:
+        raise DcaccelError(f"{source} is not a valid ONNX model: {_checker_message(err)}") from err
+
+
+#: Where the ONNX checker names the node at fault: shape inference, and node validation.
+_INFERENCE_NODE = re.compile(r"\(op_type:(?P<op>[^,]*), node name: (?P<node>[^)]*)\): (?P<detail>.*)")
+_VALIDATION_NODE = re.compile(r"==> Context: Bad node spec for node\. Name: (?P<node>.*) OpType: (?P<op>\S+)")
+_ERROR_KIND = re.compile(r"\[\w+Error\] ")
+
+
+def _checker_message(err: BaseException) -> str:
+    """One line from an ONNX checker or shape-inference error: ``node 'fc' (Gemm): what is wrong``."""
+    text = _ERROR_KIND.sub("", str(err)).strip()
+    inference = _INFERENCE_NODE.search(text)
+    if inference:
+        detail = inference["detail"].splitlines()[0].strip()
+        return f"node '{inference['node']}' ({inference['op']}): {detail}"
+    validation = _VALIDATION_NODE.search(text)
+    if validation:
+        return f"node '{validation['node']}' ({validation['op']}): {' '.join(text[: validation.start()].split())}"
+    return " ".join(text.split()) or type(err).__name__
 
 
 def readable_node_names(proto: onnx.ModelProto) -> onnx.ModelProto:
@@ -181,16 +215,21 @@ def specialize(proto: onnx.ModelProto, symbols: Mapping[str, int]) -> onnx.Model
 
 
 def _read(model: str | os.PathLike | onnx.ModelProto) -> tuple[onnx.ModelProto, str]:
-    """The model proto, and how to name its source in a message."""
+    """The model proto, and how to name its source in a message; raises :class:`DcaccelError` for a
+    missing file, or one that does not hold a model with a graph."""
     if isinstance(model, onnx.ModelProto):
-        return model, f"ONNX model '{model.graph.name}'"
-    path = os.fspath(model)
-    if not os.path.isfile(path):
-        raise DcaccelError(f"file '{path}' not found")
-    try:
-        return onnx.load(path), f"'{path}'"
-    except (DecodeError, ValueError, RuntimeError) as err:
-        raise DcaccelError(f"'{path}' is not an ONNX model: {_first_line(err)}") from err
+        proto, source = model, f"ONNX model '{model.graph.name}'"
+    else:
+        path = os.fspath(model)
+        if not os.path.isfile(path):
+            raise DcaccelError(f"file '{path}' not found")
+        try:
+            proto, source = onnx.load(path), f"'{path}'"
+        except (DecodeError, ValueError, RuntimeError) as err:
+            raise DcaccelError(f"'{path}' is not an ONNX model: {_first_line(err)}") from err
+    if not proto.HasField("graph"):
+        raise DcaccelError(f"{source} is not an ONNX model: it has no graph")
+    return proto, source
 
 
 def _default_name(model, proto: onnx.ModelProto) -> str:

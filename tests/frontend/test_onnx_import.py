@@ -137,3 +137,86 @@ def _relu_chain(names: list[str]) -> onnx.ModelProto:
 )
 def test_nodes_are_named_after_their_module(names, expected):
     assert [node.name for node in readable_node_names(_relu_chain(names)).graph.node] == expected
+
+
+def _gemm(inner: int = 8, declared: tuple = (1, 4)) -> onnx.ModelProto:
+    """y = x · Wᵀ + b: x of shape (1, inner), W of shape 4×8 (so ``inner`` must be 8), y declared ``declared``."""
+    weight = numpy_helper.from_array(np.ones((4, 8), np.float32), "W")
+    bias = numpy_helper.from_array(np.ones(4, np.float32), "b")
+    x = helper.make_tensor_value_info("x", TensorProto.FLOAT, [1, inner])
+    y = helper.make_tensor_value_info("y", TensorProto.FLOAT, list(declared))
+    node = helper.make_node("Gemm", ["x", "W", "b"], ["y"], name="fc", transB=1)
+    graph = helper.make_graph([node], "dense", [x], [y], initializer=[weight, bias])
+    return helper.make_model(graph, opset_imports=[helper.make_opsetid("", 18)])
+
+
+def _dangling(model: onnx.ModelProto) -> None:
+    model.graph.node[0].input[0] = "nowhere"
+
+
+def _unknown_attribute(model: onnx.ModelProto) -> None:
+    model.graph.node[0].attribute.append(helper.make_attribute("alpha2", 1.0))
+
+
+def _integer_input(model: onnx.ModelProto) -> None:
+    model.graph.input[0].type.tensor_type.elem_type = TensorProto.INT64
+
+
+def _one_input(model: onnx.ModelProto) -> None:
+    del model.graph.node[0].input[1:]
+
+
+def _no_nodes(model: onnx.ModelProto) -> None:
+    del model.graph.node[:]
+
+
+@pytest.mark.parametrize(
+    ("model", "mutate", "message"),
+    [
+        (_gemm(inner=7), None, "node 'fc' (Gemm): Dimension mismatch in unification between 8 and 7"),
+        (
+            _gemm(declared=(1, 5)),
+            None,
+            "node 'fc' (Gemm): Inferred shape and existing shape differ in dimension 1: (4) vs (5)",
+        ),
+        (_gemm(), _unknown_attribute, "node 'fc' (Gemm): Unrecognized attribute: alpha2 for operator Gemm"),
+        (_gemm(), _integer_input, "node 'fc' (Gemm): B has inconsistent type tensor(float)"),
+        (
+            _gemm(),
+            _one_input,
+            "node 'fc' (Gemm): Node(fc) with schema(::Gemm:13) has input size 1 not in range [min=2, max=3].",
+        ),
+        (
+            _gemm(),
+            _dangling,
+            "Nodes in a graph must be topologically sorted, however input 'nowhere' of node: name: fc OpType: Gemm "
+            "is not output of any previous nodes.",
+        ),
+    ],
+)
+def test_inconsistent_model(model, mutate, message):
+    if mutate is not None:
+        mutate(model)
+    with pytest.raises(DcaccelError) as error:
+        dcaccel.load(model)
+    assert str(error.value) == f"ONNX model 'dense' is not a valid ONNX model: {message}"
+
+
+def test_dimension_values_must_fit_the_model():
+    model = _gemm()
+    model.graph.input[0].type.tensor_type.shape.dim[1].dim_param = "features"
+    assert dcaccel.load(model, symbols={"features": 8}).inputs[0].shape == (1, 8)
+    with pytest.raises(DcaccelError, match=r"^ONNX model 'dense' is not a valid ONNX model: node 'fc' \(Gemm\): Dim"):
+        dcaccel.load(model, symbols={"features": 7})
+
+
+def test_graph_without_nodes():
+    model = _gemm()
+    _no_nodes(model)
+    with pytest.raises(DcaccelError, match=r"^ONNX model 'dense' has no operators \(its graph has no nodes\)$"):
+        dcaccel.load(model)
+
+
+def test_model_without_graph():
+    with pytest.raises(DcaccelError, match=r"^ONNX model '' is not an ONNX model: it has no graph$"):
+        dcaccel.load(onnx.ModelProto())
