@@ -1,9 +1,10 @@
 """``dcaccel dag MODEL``: the canonical task DAG of a lowered model.
 
-Lowers the model with the ``--impl`` choices, extracts its task DAG (:func:`dcaccel.dag.extract.extract`)
-and either writes it (``--out dag.json`` in the vectors' format, ``--out dag.dot`` for Graphviz) or
-prints a one-screen summary: numbers of tasks, buffers and edges, work, depth, I/O volume and the
-task labels that account for most tasks. Nothing is compiled.
+Lowers the model with the ``--impl`` choices, extracts its task DAG (:func:`dcaccel.dag.extract.extract`),
+checks it against the contract (:meth:`TaskDAG.validate`: nothing invalid is written) and either writes
+it (``--out dag.json`` in the vectors' format, ``--out dag.dot`` for Graphviz) or prints a one-screen
+summary: numbers of tasks, buffers and edges, work, depth, I/O volume and the task labels that account
+for most tasks. Nothing is compiled.
 """
 
 import argparse
@@ -12,6 +13,7 @@ import sys
 from collections import Counter
 from dataclasses import dataclass
 
+from dcaccel.cli.arguments import check_output
 from dcaccel.cli.models import (
     add_impl_argument,
     add_model_argument,
@@ -24,6 +26,9 @@ from dcaccel.dag import metrics
 from dcaccel.dag.extract import EDGE_VOLUME_RULES, SINK_MODES, Granularity, extract
 from dcaccel.dag.taskdag import TaskDAG
 from dcaccel.errors import DcaccelError
+
+#: The file formats ``--out`` writes.
+DAG_FORMATS = (".json", ".dot")
 
 #: How many task labels the summary lists.
 TOP_LABELS = 8
@@ -77,19 +82,19 @@ def _granularity_name(granularity: Granularity) -> str:
 
 def run(args: argparse.Namespace) -> int:
     """Extract the DAG; write it to ``--out`` or print its summary."""
-    if args.out is not None and not args.out.endswith((".json", ".dot")):
-        raise DcaccelError(f"--out file '{args.out}' must end in .json or .dot")
+    check_output("--out", args.out, DAG_FORMATS)
     choices = implementation_choices(args.impl)
     workload = resolve_model(args.model)
     check_choice_keys(workload, choices)
     lowered = workload.lower(choices)
     dag = extract(lowered, args.granularity, args.edge_volume, sink=args.sink, fusion=args.fuse)
+    dag.validate()
     if args.out is None:
         settings = f"granularity {_granularity_name(args.granularity)}, edge volume {args.edge_volume}"
         sys.stdout.write(f"{summary(dag)}\n({settings}{', fused' if args.fuse else ''})\n")
         return 0
     with open(args.out, "w") as stream:
-        if args.out.endswith(".json"):
+        if args.out.lower().endswith(".json"):
             json.dump(dag.to_json(), stream, indent=1)
         else:
             stream.write(dag.to_dot())

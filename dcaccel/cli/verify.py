@@ -8,6 +8,7 @@ the lowered SDFG is checked.
 import argparse
 import sys
 
+from dcaccel.cli.arguments import bounded_int, non_negative_float
 from dcaccel.cli.models import (
     add_impl_argument,
     add_model_argument,
@@ -23,9 +24,15 @@ def register(subparsers) -> None:
     """Add the ``verify`` sub-command."""
     parser = subparsers.add_parser("verify", help="check a model's SDFG against onnxruntime or its Python function")
     add_model_argument(parser)
-    parser.add_argument("--rtol", type=float, default=1e-4, help="relative tolerance (default: %(default)g)")
-    parser.add_argument("--atol", type=float, default=1e-5, help="absolute tolerance (default: %(default)g)")
-    parser.add_argument("--seed", type=int, default=0, help="seed of the random inputs (default: %(default)d)")
+    parser.add_argument(
+        "--rtol", type=non_negative_float, default=1e-4, help="relative tolerance (default: %(default)g)"
+    )
+    parser.add_argument(
+        "--atol", type=non_negative_float, default=1e-5, help="absolute tolerance (default: %(default)g)"
+    )
+    parser.add_argument(
+        "--seed", type=bounded_int(0), default=0, help="seed of the random inputs (default: %(default)d)"
+    )
     add_impl_argument(parser)
     parser.add_argument("--lowered", action="store_true", help="lower the model fully before checking it")
     parser.set_defaults(run=run)

@@ -12,6 +12,7 @@ from dcaccel.errors import DcaccelError
 from dcaccel.frontend.onnx_import import from_onnx
 from dcaccel.frontend.program_import import from_program, from_sdfg
 from dcaccel.frontend.python_file import is_python_spec, read_python_model
+from dcaccel.frontend.shapes import check_symbols
 from dcaccel.frontend.workload import Workload
 
 
@@ -21,10 +22,12 @@ def load(model, example_inputs=None, *, symbols: Mapping[str, int] | None = None
     ``model`` is one of: a ``torch.nn.Module`` (with ``example_inputs``), an ONNX file path or
     ``onnx.ModelProto``, a ``@dace.program`` (annotated, or with ``example_inputs``), a ``dace.SDFG``,
     a ``"path/to/file.py:attribute"`` string (see :mod:`dcaccel.frontend.python_file`), or a Workload
-    (returned as is). ``symbols`` gives values of symbolic sizes; ``name`` names the workload.
+    (returned as is). ``symbols`` gives values of symbolic sizes (positive integers); ``name`` names
+    the workload.
     """
     if isinstance(model, Workload):
         return model
+    symbols = check_symbols(symbols)
     if isinstance(model, str | os.PathLike) and is_python_spec(os.fspath(model)):
         found = read_python_model(os.fspath(model))
         return load(

@@ -18,6 +18,7 @@ import onnx
 from dace import data as dt
 from dace.libraries.onnx.converters import clean_onnx_name, onnx_tensor_type_to_typeclass
 from dace.libraries.onnx.nodes.onnx_op_registry import has_onnx_node
+from google.protobuf import json_format, text_format
 from google.protobuf.message import DecodeError
 
 from dcaccel.errors import DcaccelError, UnsupportedOpError
@@ -225,7 +226,7 @@ def _read(model: str | os.PathLike | onnx.ModelProto) -> tuple[onnx.ModelProto, 
             raise DcaccelError(f"file '{path}' not found")
         try:
             proto, source = onnx.load(path), f"'{path}'"
-        except (DecodeError, ValueError, RuntimeError) as err:
+        except (DecodeError, json_format.ParseError, text_format.ParseError, ValueError, RuntimeError) as err:
             raise DcaccelError(f"'{path}' is not an ONNX model: {_first_line(err)}") from err
     if not proto.HasField("graph"):
         raise DcaccelError(f"{source} is not an ONNX model: it has no graph")

@@ -42,7 +42,8 @@ def is_python_spec(spec: str) -> bool:
 def read_python_model(spec: str) -> FileModel:
     """Execute the file of ``spec`` and return its attribute (a factory is called), example inputs and symbols.
 
-    Raises :class:`DcaccelError` when the file does not exist or has no such attribute.
+    Raises :class:`DcaccelError` when the file does not exist, fails to import, has no such attribute,
+    or its factory or ``example_inputs`` function raises.
     """
     path, _, attribute = spec.rpartition(SEPARATOR)
     if not os.path.isfile(path):
@@ -52,22 +53,49 @@ def read_python_model(spec: str) -> FileModel:
         raise DcaccelError(f"'{path}' has no attribute '{attribute}'")
     model = getattr(module, attribute)
     if _is_factory(model):
-        model = model()
+        model = _call(path, attribute, model)
     example_inputs = getattr(module, "example_inputs", None)
     if callable(example_inputs):
-        example_inputs = example_inputs()
+        example_inputs = _call(path, "example_inputs", example_inputs)
     symbols = getattr(module, "symbols", None)
     return FileModel(model=model, example_inputs=example_inputs, symbols=symbols, name=attribute)
 
 
 def _execute(path: str):
-    """Import the file at ``path`` as a fresh module."""
+    """Import the file at ``path`` as a fresh module.
+
+    Raises :class:`DcaccelError` naming the file and line for a syntax error, and the exception for
+    any other error the file raises while it is imported (the file is the user's code: any error).
+    """
     module_name = f"dcaccel_user_model_{abs(hash(os.path.abspath(path)))}"
     spec = importlib.util.spec_from_file_location(module_name, path)
     module = importlib.util.module_from_spec(spec)
     sys.modules[module_name] = module
-    spec.loader.exec_module(module)
+    try:
+        spec.loader.exec_module(module)
+    except SyntaxError as err:
+        del sys.modules[module_name]
+        raise DcaccelError(f"'{path}' line {err.lineno}: SyntaxError: {err.msg}") from err
+    except Exception as err:
+        del sys.modules[module_name]
+        raise DcaccelError(f"'{path}' failed when imported: {_describe(err)}") from err
     return module
+
+
+def _call(path: str, name: str, function):
+    """``function()``, with any error it raises as a :class:`DcaccelError` naming ``name`` in ``path``."""
+    try:
+        return function()
+    except DcaccelError:
+        raise
+    except Exception as err:
+        raise DcaccelError(f"'{path}': {name}() raised {_describe(err)}") from err
+
+
+def _describe(err: BaseException) -> str:
+    """``ValueError: first line of the message`` (the type alone when the message is empty)."""
+    lines = str(err).strip().splitlines()
+    return f"{type(err).__name__}: {lines[0]}" if lines else type(err).__name__
 
 
 def _is_factory(model) -> bool:

@@ -20,6 +20,24 @@ def dimension_str(dim) -> int | str:
     return str(expr)
 
 
+def positive_size(what: str, value) -> int:
+    """``value`` as an int when it is a positive integer (``bool`` is not); else :class:`DcaccelError`
+    naming ``what`` (``"symbol 'batch'"``, ``"workload 'mmm': size 'N'"``)."""
+    if isinstance(value, bool) or not isinstance(value, int | np.integer) or value < 1:
+        raise DcaccelError(f"{what}: expected a positive integer, got {value!r}")
+    return int(value)
+
+
+def check_symbols(symbols: Mapping[str, int] | None) -> dict[str, int] | None:
+    """The values of symbolic sizes as ints (None stays None); raises :class:`DcaccelError` naming the
+    first symbol whose value is not a positive integer."""
+    if symbols is None:
+        return None
+    if not isinstance(symbols, Mapping):
+        raise DcaccelError(f"symbols: expected a mapping from names to sizes, got a {type(symbols).__name__}")
+    return {str(name): positive_size(f"symbol '{name}'", value) for name, value in symbols.items()}
+
+
 def concrete_shape(tensor: str, shape: Iterable[int | str], symbols: Mapping[str, int]) -> tuple[int, ...]:
     """``shape`` with every symbolic size replaced by its value in ``symbols``.
 

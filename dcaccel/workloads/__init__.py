@@ -6,6 +6,7 @@ through ``get(name, **options)``.
 """
 
 import importlib
+import inspect
 
 from dcaccel.errors import DcaccelError
 
@@ -26,12 +27,34 @@ def names() -> list[str]:
     return list(_MODULES)
 
 
-def get(name: str, **options):
-    """Build the built-in workload ``name``; ``options`` (e.g. sizes) go to its module's ``workload()``.
+def size_options(name: str) -> dict[str, int]:
+    """The size options of the built-in workload ``name`` with their defaults: the keyword parameters of
+    its module's ``workload()``, or its ``DEFAULT_SIZES`` when ``workload()`` takes ``**sizes``.
 
     Raises :class:`DcaccelError` listing the names when ``name`` is unknown.
     """
+    module = _module(name)
+    parameters = inspect.signature(module.workload).parameters.values()
+    if any(p.kind is inspect.Parameter.VAR_KEYWORD for p in parameters):
+        return dict(module.DEFAULT_SIZES)
+    return {p.name: p.default for p in parameters}
+
+
+def get(name: str, **options):
+    """Build the built-in workload ``name``; ``options`` (sizes, positive integers) go to its module's
+    ``workload()``.
+
+    Raises :class:`DcaccelError` listing the names when ``name`` is unknown, and naming the valid
+    options for an unknown option or a value that is not a positive integer.
+    """
+    from dcaccel.workloads.sizes import check_sizes
+
+    sizes = check_sizes(name, size_options(name), options)
+    return _module(name).workload(**sizes)
+
+
+def _module(name: str):
+    """The module that builds the built-in workload ``name``."""
     if name not in _MODULES:
         raise DcaccelError(f"unknown workload '{name}' (built-in workloads: {', '.join(_MODULES)})")
-    module = importlib.import_module(f"{__name__}.{_MODULES[name]}")
-    return module.workload(**options)
+    return importlib.import_module(f"{__name__}.{_MODULES[name]}")

@@ -220,3 +220,11 @@ def test_graph_without_nodes():
 def test_model_without_graph():
     with pytest.raises(DcaccelError, match=r"^ONNX model '' is not an ONNX model: it has no graph$"):
         dcaccel.load(onnx.ModelProto())
+
+
+def test_a_task_dag_is_not_a_model(tmp_path):
+    path = tmp_path / "dag.json"
+    path.write_text('{"name": "conv-seed", "nodes": [], "edges": []}')
+    with pytest.raises(DcaccelError) as error:
+        dcaccel.load(path)
+    assert str(error.value).startswith(f"'{path}' is not an ONNX model: Message type \"onnx.ModelProto\" has no field")

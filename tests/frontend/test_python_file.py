@@ -96,3 +96,26 @@ def test_attribute_that_is_not_a_model(models_file):
 )
 def test_is_python_spec(spec, expected):
     assert is_python_spec(spec) is expected
+
+
+@pytest.mark.parametrize(
+    ("source", "spec", "message"),
+    [
+        ("def f(:\n", "f", "'{path}' line 1: SyntaxError: invalid syntax"),
+        ("raise ValueError('boom')\n", "f", "'{path}' failed when imported: ValueError: boom"),
+        ("import no_such_module_of_dcaccel\n", "f", "'{path}' failed when imported: ModuleNotFoundError: No module"),
+        ("def f():\n    raise RuntimeError\n", "f", "'{path}': f() raised RuntimeError"),
+        (
+            "import torch\nm = torch.nn.Linear(2, 2)\ndef example_inputs():\n    return 1 / 0\n",
+            "m",
+            "'{path}': example_inputs() raised ZeroDivisionError: division by zero",
+        ),
+    ],
+)
+def test_file_that_fails(tmp_path, source, spec, message):
+    path = tmp_path / "broken.py"
+    path.write_text(source)
+    with pytest.raises(DcaccelError) as error:
+        dcaccel.load(f"{path}:{spec}")
+    assert str(error.value).startswith(message.format(path=path))
+    assert "\n" not in str(error.value)

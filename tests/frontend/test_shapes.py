@@ -1,10 +1,13 @@
 """Symbolic shapes: evaluation and binding symbols from arrays."""
 
+import re
+
 import numpy as np
 import pytest
 
+import dcaccel
 from dcaccel.errors import DcaccelError, ShapeError
-from dcaccel.frontend.shapes import bind_symbols, concrete_shape, dimension_str
+from dcaccel.frontend.shapes import bind_symbols, concrete_shape, dimension_str, positive_size
 from dcaccel.frontend.workload import TensorSpec
 
 
@@ -60,3 +63,27 @@ def test_bind_symbols_shape_errors(arrays, message):
 def test_bind_symbols_input_names(arrays, message):
     with pytest.raises(DcaccelError, match=message):
         bind_symbols(SPECS, arrays, {})
+
+
+@pytest.mark.parametrize("value", [1, 7, np.int64(3)])
+def test_positive_size(value):
+    assert positive_size("symbol 'N'", value) == value and type(positive_size("symbol 'N'", value)) is int
+
+
+@pytest.mark.parametrize("value", [0, -1, 2.5, 3.0, "abc", "4", True, None])
+def test_not_a_positive_size(value):
+    with pytest.raises(DcaccelError, match=rf"^symbol 'N': expected a positive integer, got {re.escape(repr(value))}$"):
+        positive_size("symbol 'N'", value)
+
+
+@pytest.mark.parametrize("symbols", [{"batch": -1}, {"batch": "abc"}, {"batch": 2.5}, {"batch": 0}])
+def test_load_refuses_bad_symbols(symbols):
+    from dcaccel.workloads.mmm import mmm
+
+    with pytest.raises(DcaccelError, match=r"^symbol 'batch': expected a positive integer, got"):
+        dcaccel.load(mmm, symbols=symbols)
+
+
+def test_load_refuses_symbols_that_are_no_mapping():
+    with pytest.raises(DcaccelError, match=r"^symbols: expected a mapping from names to sizes, got a list$"):
+        dcaccel.load("model.onnx", symbols=[("N", 2)])

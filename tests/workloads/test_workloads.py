@@ -145,9 +145,42 @@ def test_resnet18_image_size(image):
     assert workload.inputs[0].shape == (1, 3, image, image) and workload.outputs[0].shape == (1, 10)
 
 
-def test_unknown_size():
-    with pytest.raises(DcaccelError, match=r"^workload 'mmm' has no size 'Q' \(sizes: N, K, M\)$"):
-        workloads.get("mmm", Q=3)
+@pytest.mark.parametrize(
+    ("name", "options", "message"),
+    [
+        ("mmm", {"Q": 3}, "workload 'mmm' has no size 'Q' (sizes: N, K, M)"),
+        ("lenet", {"foo": 3}, "workload 'lenet' has no size 'foo' (it has no size options)"),
+        ("resnet18", {"classes": 10}, "workload 'resnet18' has no size 'classes' (sizes: image, num_classes)"),
+        ("mmm", {"N": -3}, "workload 'mmm': size 'N': expected a positive integer, got -3"),
+        ("mmm", {"K": 0}, "workload 'mmm': size 'K': expected a positive integer, got 0"),
+        ("mmm", {"M": 2.5}, "workload 'mmm': size 'M': expected a positive integer, got 2.5"),
+        ("pusch-mimo", {"L": "2"}, "workload 'pusch-mimo': size 'L': expected a positive integer, got '2'"),
+        (
+            "transformer-encoder",
+            {"heads": True},
+            "workload 'transformer-encoder': size 'heads': expected a positive integer, got True",
+        ),
+    ],
+)
+def test_bad_size_options(name, options, message):
+    with pytest.raises(DcaccelError) as error:
+        workloads.get(name, **options)
+    assert str(error.value) == message
+
+
+@pytest.mark.parametrize(
+    ("name", "options"),
+    [
+        ("conv-seed", {}),
+        ("mmm", {"N": 8, "K": 6, "M": 4}),
+        ("pusch-mimo", {"S": 4, "A": 8, "L": 2}),
+        ("resnet18", {"image": 224, "num_classes": 1000}),
+        ("mobilenetv2-block", {"channels": 32, "image": 56, "expansion": 6}),
+        ("transformer-encoder", {"seq": 16, "d_model": 64, "heads": 4, "ff": 128}),
+    ],
+)
+def test_size_options(name, options):
+    assert workloads.size_options(name) == options
 
 
 def test_unknown_name_lists_the_names():
