@@ -1,37 +1,54 @@
-"""Closed-form metrics of a lowered program whose sizes are symbolic.
+"""The closed-form back-end of the DAG walk, and the metrics it gives when sizes are symbolic.
 
 A DAG with a symbolic number of tasks cannot be materialised, but its metrics can be summed in
-closed form. :func:`symbolic_metrics` walks the same program steps as :func:`dcaccel.dag.extract`
-with the same rules (docs/dag.md), keeping each task map as one *family* of tasks: its
-per-iteration volumes stay expressions in the map parameters and are summed over the iteration
-range with SymPy. The result gives the number of tasks, buffer nodes and edges, the work
-W = Σ max(I, O) and the I/O volume (Σ over buffer nodes of volume in + out, pseudo-source edges
-excluded) as expressions in the program's symbols; ``evaluate(N=..., ...)`` substitutes sizes.
+closed form. :class:`SymbolicGraph` is the back-end of the one walk (:mod:`dcaccel.dag.walk`) that
+keeps each task map as one *family* of tasks: its per-iteration volumes stay expressions in the map
+parameters and are summed over the iteration range with SymPy. :func:`symbolic_metrics` returns
+the number of tasks, buffer nodes and edges, the work W = Σ max(I, O) and the I/O volume (Σ over
+buffer nodes of volume in + out, pseudo-source edges excluded) as expressions in the program's
+symbols; ``evaluate(N=..., ...)`` substitutes sizes. ``extract`` uses the same back-end when sizes
+stay symbolic, and materialises the families whose number of iterations is concrete.
 
-Which iterations of a task map feed which task must be decidable from the memlets: a family
-writes (or reads) a box that lies inside the box its partner reads (or writes), which SymPy proves
-from the map ranges; anything else raises :class:`DcaccelError`. Like ``extract``, a collapsed
-container that a consumer provably reads more often than it was written becomes a buffer node;
-the other contract repairs of ``extract`` (unequal in-volumes, non-uniform outputs) are not
-decidable in closed form and are not made here. The DAG is assumed to have no pseudo sink (a
-single exit, as with ``sink="auto"``).
+The rules are those of ``extract`` (docs/dag.md), decided in closed form:
+
+* which iterations of a task map feed which task must follow from the memlets: a family writes (or
+  reads) a box that provably lies inside the box its partner reads (or writes);
+* a collapsed container that a consumer may re-read becomes a buffer node; when the re-read depends
+  on the sizes the condition is kept in ``assumptions``;
+* unequal in-volumes into a task and non-uniform outputs are repaired as in ``extract``: the
+  differences are decided by SymPy, or by evaluating them at every iteration when the range is
+  concrete; a difference that holds only for some sizes is kept in ``assumptions``;
+* ``("tiles", T)`` needs a concrete number of iterations (each tile is then its own node), and the
+  pseudo sink is added by the same rule as ``extract``'s ``sink``.
+
+What cannot be decided raises a one-line :class:`DcaccelError` (never a silent skip); unequal
+volumes on edges from or into buffers, which no repair can fix, raise :class:`DAGContractError`.
 """
 
 from __future__ import annotations
 
 from collections.abc import Mapping
-from dataclasses import dataclass, fields
-from typing import TYPE_CHECKING
+from dataclasses import dataclass, field, fields
+from typing import TYPE_CHECKING, Any
 
+import numpy as np
 import sympy
 
-from dcaccel.dag.extract import EDGE_VOLUME_RULES, Granularity
+from dcaccel.dag import volume as vol
 from dcaccel.dag.taskdag import NodeKind
-from dcaccel.dag.versions import BufferVersions
-from dcaccel.errors import DcaccelError
+from dcaccel.dag.walk import (
+    Edge,
+    Fault,
+    Granularity,
+    Node,
+    check_options,
+    tiles_of,
+    walk_program,
+)
+from dcaccel.errors import DAGContractError, DcaccelError
 
 if TYPE_CHECKING:
-    from dcaccel.dag.scopes import Access, Copy, LoweredProgram, TaskScope
+    from dcaccel.dag.scopes import Access, TaskScope
 
 
 @dataclass(frozen=True)
@@ -56,7 +73,7 @@ class SymbolicMetrics:
         """The symbols the metrics depend on."""
         found: set[sympy.Symbol] = set()
         for name in _METRICS:
-            found |= sympy.sympify(getattr(self, name)).free_symbols
+            found |= vol.as_expr(getattr(self, name)).free_symbols
         for condition in self.assumptions:
             found |= condition.free_symbols
         return found
@@ -64,7 +81,7 @@ class SymbolicMetrics:
     def plain(self) -> SymbolicMetrics:
         """The same metrics over plain symbols (no assumptions), the symbols of :class:`TaskDAG` volumes."""
         substitution = {s: sympy.Symbol(s.name) for s in self.symbols}
-        metrics = {name: sympy.sympify(getattr(self, name)).xreplace(substitution) for name in _METRICS}
+        metrics = {name: vol.as_expr(getattr(self, name)).xreplace(substitution) for name in _METRICS}
         metrics = {name: int(v) if v.is_Integer else v for name, v in metrics.items()}
         return SymbolicMetrics(**metrics, assumptions=tuple(c.xreplace(substitution) for c in self.assumptions))
 
@@ -93,7 +110,7 @@ _METRICS = tuple(f.name for f in fields(SymbolicMetrics) if f.name != "assumptio
 
 
 def _value(expr, substitution):
-    result = sympy.sympify(expr).xreplace(substitution).doit()
+    result = vol.as_expr(expr).xreplace(substitution).doit()
     return int(result) if result.is_Integer else sympy.simplify(result)
 
 
@@ -106,6 +123,7 @@ class _Family:
 
     kind: NodeKind
     label: str
+    meta: dict[str, Any] = field(default_factory=dict)
     params: tuple[sympy.Symbol, ...] = ()
     ranges: tuple[tuple[sympy.Expr, sympy.Expr, sympy.Expr], ...] = ()
 
@@ -114,21 +132,26 @@ class _Family:
         return bool(self.params)
 
     def count(self) -> sympy.Expr:
-        total = sympy.Integer(1)
-        for begin, end, step in self.ranges:
-            total *= sympy.floor((end - begin) / step) + 1
-        return total
+        return vol.as_expr(vol.iterations(self.ranges))
 
     def first(self) -> dict[sympy.Symbol, sympy.Expr]:
         """The parameters of the first iteration."""
         return {p: begin for p, (begin, _, _) in zip(self.params, self.ranges, strict=True)}
 
+    def points(self) -> np.ndarray | None:
+        """The iterations as an (n × params) array when their number is concrete, else None."""
+        if any(vol.is_symbolic(v) for rng in self.ranges for v in rng):
+            return None
+        axes = [np.arange(int(b), int(e) + 1, int(s), dtype=np.int64) for b, e, s in self.ranges]
+        grids = np.meshgrid(*axes, indexing="ij")
+        return np.stack([g.reshape(-1) for g in grids], axis=1)
+
     def total(self, expr: sympy.Expr) -> sympy.Expr:
         """Σ of ``expr`` over the iterations of the family (``expr`` itself for a single node)."""
-        expr = sympy.sympify(expr)
+        expr = vol.as_expr(expr)
         for p, (begin, end, step) in reversed(list(zip(self.params, self.ranges, strict=True))):
             if p not in expr.free_symbols:
-                expr = expr * (sympy.floor((end - begin) / step) + 1)
+                expr = expr * vol.as_expr(vol.count(begin, end, step))
                 continue
             u = sympy.Symbol(f"{p.name}_step", integer=True, nonnegative=True)
             expr = sympy.summation(expr.xreplace({p: begin + step * u}), (u, 0, sympy.floor((end - begin) / step)))
@@ -149,33 +172,49 @@ class _Box:
     def size(self) -> sympy.Expr:
         return sympy.Mul(*(h - b + 1 for b, h in zip(self.lo, self.hi, strict=True)))
 
+    def whole_size(self) -> sympy.Expr:
+        return sympy.Mul(*(h - b + 1 for b, h in zip(self.whole_lo, self.whole_hi, strict=True)))
+
 
 @dataclass
 class _EdgeFamily:
-    """Edges from ``src`` to ``dst``, one per iteration of ``over`` (a family id, or None for one edge)."""
+    """Edges from family ``src`` to family ``dst``, one per iteration of ``over`` (a family id, or
+    None for one edge), with the volume of each under both rules and the collapsed containers crossed."""
 
-    src: int
-    dst: int
     exact: sympy.Expr
     reference: sympy.Expr
     over: int | None
+    via: set[str] = field(default_factory=set)
+
+    def volume(self, rule: str) -> sympy.Expr:
+        return self.exact if rule == "exact" else self.reference
+
+
+@dataclass
+class _FamilyGroup:
+    """The families one task scope becomes (one, or one per tile) and their accesses per container."""
+
+    families: list[_Family]
+    reads: dict[str, tuple[_Box, ...]]
+    writes: dict[str, tuple[_Box, ...]]
+    accumulated: frozenset[str]
 
 
 def _proven(relation) -> bool:
-    return sympy.sympify(relation) is sympy.true
+    return vol.decide(relation) is True
 
 
 def _contains(outer_lo, outer_hi, inner_lo, inner_hi) -> bool:
     """Whether the box ``inner`` provably lies inside ``outer``."""
-    return all(_proven(sympy.simplify(i - o) >= 0) for o, i in zip(outer_lo, inner_lo, strict=True)) and all(
-        _proven(sympy.simplify(o - i) >= 0) for o, i in zip(outer_hi, inner_hi, strict=True)
+    return all(vol.provably_le(o, i) for o, i in zip(outer_lo, inner_lo, strict=True)) and all(
+        vol.provably_le(i, o) for o, i in zip(outer_hi, inner_hi, strict=True)
     )
 
 
 def _disjoint(a_lo, a_hi, b_lo, b_hi) -> bool:
     """Whether the boxes ``a`` and ``b`` provably share no element."""
     return any(
-        _proven(sympy.simplify(bl - ah) > 0) or _proven(sympy.simplify(al - bh) > 0)
+        _proven(sympy.Gt(bl - ah, 0)) or _proven(sympy.Gt(al - bh, 0))
         for al, ah, bl, bh in zip(a_lo, a_hi, b_lo, b_hi, strict=True)
     )
 
@@ -189,177 +228,22 @@ def _overlap(a_lo, a_hi, b_lo, b_hi) -> sympy.Expr:
     )
 
 
-class _SymbolicWalk(BufferVersions):
-    """The walk of :mod:`dcaccel.dag.extract` over families instead of materialised tasks."""
-
-    def __init__(self, program: LoweredProgram, granularity: Granularity, inserted: Mapping[str, sympy.Basic]):
-        super().__init__()
-        self.program = program
-        self.granularity = granularity
-        self.inserted = inserted
-        self.reused: dict[str, sympy.Basic] = {}
-        self.families: list[_Family] = []
-        self.edges: list[_EdgeFamily] = []
-        self.producers: dict[str, list[tuple[int, _Box]]] = {}
-
-    def add(self, family: _Family) -> int:
-        self.families.append(family)
-        return len(self.families) - 1
-
-    def is_buffer(self, data: str) -> bool:
-        return self.program.containers[data].is_buffer or data in self.inserted
-
-    def create_buffer(self, data: str) -> int:
-        return self.add(_Family(NodeKind.BUFFER, data))
-
-    def run(self) -> _SymbolicWalk:
-        from dcaccel.dag.scopes import Copy
-
-        for step in self.program.steps:
-            if isinstance(step, Copy):
-                self.copy(step)
-            else:
-                self.task(step)
-        return self
-
-    def task(self, scope: TaskScope) -> None:
-        per_iteration = scope.is_task_map and self.granularity.mode == "task"
-        if scope.is_task_map and self.granularity.mode == "tiles":
-            raise DcaccelError("symbolic metrics: granularity ('tiles', T) needs concrete sizes; use extract")
-        family = _Family(NodeKind.TASK, scope.label, scope.params, scope.ranges) if per_iteration else None
-        reads = _boxes(scope.reads if per_iteration else scope.whole_reads, scope.whole_reads)
-        writes = _boxes(scope.writes if per_iteration else scope.whole_writes, scope.whole_writes)
-        read_buffers = {data: self.read_buffer(data) for data in reads if self.is_buffer(data)}
-        node = self.add(family or _Family(NodeKind.TASK, scope.label))
-        over = node if per_iteration else None
-        for data, box in reads.items():
-            if data in read_buffers:
-                self.edges.append(_EdgeFamily(read_buffers[data], node, box.volume, box.volume, over))
-            else:
-                self.consume(data, node, box)
-        accumulated = {a.data for a in scope.whole_writes if a.accumulate}
-        for data, box in writes.items():
-            if data in accumulated and not self.is_buffer(data):
-                self.consume(data, node, box)
-            elif data in accumulated and data in self.buffer_node:
-                self.edges.append(_EdgeFamily(self.read_buffer(data), node, box.volume, box.volume, over))
-            if self.is_buffer(data):
-                self.edges.append(_EdgeFamily(node, self.write_buffer(data), box.volume, box.volume, over))
-            else:
-                self.produce(data, node, box)
-
-    def copy(self, copy: Copy) -> None:
-        src, dst = _boxes([copy.src], [copy.src])[copy.src.data], _boxes([copy.dst], [copy.dst])[copy.dst.data]
-        if self.is_buffer(copy.src.data):
-            source = self.read_buffer(copy.src.data)
-            if self.is_buffer(copy.dst.data):
-                self.edges.append(_EdgeFamily(source, self.write_buffer(copy.dst.data), dst.volume, dst.volume, None))
-            else:
-                self.produce(copy.dst.data, source, dst)
-        elif self.is_buffer(copy.dst.data):
-            self.consume(copy.src.data, self.write_buffer(copy.dst.data), src)
-        else:
-            self.forward(copy.src.data, src, copy.dst.data, dst)
-
-    def consume(self, data: str, consumer: int, read: _Box) -> None:
-        reader = self.families[consumer]
-        for producer, written in self.producers.get(data, []):
-            writer = self.families[producer]
-            if writer.multiple and reader.multiple:
-                raise DcaccelError(
-                    f"symbolic metrics: task maps '{writer.label}' and '{reader.label}' communicate through "
-                    f"'{data}'; use extract with concrete sizes"
-                )
-            if _disjoint(written.whole_lo, written.whole_hi, read.whole_lo, read.whole_hi):
-                continue
-            if writer.multiple:
-                if not _contains(read.lo, read.hi, written.whole_lo, written.whole_hi):
-                    raise _undecidable(writer.label, reader.label, data)
-                overlap, over = written.size(), producer
-            elif reader.multiple:
-                if not _contains(written.lo, written.hi, read.whole_lo, read.whole_hi):
-                    raise _undecidable(writer.label, reader.label, data)
-                overlap, over = read.size(), consumer
-            else:
-                overlap, over = _overlap(written.lo, written.hi, read.lo, read.hi), None
-            exact = read.volume * overlap * written.elements / (written.size() * read.elements)
-            excess = sympy.simplify(exact - written.volume * overlap / written.size())
-            if not _proven(excess <= 0):
-                if writer.multiple or reader.multiple:
-                    raise _undecidable(writer.label, reader.label, data)
-                self.reused.setdefault(data, excess > 0)
-            self.edges.append(_EdgeFamily(producer, consumer, exact, read.volume, over))
-
-    def produce(self, data: str, producer: int, written: _Box) -> None:
-        dense = _proven(sympy.simplify(written.elements * self.families[producer].count() - _whole_size(written)) >= 0)
-        if dense:
-            self.producers[data] = [
-                (p, box)
-                for p, box in self.producers.get(data, [])
-                if not _contains(written.whole_lo, written.whole_hi, box.whole_lo, box.whole_hi)
-            ]
-        self.producers.setdefault(data, []).append((producer, written))
-
-    def forward(self, src: str, read: _Box, dst: str, target: _Box) -> None:
-        for producer, written in self.producers.get(src, []):
-            if _disjoint(written.whole_lo, written.whole_hi, read.lo, read.hi):
-                continue
-            if not _contains(read.lo, read.hi, written.whole_lo, written.whole_hi):
-                raise _undecidable(self.families[producer].label, f"the copy {src} -> {dst}", src)
-            self.produce(
-                dst, producer, _Box(target.lo, target.hi, written.elements, written.volume, target.lo, target.hi)
-            )
-
-    # -- metrics
-    def metrics(self, rule: str) -> SymbolicMetrics:
-        first_in: dict[int, _EdgeFamily] = {}
-        first_out: dict[int, _EdgeFamily] = {}
-        for edge in self.edges:
-            first_in.setdefault(edge.dst, edge)
-            first_out.setdefault(edge.src, edge)
-        tasks = buffers = edges = work = io = sympy.Integer(0)
-        for edge in self.edges:
-            multiplicity = self.families[edge.over].count() if edge.over is not None else 1
-            edges += multiplicity
-            ends = [self.families[edge.src].kind, self.families[edge.dst].kind].count(NodeKind.BUFFER)
-            if ends:
-                volume = getattr(edge, rule)
-                io += ends * (self.families[edge.over].total(volume) if edge.over is not None else volume)
-        for index, family in enumerate(self.families):
-            if family.kind is NodeKind.BUFFER:
-                buffers += 1
-                continue
-            tasks += family.count()
-            incoming = self.seen_from(index, first_in.get(index), rule)
-            outgoing = self.seen_from(index, first_out.get(index), rule)
-            if incoming is None:
-                incoming = outgoing if outgoing is not None else sympy.Integer(0)
-            cost = incoming if outgoing is None else sympy.Max(incoming, outgoing)
-            work += family.total(cost)
-        assumptions = tuple(c for c in self.inserted.values() if c is not sympy.true)
-        return SymbolicMetrics(*(_simplify(v) for v in (tasks, buffers, edges, work, io)), assumptions=assumptions)
-
-    def seen_from(self, index: int, edge: _EdgeFamily | None, rule: str) -> sympy.Expr | None:
-        """The volume of ``edge`` as one node of family ``index`` sees it (its first such edge)."""
-        if edge is None:
-            return None
-        volume = sympy.sympify(getattr(edge, rule))
-        if edge.over is None or edge.over == index:
-            return volume
-        return volume.xreplace(self.families[edge.over].first())
+def _box(access: Access, whole: Access) -> _Box:
+    return _Box(access.begin, access.end, access.elements, access.volume, whole.begin, whole.end)
 
 
-def _boxes(accesses: tuple[Access, ...], whole: tuple[Access, ...]) -> dict[str, _Box]:
-    whole_by_data = {a.data: a for a in whole}
-    boxes = {}
-    for a in accesses:
-        w = whole_by_data.get(a.data, a)
-        boxes[a.data] = _Box(a.begin, a.end, a.elements, a.volume, w.begin, w.end)
-    return boxes
+def _row_box(rows, t: int) -> _Box:
+    """Tile ``t`` of :class:`~dcaccel.dag.walk.Rows` as a box of SymPy integers."""
+    lo = tuple(sympy.Integer(int(v)) for v in rows.lo[t])
+    hi = tuple(sympy.Integer(int(v)) for v in rows.hi[t])
+    return _Box(lo, hi, sympy.Integer(int(rows.elements[t])), sympy.Integer(int(rows.volume[t])), lo, hi)
 
 
-def _whole_size(box: _Box) -> sympy.Expr:
-    return sympy.Mul(*(h - b + 1 for b, h in zip(box.whole_lo, box.whole_hi, strict=True)))
+def _union(boxes: tuple[_Box, ...]) -> tuple[tuple, tuple]:
+    """The bounding box of the whole boxes of ``boxes``."""
+    lo = tuple(sympy.Min(*values) for values in zip(*(b.whole_lo for b in boxes), strict=True))
+    hi = tuple(sympy.Max(*values) for values in zip(*(b.whole_hi for b in boxes), strict=True))
+    return lo, hi
 
 
 def _undecidable(writer: str, reader: str, data: str) -> DcaccelError:
@@ -369,8 +253,345 @@ def _undecidable(writer: str, reader: str, data: str) -> DcaccelError:
     )
 
 
+class SymbolicGraph:
+    """The closed-form back-end of :class:`~dcaccel.dag.walk.Walk`: members of a step are tuples of
+    family ids, accesses tuples of :class:`_Box` (one per member family)."""
+
+    def __init__(self, granularity: Granularity):
+        self.granularity = granularity
+        self.families: list[_Family] = []
+        self.edges: dict[tuple[int, int], _EdgeFamily] = {}
+        self.produced: dict[int, sympy.Expr] = {}
+
+    # -- nodes and edges
+    def add(self, family: _Family) -> int:
+        self.families.append(family)
+        return len(self.families) - 1
+
+    def add_edge(self, src: int, dst: int, exact, reference, via: str | None = None) -> None:
+        over = src if self.families[src].multiple else dst if self.families[dst].multiple else None
+        edge = self.edges.get((src, dst))
+        if edge is None:
+            self.edges[(src, dst)] = edge = _EdgeFamily(vol.as_expr(exact), vol.as_expr(reference), over)
+        else:
+            edge.exact += exact
+            edge.reference += reference
+        if via is not None:
+            edge.via.add(via)
+
+    def add_buffer(self, data: str, meta: dict[str, Any]) -> int:
+        return self.add(_Family(NodeKind.BUFFER, data, meta))
+
+    def one(self, node: int) -> tuple[int]:
+        return (node,)
+
+    def single(self, access: Access) -> tuple[_Box]:
+        return (_box(access, access),)
+
+    def task_group(self, index: int, scope: TaskScope) -> _FamilyGroup:
+        base = {"state": scope.state, **scope.meta}
+        accumulated = frozenset(a.data for a in scope.whole_writes if a.accumulate)
+        mode = self.granularity.mode if scope.is_task_map else "coarse"
+        if mode == "tiles":
+            if vol.is_symbolic(count := vol.iterations(scope.ranges)):
+                raise DcaccelError(
+                    f"symbolic metrics: granularity ('tiles', {self.granularity.tiles}) needs a concrete number of "
+                    f"iterations of task map '{scope.label}' ({_plain(count)}); pass symbols=..."
+                )
+            tiles = tiles_of(scope, self.granularity)
+            families = [
+                _Family(NodeKind.TASK, f"{scope.label}{t}", {**base, "tile": t, "iterations": [a, b]})
+                for t, (a, b) in enumerate(tiles.bounds)
+            ]
+            count = len(tiles.bounds)
+            reads = {d: tuple(_row_box(r, t) for t in range(count)) for d, r in tiles.reads.items()}
+            writes = {d: tuple(_row_box(r, t) for t in range(count)) for d, r in tiles.writes.items()}
+            return _FamilyGroup(families, reads, writes, accumulated)
+        whole_reads = {a.data: a for a in scope.whole_reads}
+        whole_writes = {a.data: a for a in scope.whole_writes}
+        if mode == "coarse":
+            if scope.is_task_map:
+                base["iterations"] = vol.concrete(vol.iterations(scope.ranges))
+            family = _Family(NodeKind.TASK, scope.label, base)
+            reads = {d: (_box(a, a),) for d, a in whole_reads.items()}
+            writes = {d: (_box(a, a),) for d, a in whole_writes.items()}
+        else:
+            family = _Family(NodeKind.TASK, scope.label, base, scope.params, scope.ranges)
+            reads = {a.data: (_box(a, whole_reads.get(a.data, a)),) for a in scope.reads}
+            writes = {a.data: (_box(a, whole_writes.get(a.data, a)),) for a in scope.writes}
+        return _FamilyGroup([family], reads, writes, accumulated)
+
+    def add_tasks(self, group: _FamilyGroup) -> tuple[int, ...]:
+        return tuple(self.add(family) for family in group.families)
+
+    def buffer_edges(self, sources: tuple[int, ...], targets: tuple[int, ...], boxes: tuple[_Box, ...]) -> None:
+        """One edge family per box (from or into a single buffer node), carrying the box's volume."""
+        for i, box in enumerate(boxes):
+            src = sources[i] if len(sources) > 1 else sources[0]
+            dst = targets[i] if len(targets) > 1 else targets[0]
+            self.add_edge(src, dst, box.volume, box.volume)
+
+    def record_output(self, members: tuple[int, ...], boxes: tuple[_Box, ...]) -> None:
+        for member, box in zip(members, boxes, strict=True):
+            self.produced.setdefault(member, box.volume)
+
+    # -- collapsed containers
+    def link(self, producers, written, consumers, read, via: str) -> sympy.Basic:
+        """Edge families from ``producers`` to ``consumers`` through the collapsed ``via`` (see
+        :meth:`ConcreteGraph.link <dcaccel.dag.extract.ConcreteGraph.link>`); returns the condition on
+        the sizes under which a consumer re-reads the stream."""
+        rereads: sympy.Basic = sympy.false
+        for producer, w in zip(producers, written, strict=True):
+            for consumer, r in zip(consumers, read, strict=True):
+                rereads = sympy.Or(rereads, self.link_pair(producer, w, consumer, r, via))
+        return rereads
+
+    def link_pair(self, producer: int, w: _Box, consumer: int, r: _Box, via: str) -> sympy.Basic:
+        writer, reader = self.families[producer], self.families[consumer]
+        if writer.multiple and reader.multiple:
+            raise DcaccelError(
+                f"symbolic metrics: task maps '{writer.label}' and '{reader.label}' communicate through "
+                f"'{via}'; use extract with concrete sizes"
+            )
+        if _disjoint(w.whole_lo, w.whole_hi, r.whole_lo, r.whole_hi):
+            return sympy.false
+        if writer.multiple:
+            if not _contains(r.lo, r.hi, w.whole_lo, w.whole_hi):
+                raise _undecidable(writer.label, reader.label, via)
+            overlap = w.size()
+        elif reader.multiple:
+            if not _contains(w.lo, w.hi, r.whole_lo, r.whole_hi):
+                raise _undecidable(writer.label, reader.label, via)
+            overlap = r.size()
+        else:
+            overlap = _overlap(w.lo, w.hi, r.lo, r.hi)
+        exact = r.volume * overlap * w.elements / (w.size() * r.elements)
+        excess = sympy.simplify(exact - w.volume * overlap / w.size())
+        self.add_edge(producer, consumer, exact, r.volume, via)
+        if vol.provably_le(excess, 0):
+            return sympy.false
+        if writer.multiple or reader.multiple:
+            raise _undecidable(writer.label, reader.label, via)
+        return sympy.Gt(excess, 0)
+
+    def dense(self, members: tuple[int, ...], boxes: tuple[_Box, ...]) -> bool:
+        """Whether ``members`` provably write every element of the bounding box of what they write."""
+        lo, hi = _union(boxes)
+        size = sympy.Mul(*(h - b + 1 for b, h in zip(lo, hi, strict=True)))
+        written = sum((b.elements * self.families[m].count() for m, b in zip(members, boxes, strict=True)), 0)
+        return vol.provably_le(size, written)
+
+    def not_overwritten(self, producers, written, members, boxes):
+        """The producers whose box is not provably inside the bounding box ``members`` overwrite."""
+        lo, hi = _union(boxes)
+        kept = [
+            (p, w) for p, w in zip(producers, written, strict=True) if not _contains(lo, hi, w.whole_lo, w.whole_hi)
+        ]
+        return (tuple(p for p, _ in kept), tuple(w for _, w in kept)) if kept else None
+
+    def forward(self, producers, written, src, dst, src_data: str, dst_data: str):
+        """A copy ``src`` → ``dst`` between collapsed containers: a producer whose box lies inside the copied
+        part becomes a producer of the whole target box."""
+        (read,), (target,) = src, dst
+        moved = []
+        for producer, w in zip(producers, written, strict=True):
+            if _disjoint(w.whole_lo, w.whole_hi, read.lo, read.hi):
+                continue
+            if not _contains(read.lo, read.hi, w.whole_lo, w.whole_hi):
+                raise _undecidable(self.families[producer].label, f"the copy {src_data} -> {dst_data}", src_data)
+            moved.append((producer, _Box(target.lo, target.hi, w.elements, w.volume, target.lo, target.hi)))
+        return (tuple(p for p, _ in moved), tuple(b for _, b in moved)) if moved else None
+
+    # -- contract repair
+    def seen_volumes(self, index: int, edge: _EdgeFamily, rule: str) -> list[sympy.Expr]:
+        """The volumes of ``edge`` as one node of family ``index`` sees them: one expression (in the
+        family's parameters) or, for an edge family over the other end, one per iteration of it."""
+        volume = vol.as_expr(edge.volume(rule))
+        if edge.over is None or edge.over == index:
+            return [volume]
+        other = self.families[edge.over]
+        if not volume.free_symbols & set(other.params):
+            return [volume]
+        points = other.points()
+        if points is None:
+            raise DcaccelError(
+                f"symbolic metrics: the volumes between '{self.families[index].label}' and the task map "
+                f"'{other.label}' vary over its iterations; use extract with concrete sizes"
+            )
+        values = vol.at_points(volume, other.params, points)
+        return list(dict.fromkeys(vol.as_expr(v) for v in values.tolist()))
+
+    def differ(self, index: int, a: sympy.Expr, b: sympy.Expr) -> sympy.Basic:
+        """The condition under which a node of family ``index`` sees the volumes ``a`` and ``b`` differ."""
+        family = self.families[index]
+        difference = sympy.simplify(a - b)
+        if difference == 0:
+            return sympy.false
+        free = difference.free_symbols
+        if not free:
+            return sympy.true
+        if free <= set(family.params) and (points := family.points()) is not None:
+            return sympy.true if np.any(vol.at_points(difference, family.params, points) != 0) else sympy.false
+        if not free & set(family.params):
+            return sympy.Ne(difference, 0)
+        raise DcaccelError(
+            f"symbolic metrics: cannot decide whether the volumes {a} and {b} of task '{family.label}' are equal; "
+            "use extract with concrete sizes"
+        )
+
+    def largest(self, index: int, values: list[sympy.Expr]) -> sympy.Expr:
+        """The provably largest of ``values`` (:class:`DcaccelError` when it depends on the sizes)."""
+        best = values[0]
+        for value in values[1:]:
+            if vol.provably_le(value, best):
+                continue
+            if not vol.provably_le(best, value):
+                raise DcaccelError(
+                    f"symbolic metrics: cannot decide which volume into or out of task '{self.families[index].label}' "
+                    f"is the largest ({best} or {value}); use extract with concrete sizes"
+                )
+            best = value
+        return best
+
+    def faults(self, rule: str) -> dict[str, Fault]:
+        """The repairs of ``extract`` for unequal in-volumes into a task family and non-uniform outputs
+        of one, decided in closed form (a difference that holds only for some sizes is a conditional fault)."""
+        found: dict[str, Fault] = {}
+        sides: tuple[dict[int, list[_EdgeFamily]], dict[int, list[_EdgeFamily]]] = ({}, {})
+        for (src, dst), edge in self.edges.items():
+            sides[0].setdefault(dst, []).append(edge)
+            sides[1].setdefault(src, []).append(edge)
+        for side, what in ((0, "unequal in-volumes into"), (1, "non-uniform output of")):
+            for index, edges in sides[side].items():
+                family = self.families[index]
+                if family.kind is not NodeKind.TASK:
+                    continue
+                seen = [(value, edge.via) for edge in edges for value in self.seen_volumes(index, edge, rule)]
+                if len({sympy.srepr(value) for value, _ in seen}) < 2:
+                    continue
+                fixed = [value for value, via in seen if not via]
+                target = fixed[0] if fixed else self.largest(index, [value for value, _ in seen])
+                for value, via in seen:
+                    condition = self.differ(index, value, target)
+                    if condition is sympy.false:
+                        continue
+                    if not via:
+                        raise DAGContractError(
+                            f"symbolic metrics: task '{family.label}' has {'in' if side == 0 else 'out'}-edges from "
+                            f"or into buffers with different volumes ({target} and {value}); no repair applies"
+                        )
+                    for data in sorted(via):
+                        found.setdefault(data, Fault(f"{what} task {family.label}", condition))
+        return found
+
+    # -- results
+    def metrics(self, rule: str, sink: str, assumptions: tuple[sympy.Basic, ...]) -> SymbolicMetrics:
+        """The metrics of the DAG the families stand for, with a pseudo sink by the rule of ``extract``."""
+        first_in: dict[int, _EdgeFamily] = {}
+        first_out: dict[int, _EdgeFamily] = {}
+        for (src, dst), edge in self.edges.items():
+            first_in.setdefault(dst, edge)
+            first_out.setdefault(src, edge)
+        exits = [i for i in range(len(self.families)) if i not in first_out]
+        with_sink = self.needs_sink(exits, sink)
+        tasks = buffers = edges = work = io = sympy.Integer(0)
+        for (src, dst), edge in self.edges.items():
+            edges += self.families[edge.over].count() if edge.over is not None else 1
+            ends = [self.families[src].kind, self.families[dst].kind].count(NodeKind.BUFFER)
+            if ends:
+                volume = edge.volume(rule)
+                io += ends * (self.families[edge.over].total(volume) if edge.over is not None else volume)
+        for index, family in enumerate(self.families):
+            if with_sink and index in exits:
+                edges += family.count()
+            if family.kind is NodeKind.BUFFER:
+                buffers += 1
+                continue
+            tasks += family.count()
+            incoming = self.seen_from(index, first_in.get(index), rule)
+            outgoing = self.seen_from(index, first_out.get(index), rule)
+            if outgoing is None and with_sink:
+                outgoing = self.produced.get(index)
+            if incoming is None:
+                incoming = outgoing if outgoing is not None else sympy.Integer(0)
+            cost = incoming if outgoing is None else sympy.Max(incoming, outgoing)
+            work += family.total(cost)
+        return SymbolicMetrics(*(_simplify(v) for v in (tasks, buffers, edges, work, io)), assumptions=assumptions)
+
+    def needs_sink(self, exits: list[int], sink: str) -> bool:
+        """Whether the DAG gets a pseudo sink: always, or (``"auto"``) when it has several exits."""
+        if sink == "always":
+            return True
+        several = vol.decide(sympy.Gt(sum((self.families[i].count() for i in exits), sympy.Integer(0)), 1))
+        if several is None:
+            labels = ", ".join(self.families[i].label for i in exits)
+            raise DcaccelError(f"symbolic metrics: cannot decide whether the exits ({labels}) are several; pass sizes")
+        if several and sink == "never":
+            raise DAGContractError("symbolic metrics: the DAG has several exits and sink='never'")
+        return several
+
+    def seen_from(self, index: int, edge: _EdgeFamily | None, rule: str) -> sympy.Expr | None:
+        """The volume of ``edge`` as one node of family ``index`` sees it (its first such edge)."""
+        if edge is None:
+            return None
+        volume = vol.as_expr(edge.volume(rule))
+        if edge.over is None or edge.over == index:
+            return volume
+        return volume.xreplace(self.families[edge.over].first())
+
+    def materialise(self) -> tuple[list[Node], dict[tuple[int, int], Edge], dict[int, Any]]:
+        """The nodes, edges and first writes of the DAG, each family expanded into its tasks (their number
+        must be concrete); volumes over plain symbols, as :class:`~dcaccel.dag.taskdag.TaskDAG` keeps them."""
+        nodes: list[Node] = []
+        members: list[list[int]] = []
+        substitutions: list[list[dict]] = []
+        for family in self.families:
+            if not family.multiple:
+                members.append([len(nodes)])
+                substitutions.append([{}])
+                nodes.append(Node(family.kind, family.label, _plain(family.meta)))
+                continue
+            points = family.points()
+            if points is None:
+                raise DcaccelError(
+                    f"extract: task map '{family.label}' has a symbolic number of iterations "
+                    f"({_plain(family.count())}); pass symbols=..., use granularity='coarse' "
+                    "or dcaccel.dag.symbolic.symbolic_metrics"
+                )
+            names = [p.name for p in family.params]
+            members.append(list(range(len(nodes), len(nodes) + len(points))))
+            substitutions.append([dict(zip(family.params, map(sympy.Integer, p), strict=True)) for p in points])
+            for i, point in enumerate(points.tolist()):
+                meta = {**family.meta, "iteration": i, "index": dict(zip(names, point, strict=True))}
+                nodes.append(Node(family.kind, f"{family.label}{i}", _plain(meta)))
+        edges: dict[tuple[int, int], Edge] = {}
+        for (src, dst), edge in self.edges.items():
+            over = edge.over if edge.over is not None else src
+            for i, substitution in enumerate(substitutions[over]):
+                pair = (members[src][i if src == over else 0], members[dst][i if dst == over else 0])
+                edges[pair] = Edge(
+                    _plain(edge.exact.xreplace(substitution)), _plain(edge.reference.xreplace(substitution)), edge.via
+                )
+        produced = {
+            members[index][i]: _plain(volume.xreplace(substitution))
+            for index, volume in self.produced.items()
+            for i, substitution in enumerate(substitutions[index])
+        }
+        return nodes, edges, produced
+
+
+def _plain(value):
+    """``value`` (an expression, or metadata holding expressions) over plain symbols."""
+    if isinstance(value, dict):
+        return {k: _plain(v) for k, v in value.items()}
+    if not isinstance(value, sympy.Basic):
+        return value
+    value = value.xreplace({s: sympy.Symbol(s.name) for s in value.free_symbols})
+    return int(value) if value.is_Integer else value
+
+
 def _simplify(expr: sympy.Expr):
-    expr = sympy.simplify(sympy.sympify(expr).doit())
+    expr = sympy.simplify(vol.as_expr(expr).doit())
     return int(expr) if expr.is_Integer else expr
 
 
@@ -379,23 +600,20 @@ def symbolic_metrics(
     granularity: str | tuple = "task",
     edge_volume: str = "exact",
     *,
+    sink: str = "auto",
     symbols: Mapping[str, int] | None = None,
 ) -> SymbolicMetrics:
     """Number of tasks, buffers and edges, work and I/O volume of the canonical task DAG of ``lowered``
     (a ``LoweredWorkload`` or a fully lowered SDFG) in closed form, without materialising the DAG.
 
-    ``granularity`` and ``edge_volume`` are those of :func:`dcaccel.dag.extract` (tiles excepted);
-    ``symbols`` fixes some sizes and keeps the others symbolic.
+    ``granularity``, ``edge_volume`` and ``sink`` are those of :func:`dcaccel.dag.extract` (tiles need a
+    concrete number of iterations); ``symbols`` fixes some sizes and keeps the others symbolic.
     """
     from dcaccel.dag.scopes import read_program
 
     granularity = Granularity.parse(granularity)
-    if edge_volume not in EDGE_VOLUME_RULES:
-        raise DcaccelError(f"symbolic metrics: edge_volume must be one of {EDGE_VOLUME_RULES}, got {edge_volume!r}")
+    check_options("symbolic metrics", edge_volume, sink)
     program = read_program(getattr(lowered, "sdfg", lowered), symbols, positive_sizes=True)
-    inserted: dict[str, sympy.Basic] = {}
-    while True:
-        walk = _SymbolicWalk(program, granularity, inserted).run()
-        if walk.reused.keys() <= inserted.keys():
-            return walk.metrics(edge_volume).plain()
-        inserted = {**walk.reused, **inserted}
+    walk = walk_program(program, lambda: SymbolicGraph(granularity), edge_volume)
+    assumptions = tuple(f.condition for f in walk.inserted.values() if f.condition is not sympy.true)
+    return walk.graph.metrics(edge_volume, sink, assumptions).plain()
