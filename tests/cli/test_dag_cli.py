@@ -4,9 +4,11 @@ import json
 
 import pytest
 
+import dcaccel.cli.dag
 from dcaccel.cli import main
 from dcaccel.dag import metrics
-from dcaccel.dag.taskdag import TaskDAG
+from dcaccel.dag.taskdag import NodeKind, TaskDAG
+from dcaccel.frontend import Workload
 
 #: conv-seed per MMM shape: tasks, buffers, edges and I/O volume of the DAG (Contract 3, the vectors).
 SEED = {
@@ -59,10 +61,43 @@ def test_out_file(capsys, tmp_path, suffix):
         assert text.startswith('digraph "conv-seed" {') and text.count(" -> ") == 33
 
 
-def test_bad_out_suffix(capsys, tmp_path):
-    status, out, err = run(capsys, "conv-seed", "--out", str(tmp_path / "dag.txt"))
-    assert status == 2 and out == ""
-    assert err.strip() == f"dcaccel dag: error: --out file '{tmp_path / 'dag.txt'}' must end in .json or .dot"
+@pytest.mark.parametrize(
+    ("out", "message"),
+    [
+        ("dag.txt", "--out {path}: unknown format '.txt' (use one of .json, .dot)"),
+        ("missing/dag.json", "--out {path}: no such folder '{folder}'"),
+        ("", "--out {path}: unknown format '' (use one of .json, .dot)"),
+    ],
+)
+def test_bad_out_is_refused_before_any_work(capsys, monkeypatch, tmp_path, out, message):
+    def no_work(spec):
+        raise AssertionError("the model was loaded before --out was checked")
+
+    monkeypatch.setattr(dcaccel.cli.dag, "resolve_model", no_work)
+    path = tmp_path / out
+    status, stdout, err = run(capsys, "conv-seed", "--out", str(path))
+    assert status == 2 and stdout == ""
+    assert err == f"dcaccel dag: error: {message.format(path=path, folder=path.parent)}\n"
+
+
+@pytest.mark.parametrize("out", [None, "dag.json", "dag.dot"])
+def test_an_invalid_dag_is_neither_written_nor_summarised(capsys, monkeypatch, tmp_path, conv_seed, out):
+    """The DAG is validated before anything is written: a task with two different in-volumes fails."""
+    invalid = TaskDAG("broken")
+    source = invalid.add_node(NodeKind.SOURCE, "source")
+    first = invalid.add_node(NodeKind.TASK, "first")
+    second = invalid.add_node(NodeKind.TASK, "second")
+    invalid.add_edge(source, first, 4)
+    invalid.add_edge(source, second, 4)
+    invalid.add_edge(first, second, 5)
+    monkeypatch.setattr(dcaccel.cli.dag, "resolve_model", lambda spec: conv_seed)
+    monkeypatch.setattr(Workload, "lower", lambda self, choices: None)
+    monkeypatch.setattr(dcaccel.cli.dag, "extract", lambda *args, **kwargs: invalid)
+    argv = [] if out is None else ["--out", str(tmp_path / out)]
+    status, stdout, err = run(capsys, "conv-seed", "--impl", "Conv=lmv", *argv)
+    assert status == 2 and stdout == ""
+    assert err == "dcaccel dag: error: task 2 'second' has in-edges with different volumes (4 and 5)\n"
+    assert list(tmp_path.iterdir()) == []
 
 
 @pytest.mark.parametrize("argv", [["--granularity", "tiles=0"], ["--granularity", "fine"], ["--edge-volume", "max"]])
