@@ -61,3 +61,41 @@ def test_bad_impl_keys_at_the_cli(capsys, command, impl, message):
     captured = capsys.readouterr()
     assert captured.out == ""
     assert captured.err == f"dcaccel {command}: error: {message}\n"
+
+
+def _dag_file(folder) -> str:
+    path = folder / "dag.json"
+    path.write_text('{"name": "seed", "nodes": [], "edges": []}')
+    return str(path)
+
+
+def _broken_python(folder) -> str:
+    path = folder / "model.py"
+    path.write_text("def model(:\n")
+    return f"{path}:model"
+
+
+@pytest.mark.parametrize(
+    ("argv", "error"),
+    [
+        (["info", _dag_file], 'is not an ONNX model: Message type "onnx.ModelProto" has no field named "name"'),
+        (["verify", _dag_file], 'is not an ONNX model: Message type "onnx.ModelProto" has no field named "name"'),
+        (["verify", "x.json"], "unknown model 'x.json'"),
+        (["info", _broken_python], "line 1: SyntaxError: invalid syntax"),
+        (["verify", "conv-seed", "--seed", "-5"], "argument --seed: expected an integer of at least 0, got -5"),
+        (["verify", "conv-seed", "--rtol", "-1"], "argument --rtol: expected a finite number of at least 0, got -1"),
+        (["verify", "conv-seed", "--atol", "inf"], "argument --atol: expected a finite number of at least 0, got inf"),
+        (["dag", "conv-seed", "--out", "/nonexistent/x.json"], "--out /nonexistent/x.json: no such folder"),
+    ],
+)
+def test_one_line_errors(capsys, tmp_path, argv, error):
+    argv = [arg(tmp_path) if callable(arg) else arg for arg in argv]
+    try:
+        status = main(argv)
+    except SystemExit as exit_info:  # argparse refuses a flag's value
+        status = exit_info.code
+    captured = capsys.readouterr()
+    assert status == 2 and captured.out == ""
+    last = captured.err.splitlines()[-1]
+    assert last.startswith(f"dcaccel {argv[0]}: error: ") and error in last
+    assert "Traceback" not in captured.err
