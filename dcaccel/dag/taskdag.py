@@ -19,7 +19,6 @@ import json
 import numbers
 import operator
 import os
-import re
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from enum import StrEnum
@@ -30,9 +29,13 @@ import networkx as nx
 import numpy as np
 import sympy
 
+from dcaccel.dag.expression import ExpressionError, parse_expression
 from dcaccel.errors import DAGContractError, DcaccelError
 
 Volume = int | sympy.Expr
+
+#: Largest edge volume :meth:`TaskDAG.validate` accepts (volumes are 64-bit counts downstream).
+MAX_VOLUME = 2**63 - 1
 
 _EMPTY_META: Mapping[str, Any] = MappingProxyType({})
 
@@ -77,14 +80,17 @@ class Adjacency:
 
 
 def _normalize_volume(volume: Any, src: int, dst: int) -> Volume:
-    """An edge volume as an int, or a sympy expression when it has free symbols."""
+    """An edge volume as an int, or a sympy expression when it has free symbols (text is read by
+    :func:`~dcaccel.dag.expression.parse_expression`, never evaluated)."""
     if isinstance(volume, bool):
         raise DAGContractError(f"edge {src}->{dst}: volume must be an integer or a sympy expression, got {volume!r}")
     if isinstance(volume, numbers.Integral):
         return operator.index(volume)
     if isinstance(volume, str):
-        names = {name: sympy.Symbol(name) for name in re.findall(r"[A-Za-z_]\w*", volume)}
-        volume = sympy.sympify(volume, locals=names)
+        try:
+            volume = parse_expression(volume)
+        except ExpressionError as err:
+            raise DAGContractError(f"edge {src}->{dst}: volume {_excerpt(volume)}: {err}") from None
     if isinstance(volume, sympy.Basic):
         if volume.is_Integer:
             return int(volume)
@@ -346,9 +352,10 @@ class TaskDAG:
 
         One node of kind source with no in-edges and nothing else without in-edges; exactly one
         exit (a pseudo sink when the DAG has one); no cycle and no duplicated edge; positive
-        volumes; every task reads the same volume on all its in-edges and writes the same volume
-        on all its out-edges; every buffer node receives the same volume on all its in-edges.
-        A DAG that passed is not checked again until it changes.
+        volumes of at most :data:`MAX_VOLUME`; every task reads the same volume on all its in-edges
+        and writes the same volume on all its out-edges; every buffer node receives the same volume
+        on all its in-edges; distinct ``meta["file_id"]`` where given. A DAG that passed is not
+        checked again until it changes.
         """
         if self._derived.get("valid"):
             return
@@ -358,6 +365,7 @@ class TaskDAG:
             raise DAGContractError(f"{name} needs a source and at least one edge")
         adj = self.adjacency()
         self._validate_roles(name, adj)
+        self._validate_file_ids(name)
         self._validate_edges(name)
         self._validate_acyclic(name, adj)
         self._validate_uniform(adj)
@@ -386,13 +394,33 @@ class TaskDAG:
         if len(sinks) > 1 or (sinks and sinks != no_out):
             raise DAGContractError(f"{name}: pseudo sink(s) {sinks} must be the unique exit {no_out[0]}")
 
+    def _validate_file_ids(self, name: str) -> None:
+        """``meta["file_id"]`` (the reference's node names, see :meth:`from_json`) are distinct
+        non-negative integers, where given; a node without one is known by its id."""
+        if all("file_id" not in meta for meta in self._metas):
+            return
+        seen: dict[int, int] = {}
+        for v, meta in enumerate(self._metas):
+            key = meta.get("file_id", v)
+            if isinstance(key, bool) or not isinstance(key, int) or key < 0:
+                raise DAGContractError(f"{name}: {self._describe(v)} has file_id {key!r}, expected an integer >= 0")
+            if key in seen:
+                raise DAGContractError(
+                    f"{name}: {self._describe(v)} and {self._describe(seen[key])} have the same file_id {key}"
+                )
+            seen[key] = v
+
     def _validate_edges(self, name: str) -> None:
         src, dst, vol = self._edge_src, self._edge_dst, self._edge_volume
         concrete = self._symbolic_edges == 0
-        if not concrete or min(vol) < 1:
+        if not concrete or min(vol) < 1 or max(vol) > MAX_VOLUME:
             for e, volume in enumerate(vol):
                 if (volume < 1) if isinstance(volume, int) else (volume.is_positive is False):
                     raise DAGContractError(f"{name}: edge {src[e]}->{dst[e]} has volume {volume}, expected >= 1")
+                if isinstance(volume, int) and volume > MAX_VOLUME:
+                    raise DAGContractError(
+                        f"{name}: edge {src[e]}->{dst[e]} has volume {volume}, expected at most 2**63 - 1"
+                    )
         pairs = np.asarray(src, dtype=np.int64) * self.num_nodes + np.asarray(dst, dtype=np.int64)
         pairs.sort()
         repeated = np.flatnonzero(pairs[1:] == pairs[:-1])
@@ -457,39 +485,30 @@ class TaskDAG:
         return {"name": self.name, "nodes": nodes, "edges": edges}
 
     @classmethod
-    def from_json(cls, data: dict | str | os.PathLike) -> TaskDAG:
+    def from_json(cls, data: Mapping | str | os.PathLike) -> TaskDAG:
         """Read a DAG in the vectors' format (a dict, or the path of a JSON file).
 
         Nodes are inserted in ``nodes`` order and get consecutive ids in that order; the file's
         ids (a permutation of ``0..n-1``) name the edge ends, and a node whose file id differs from
         its position keeps it as ``meta["file_id"]`` (the reference scheduler's Python sets iterate
         in the order of these ids, see ``dcaccel.scheduler.order``). Edges are inserted in ``edges``
-        order. Keys the format does not define are ignored.
+        order. Keys the format does not define are ignored. A volume is an integer (an integral
+        float is accepted) or the text of a symbolic expression, read by
+        :func:`~dcaccel.dag.expression.parse_expression` and never evaluated.
+
+        The file's structure (types, keys, ids) is checked here and every fault raises a one-line
+        :class:`DcaccelError` naming the file and the node or edge; the DAG contract (volumes ≥ 1,
+        cycles, sources and exits...) is :meth:`validate`'s, which the schedulers call.
         """
         origin = "JSON data"
-        if not isinstance(data, dict):
-            origin = f"file '{os.fspath(data)}'"
+        if isinstance(data, str | os.PathLike):
             try:
-                with open(data) as stream:
+                origin = f"file '{os.fspath(data)}'"
+                with open(data, encoding="utf-8") as stream:
                     data = json.load(stream)
-            except (OSError, ValueError) as err:
-                raise DcaccelError(f"cannot read DAG {origin}: {err}") from None
-        try:
-            dag = cls(str(data.get("name", "")))
-            file_ids = [entry["id"] for entry in data["nodes"]]
-            if sorted(file_ids) != list(range(len(file_ids))):
-                raise DAGContractError(f"{origin}: node ids must be consecutive 0..{len(file_ids) - 1}")
-            position = {file_id: i for i, file_id in enumerate(file_ids)}
-            for i, entry in enumerate(data["nodes"]):
-                meta = dict(entry.get("meta", {}))
-                if entry["id"] != i:
-                    meta.setdefault("file_id", entry["id"])
-                dag.add_node(NodeKind(entry["kind"]), entry.get("label", str(entry["id"])), **meta)
-            for entry in data["edges"]:
-                dag.add_edge(position[entry["src"]], position[entry["dst"]], entry["volume"])
-        except (KeyError, TypeError, ValueError, AttributeError) as err:
-            raise DcaccelError(f"{origin} is not a DAG in the vectors' format: {err!r}") from None
-        return dag
+            except (OSError, ValueError, RecursionError) as err:
+                raise DcaccelError(f"cannot read DAG {origin}: {_one_line(err)}") from None
+        return _DAGReader(origin).read(cls, data)
 
     def to_networkx(self) -> nx.DiGraph:
         """A ``networkx.DiGraph`` with node attributes ``kind``, ``label`` (+ meta) and edge attribute
@@ -584,3 +603,124 @@ def _insertion_ordered_edges(graph: nx.DiGraph) -> list[tuple[int, int, dict]]:
             if blockers[j] == 0:
                 ready.append(j)
     return [(edges[i][0], edges[i][1], graph.edges[edges[i]]) for i in ordered]
+
+
+class _DAGReader:
+    """Reads the vectors' JSON format into a :class:`TaskDAG`, checking types, keys and ids; each
+    fault raises one line naming ``origin`` and the node or edge."""
+
+    _KINDS = ", ".join(kind.value for kind in NodeKind)
+
+    def __init__(self, origin: str):
+        self.origin = origin
+
+    def fail(self, where: str, problem: str) -> DcaccelError:
+        return DcaccelError(f"{self.origin} is not a DAG in the vectors' format: {where}{problem}")
+
+    def read(self, cls: type[TaskDAG], data: Any) -> TaskDAG:
+        if not isinstance(data, Mapping):
+            raise self.fail("", f"expected a JSON object, got {_json_type(data)}")
+        name = data.get("name", "")
+        if not isinstance(name, str) or not name.isprintable():
+            raise self.fail("", "'name' must be a string on one line")
+        nodes, edges = (self._list(data, key) for key in ("nodes", "edges"))
+        dag = cls(name)
+        position: dict[int, int] = {}
+        for i, entry in enumerate(nodes):
+            file_id, kind, label, meta = self._node(i, entry)
+            if file_id in position:
+                raise self.fail(f"node {i}: ", f"duplicate id {file_id} (also node {position[file_id]})")
+            position[file_id] = i
+            if file_id != i:
+                meta.setdefault("file_id", file_id)
+            dag.add_node(kind, label, **meta)
+        if sorted(position) != list(range(len(nodes))):
+            missing = next(i for i in range(len(nodes)) if i not in position)
+            raise self.fail("", f"node ids must be consecutive 0..{len(nodes) - 1} (no node has id {missing})")
+        for k, entry in enumerate(edges):
+            dag.add_edge(*self._edge(k, entry, position))
+        return dag
+
+    def _list(self, data: Mapping, key: str) -> list:
+        if key not in data:
+            raise self.fail("", f"no '{key}' list")
+        if not isinstance(data[key], list):
+            raise self.fail("", f"'{key}' must be a list, got {_json_type(data[key])}")
+        return data[key]
+
+    def _node(self, i: int, entry: Any) -> tuple[int, NodeKind, str, dict]:
+        where = f"node {i}: "
+        if not isinstance(entry, Mapping):
+            raise self.fail(where, f"expected an object, got {_json_type(entry)}")
+        for key in ("id", "kind"):
+            if key not in entry:
+                raise self.fail(where, f"no '{key}'")
+        file_id = entry["id"]
+        if not _is_int(file_id):
+            raise self.fail(where, f"'id' must be an integer, got {_json_type(file_id)}")
+        if not isinstance(entry["kind"], str) or entry["kind"] not in NodeKind._value2member_map_:
+            raise self.fail(where, f"unknown kind {_excerpt(entry['kind'])} (expected one of {self._KINDS})")
+        label = entry.get("label", str(file_id))
+        if not isinstance(label, str) or not label.isprintable():
+            raise self.fail(where, "'label' must be a string on one line")
+        meta = entry.get("meta", {})
+        if not isinstance(meta, Mapping) or not all(isinstance(key, str) for key in meta):
+            raise self.fail(where, f"'meta' must be an object, got {_json_type(meta)}")
+        return file_id, NodeKind(entry["kind"]), label, dict(meta)
+
+    def _edge(self, k: int, entry: Any, position: dict[int, int]) -> tuple[int, int, Volume]:
+        where = f"edge {k}: "
+        if not isinstance(entry, Mapping):
+            raise self.fail(where, f"expected an object, got {_json_type(entry)}")
+        for key in ("src", "dst", "volume"):
+            if key not in entry:
+                raise self.fail(where, f"no '{key}'")
+        ends = []
+        for key in ("src", "dst"):
+            node = entry[key]
+            if not _is_int(node):
+                raise self.fail(where, f"'{key}' must be a node id, got {_json_type(node)}")
+            if node not in position:
+                raise self.fail(where, f"'{key}' is {node}, which is no node id")
+            ends.append(position[node])
+        where = f"edge {k} ({entry['src']}->{entry['dst']}): "
+        volume = entry["volume"]
+        if isinstance(volume, float):
+            if not volume.is_integer() or abs(volume) > 2**53:
+                raise self.fail(where, f"volume {volume!r} is not an integer")
+            volume = int(volume)
+        elif isinstance(volume, str):
+            try:
+                volume = parse_expression(volume)
+            except ExpressionError as err:
+                raise self.fail(where, f"volume {_excerpt(volume)}: {err}") from None
+            if not (volume.is_Integer or volume.free_symbols):
+                raise self.fail(where, f"volume {_excerpt(entry['volume'])} is not an integer")
+        elif not _is_int(volume):
+            raise self.fail(where, f"volume must be an integer or an expression, got {_json_type(volume)}")
+        return ends[0], ends[1], volume
+
+
+def _is_int(value: Any) -> bool:
+    return isinstance(value, int) and not isinstance(value, bool)
+
+
+def _json_type(value: Any) -> str:
+    """The JSON name of the type of ``value`` (what a user sees in the file)."""
+    names = {bool: "a boolean", int: "an integer", float: "a number", str: "a string", list: "a list"}
+    if value is None:
+        return "null"
+    if isinstance(value, Mapping):
+        return "an object"
+    return names.get(type(value), type(value).__name__)
+
+
+def _excerpt(text: Any, limit: int = 60) -> str:
+    """``text`` quoted on one line, cut to about ``limit`` characters."""
+    quoted = repr(text) if isinstance(text, str) else repr(str(text))
+    return quoted if len(quoted) <= limit else quoted[: limit - 4] + "...'"
+
+
+def _one_line(err: BaseException) -> str:
+    """The message of ``err`` on one line."""
+    return " ".join(str(err).split()) or type(err).__name__
