@@ -51,6 +51,11 @@ def schedule(
     B6, default True). List options: ``insertion`` (fill idle gaps, default True), ``bandwidth``
     (elements per cycle between PEs; None: free communication). With ``validate`` (default) the
     schedule is checked by :meth:`Schedule.validate` before it is returned.
+
+    Time and memory do not grow with ``pes``: a streaming block holds at most as many PEs as the DAG
+    has tasks, and the list scheduler runs on min(``pes``, number of nodes) PEs, which gives the
+    same schedule. The result reports the ``pes`` asked for, and its lower bound and utilisation
+    are those of ``pes`` PEs.
     """
     if scheduler not in SCHEDULERS:
         raise DcaccelError(f"unknown scheduler '{scheduler}' (expected one of {', '.join(SCHEDULERS)})")
@@ -109,6 +114,9 @@ def _run(dag: TaskDAG, pes: int, scheduler: str, partitioning: str, onchip: int,
         bandwidth = settings["bandwidth"]
         if bandwidth is not None and not bandwidth > 0:
             raise DcaccelError(f"bandwidth must be positive (elements per cycle), got {bandwidth!r}")
-        timing, _ = list_schedule(graph, pes, insertion=settings["insertion"], bandwidth=bandwidth)
+        # Every choice of the list scheduler takes the lowest fitting PE and an unused PE always fits,
+        # so it never uses more PEs than there are nodes: P beyond that changes nothing but the cost.
+        usable = min(pes, graph.n)
+        timing, _ = list_schedule(graph, usable, insertion=settings["insertion"], bandwidth=bandwidth)
         built = Schedule(graph, pes, scheduler, timing, onchip=onchip)
     return built
