@@ -9,6 +9,7 @@ are printed as one line and exit with status 2; Ctrl-C prints one line and exits
 import argparse
 import importlib
 import sys
+import typing
 
 from dcaccel.errors import DcaccelError
 
@@ -16,8 +17,16 @@ from dcaccel.errors import DcaccelError
 COMMANDS = ("info", "verify", "dag", "schedule", "explore")
 
 
+class Parser(argparse.ArgumentParser):
+    """An argument parser whose errors are one line (``dcaccel CMD: error: ...``, exit status 2)
+    instead of argparse's usage block; ``--help`` still shows the usage."""
+
+    def error(self, message: str) -> typing.NoReturn:
+        self.exit(2, f"{self.prog}: error: {' '.join(message.split())} (see {self.prog} --help)\n")
+
+
 def build_parser() -> argparse.ArgumentParser:
-    parser = argparse.ArgumentParser(
+    parser = Parser(
         prog="dcaccel",
         description="Data-centric application-space exploration of spatial DNN accelerators.",
     )
