@@ -239,7 +239,7 @@ def test_hostile_arguments(prepared, capsys, argv):
     before = _listing(prepared)
     try:
         status = main(argv)
-    except SystemExit as exit_info:  # argparse refuses a flag's value, after its usage lines
+    except SystemExit as exit_info:  # argparse refuses a flag's value
         status = exit_info.code
     captured = capsys.readouterr()
     after = _listing(prepared)
@@ -253,5 +253,4 @@ def test_hostile_arguments(prepared, capsys, argv):
         return
     assert status == 2 and after == before
     lines = captured.err.splitlines()
-    assert lines and lines[-1].startswith(f"dcaccel {argv[0]}: error: ")
-    assert all(line.startswith(("usage: ", " ")) for line in lines[:-1])
+    assert len(lines) == 1 and lines[0].startswith(f"dcaccel {argv[0]}: error: ")
