@@ -1,30 +1,12 @@
 """Canonical implementations of operators.
 
-Importing this package imports every module in it, which registers each implementation on its
-ONNX op through DaCe's ONNX implementation registry (``@op_implementation``). The canonical
-matrix-multiply node and its shapes live in :mod:`dcaccel.expansions.mmm`.
+One module per op family, each listing its implementations in ``IMPLEMENTATIONS``; the canonical
+matrix-multiply node and its shapes live in :mod:`dcaccel.expansions.mmm`, the SDFG builder they all
+use in :mod:`dcaccel.expansions.builder`. Importing this package imports none of the op modules:
+:func:`register` registers every implementation on DaCe's ONNX ops and library nodes (see
+:mod:`dcaccel.expansions.registry`).
 """
 
-import importlib
-import pkgutil
+from dcaccel.expansions.registry import implementations, register, supported_ops
 
-from dace.libraries.onnx.forward_implementation_abc import ONNXForward
-
-for _module in pkgutil.iter_modules(__path__):
-    importlib.import_module(f"{__name__}.{_module.name}")
-
-
-def implementations(op_type: str) -> list[str]:
-    """Names of dcaccel's canonical implementations registered for the ONNX op ``op_type``."""
-    return sorted(
-        info["name"]
-        for cls, info in ONNXForward.extensions().items()
-        if info["op"] == op_type and cls.__module__.startswith("dcaccel.")
-    )
-
-
-def supported_ops() -> list[str]:
-    """ONNX op types that have at least one canonical implementation in dcaccel."""
-    return sorted(
-        {info["op"] for cls, info in ONNXForward.extensions().items() if cls.__module__.startswith("dcaccel.")}
-    )
+__all__ = ["implementations", "register", "supported_ops"]

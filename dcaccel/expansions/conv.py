@@ -21,16 +21,14 @@ import math
 from dataclasses import dataclass
 
 import dace
-from dace.libraries.onnx.forward_implementation_abc import ONNXForward
-from dace.libraries.onnx.op_implementations.utils import op_implementation
+from dace import Memlet
 from dace.sdfg.utils import in_desc_with_name, out_desc_with_name
 
-from dcaccel.buffers import BufferReason, mark_buffer
-from dcaccel.errors import UnsupportedOpError
+from dcaccel.buffers import BufferReason
+from dcaccel.expansions.builder import FLOAT_TYPES, ExpansionBuilder
 from dcaccel.expansions.mmm import MMM, Order, buffer_reason_between
-from dcaccel.expansions.mmm.expansions.common import add_flat_map, expansion_state
-
-FLOAT_TYPES = (dace.float16, dace.float32, dace.float64)
+from dcaccel.expansions.node import CanonicalForward, onnx_pads, unsupported
+from dcaccel.expansions.registry import Implementation
 
 
 @dataclass(frozen=True)
@@ -110,33 +108,21 @@ def conv_geometry(node, state: dace.SDFGState, sdfg: dace.SDFG) -> ConvGeometry:
     w = in_desc_with_name(node, state, sdfg, "W")
     y = out_desc_with_name(node, state, sdfg, "Y")
     if x.dtype not in FLOAT_TYPES or w.dtype != x.dtype:
-        raise UnsupportedOpError("Conv", node.label, f"element types X {x.dtype}, W {w.dtype}")
+        raise unsupported(node, f"element types X {x.dtype}, W {w.dtype}")
     if len(x.shape) < 3 or len(w.shape) != len(x.shape):
-        raise UnsupportedOpError("Conv", node.label, f"X shape {tuple(x.shape)} with W shape {tuple(w.shape)}")
+        raise unsupported(node, f"X shape {tuple(x.shape)} with W shape {tuple(w.shape)}")
     try:
         shapes = [tuple(int(s) for s in desc.shape) for desc in (x, w, y)]
     except TypeError:
-        raise UnsupportedOpError("Conv", node.label, "symbolic tensor sizes") from None
+        raise unsupported(node, "symbolic tensor sizes") from None
     (batch, channels, *in_sizes), (filters, channels_per_group, *kernel), (_, _, *out_sizes) = shapes
     n_dims = len(kernel)
     groups = int(node.group or 1)
     if channels != channels_per_group * groups or filters % groups:
-        raise UnsupportedOpError(
-            "Conv", node.label, f"{channels} channels and {filters} filters do not split into {groups} groups"
-        )
+        raise unsupported(node, f"{channels} channels and {filters} filters do not split into {groups} groups")
     strides = _ints(node.strides, 1, n_dims)
     dilations = _ints(node.dilations, 1, n_dims)
-    auto_pad = node.auto_pad or "NOTSET"
-    if auto_pad == "NOTSET":
-        pads_begin = _ints(node.pads, 0, 2 * n_dims)[:n_dims]
-    elif auto_pad == "VALID":
-        pads_begin = (0,) * n_dims
-    else:
-        totals = [
-            max(0, (o - 1) * s + (k - 1) * d + 1 - i)
-            for o, s, k, d, i in zip(out_sizes, strides, kernel, dilations, in_sizes, strict=True)
-        ]
-        pads_begin = tuple(t // 2 if auto_pad == "SAME_UPPER" else t - t // 2 for t in totals)
+    pads_begin, _ = onnx_pads(node, in_sizes, out_sizes, kernel, strides, dilations)
     return ConvGeometry(
         batch,
         channels,
@@ -155,28 +141,22 @@ def _map_ranges(params: list[str], sizes) -> dict[str, str]:
     return {p: f"0:{s}" for p, s in zip(params, sizes, strict=True)}
 
 
-def _add_weight_reshape(state, geometry: ConvGeometry, w, w_col) -> None:
+def _add_weight_reshape(builder: ExpansionBuilder, geometry: ConvGeometry) -> None:
     """``Wr``: W[g·F/G + f, c, y...] → W_col[g, f, c·kernel size + y...], in W's row-major order."""
     kernel_params = geometry.kernel_params()
-    add_flat_map(
-        state,
+    builder.flat_map(
         "Wr",
         _map_ranges(
             ["__g", "__f", "__c", *kernel_params],
             (geometry.groups, geometry.filters_per_group, geometry.channels_per_group, *geometry.kernel),
         ),
-        {
-            "__in": (
-                w,
-                dace.Memlet(f"{w.data}[{geometry.filters_per_group} * __g + __f, __c, {', '.join(kernel_params)}]"),
-            )
-        },
-        "__out = __in",
-        {"__out": (w_col, dace.Memlet(f"{w_col.data}[__g, __f, {geometry.patch_index()}]"))},
+        {"v": Memlet(f"W[{geometry.filters_per_group} * __g + __f, __c, {', '.join(kernel_params)}]")},
+        "out = v",
+        {"out": Memlet(f"W_col[__g, __f, {geometry.patch_index()}]")},
     )
 
 
-def _add_im2col(state, geometry: ConvGeometry, x, x_col, dtype) -> None:
+def _add_im2col(builder: ExpansionBuilder, geometry: ConvGeometry, dtype) -> None:
     """``Xr``: X_col[g, c·kernel size + y..., b·out size + o...] = X[b, g·C/G + c, stride·o + dilation·y - pad],
     zero where that position is padding; one column (patch) after the other within each group."""
     positions, inside = [], []
@@ -186,53 +166,43 @@ def _add_im2col(state, geometry: ConvGeometry, x, x_col, dtype) -> None:
             inside.append(f"({position} >= 0) and ({position} < {geometry.in_sizes[d]})")
             position = f"max(0, min({geometry.in_sizes[d] - 1}, {position}))"
         positions.append(position)
-    code = f"__out = __in if ({' and '.join(inside)}) else dace.{dtype.to_string()}(0)" if inside else "__out = __in"
-    add_flat_map(
-        state,
+    code = f"out = v if ({' and '.join(inside)}) else dace.{dtype.to_string()}(0)" if inside else "out = v"
+    builder.flat_map(
         "Xr",
         _map_ranges(
             ["__g", "__b", *geometry.out_params(), "__c", *geometry.kernel_params()],
             (geometry.groups, geometry.batch, *geometry.out_sizes, geometry.channels_per_group, *geometry.kernel),
         ),
-        {"__in": (x, dace.Memlet(f"{x.data}[__b, {geometry.channels_per_group} * __g + __c, {', '.join(positions)}]"))},
+        {"v": Memlet(f"X[__b, {geometry.channels_per_group} * __g + __c, {', '.join(positions)}]")},
         code,
-        {"__out": (x_col, dace.Memlet(f"{x_col.data}[__g, {geometry.patch_index()}, {geometry.column_index()}]"))},
+        {"out": Memlet(f"X_col[__g, {geometry.patch_index()}, {geometry.column_index()}]")},
     )
 
 
-def _add_bias(state, geometry: ConvGeometry, y_col, bias, y_col_bias) -> None:
-    """``AddBias``: Y_col_bias[g, f, m] = Y_col[g, f, m] + B[g·F/G + f], row by row."""
-    add_flat_map(
-        state,
+def _add_bias(builder: ExpansionBuilder, geometry: ConvGeometry, ranges: dict, index: str, source: str, target: str):
+    """``AddBias``: target[index] = source[index] + B[g·F/G + f] over ``ranges`` (which include ``__g`` and ``__f``),
+    in the order the source is produced."""
+    builder.flat_map(
         "AddBias",
-        _map_ranges(["__g", "__f", "__m"], (geometry.groups, geometry.filters_per_group, geometry.columns)),
-        {
-            "__in": (y_col, dace.Memlet(f"{y_col.data}[__g, __f, __m]")),
-            "__bias": (bias, dace.Memlet(f"{bias.data}[{geometry.filters_per_group} * __g + __f]")),
-        },
-        "__out = __in + __bias",
-        {"__out": (y_col_bias, dace.Memlet(f"{y_col_bias.data}[__g, __f, __m]"))},
+        ranges,
+        {"v": Memlet(f"{source}[{index}]"), "bias": Memlet(f"B[{geometry.filters_per_group} * __g + __f]")},
+        "out = v + bias",
+        {"out": Memlet(f"{target}[{index}]")},
     )
 
 
-def _add_output_reshape(state, geometry: ConvGeometry, y_col, y) -> None:
+def _add_output_reshape(builder: ExpansionBuilder, geometry: ConvGeometry, y_col: str) -> None:
     """``ReshapeOut``: Y[b, g·F/G + f, o...] = Y_col[g, f, b·out size + o...], reading Y_col row by row."""
     out_params = geometry.out_params()
-    add_flat_map(
-        state,
+    builder.flat_map(
         "ReshapeOut",
         _map_ranges(
             ["__g", "__f", "__b", *out_params],
             (geometry.groups, geometry.filters_per_group, geometry.batch, *geometry.out_sizes),
         ),
-        {"__in": (y_col, dace.Memlet(f"{y_col.data}[__g, __f, {geometry.column_index()}]"))},
-        "__out = __in",
-        {
-            "__out": (
-                y,
-                dace.Memlet(f"{y.data}[__b, {geometry.filters_per_group} * __g + __f, {', '.join(out_params)}]"),
-            )
-        },
+        {"v": Memlet(f"{y_col}[__g, __f, {geometry.column_index()}]")},
+        "out = v",
+        {"out": Memlet(f"Y[__b, {geometry.filters_per_group} * __g + __f, {', '.join(out_params)}]")},
     )
 
 
@@ -250,6 +220,21 @@ def im2col_marks(implementation: str, has_bias: bool) -> dict[str, BufferReason 
     return marks
 
 
+def _conv_builder(geometry: ConvGeometry, dtype: dace.typeclass, has_bias: bool, name: str) -> ExpansionBuilder:
+    """A builder with the convolution's arguments ``X``, ``W`` (``B`` with a bias) and ``Y``."""
+    builder = ExpansionBuilder(name)
+    shapes = {
+        "X": (geometry.batch, geometry.channels, *geometry.in_sizes),
+        "W": (geometry.filters, geometry.channels_per_group, *geometry.kernel),
+        "Y": (geometry.batch, geometry.filters, *geometry.out_sizes),
+    }
+    if has_bias:
+        shapes["B"] = (geometry.filters,)
+    for argument, shape in shapes.items():
+        builder.argument(argument, dace.data.Array(dtype, shape))
+    return builder
+
+
 def build_im2col_sdfg(
     geometry: ConvGeometry, dtype: dace.typeclass, implementation: str, has_bias: bool, name: str = "conv_im2col"
 ) -> dace.SDFG:
@@ -259,37 +244,30 @@ def build_im2col_sdfg(
     ``ReshapeOut`` (see the module docstring); the transients carry the marks of :func:`im2col_marks`.
     """
     g, fg, k, m = geometry.groups, geometry.filters_per_group, geometry.patch, geometry.columns
-    sdfg = dace.SDFG(name)
-    sdfg.add_array("X", (geometry.batch, geometry.channels, *geometry.in_sizes), dtype)
-    sdfg.add_array("W", (geometry.filters, geometry.channels_per_group, *geometry.kernel), dtype)
-    sdfg.add_array("Y", (geometry.batch, geometry.filters, *geometry.out_sizes), dtype)
-    if has_bias:
-        sdfg.add_array("B", (geometry.filters,), dtype)
+    builder = _conv_builder(geometry, dtype, has_bias, name)
     shapes = {"W_col": (g, fg, k), "X_col": (g, k, m), "Y_col": (g, fg, m), "Y_col_bias": (g, fg, m)}
     for container, reason in im2col_marks(implementation, has_bias).items():
-        sdfg.add_transient(container, shapes[container], dtype, storage=dace.StorageType.CPU_Heap)
-        if reason is not None:
-            mark_buffer(sdfg.arrays[container], reason)
-    state = expansion_state(sdfg, name, __file__)
-    w_col, x_col, y_col = state.add_access("W_col"), state.add_access("X_col"), state.add_access("Y_col")
-    _add_weight_reshape(state, geometry, state.add_read("W"), w_col)
-    _add_im2col(state, geometry, state.add_read("X"), x_col, dtype)
+        builder.transient(container, shapes[container], dtype, reason)
+    _add_weight_reshape(builder, geometry)
+    _add_im2col(builder, geometry, dtype)
     for group in range(g):
         mmm = MMM(f"MMM_g{group}" if g > 1 else "MMM")
         mmm.implementation = implementation
-        state.add_node(mmm)
-        state.add_edge(w_col, None, mmm, "_a", dace.Memlet(f"W_col[{group}, 0:{fg}, 0:{k}]"))
-        state.add_edge(x_col, None, mmm, "_b", dace.Memlet(f"X_col[{group}, 0:{k}, 0:{m}]"))
-        state.add_edge(mmm, "_c", y_col, None, dace.Memlet(f"Y_col[{group}, 0:{fg}, 0:{m}]"))
-    layer_output = y_col
+        builder.library_node(
+            mmm,
+            {"_a": Memlet(f"W_col[{group}, 0:{fg}, 0:{k}]"), "_b": Memlet(f"X_col[{group}, 0:{k}, 0:{m}]")},
+            {"_c": Memlet(f"Y_col[{group}, 0:{fg}, 0:{m}]")},
+        )
+    layer_output = "Y_col"
     if has_bias:
-        layer_output = state.add_access("Y_col_bias")
-        _add_bias(state, geometry, y_col, state.add_read("B"), layer_output)
-    _add_output_reshape(state, geometry, layer_output, state.add_write("Y"))
-    return sdfg
+        layer_output = "Y_col_bias"
+        ranges = _map_ranges(["__g", "__f", "__m"], (g, fg, m))
+        _add_bias(builder, geometry, ranges, "__g, __f, __m", "Y_col", layer_output)
+    _add_output_reshape(builder, geometry, layer_output)
+    return builder.sdfg
 
 
-def _direct_conv_code(geometry: ConvGeometry, dtype: dace.typeclass, has_bias: bool) -> str:
+def _direct_conv_code(geometry: ConvGeometry, dtype: dace.typeclass) -> str:
     """C++ tasklet code of one output of the direct convolution (see :func:`build_direct_sdfg`).
 
     The connectors ``__w`` and ``__x`` point at the filter's weights and at the group's input plane (or
@@ -299,7 +277,7 @@ def _direct_conv_code(geometry: ConvGeometry, dtype: dace.typeclass, has_bias: b
     w_strides = [math.prod(geometry.kernel[d + 1 :]) for d in geometry.dims]
     x_strides = [math.prod(geometry.in_sizes[d + 1 :]) for d in geometry.dims]
     kernel_size, plane_size = math.prod(geometry.kernel), math.prod(geometry.in_sizes)
-    lines = [f"{dtype.ctype} __acc = {'__bias' if has_bias else '0'};"]
+    lines = [f"{dtype.ctype} __acc = 0;"]
     for loop_var, size in zip(["__c", *kernel_params], (cg, *geometry.kernel), strict=True):
         lines.append(f"for (long {loop_var} = 0; {loop_var} < {size}; ++{loop_var})")
     lines.append("{")
@@ -319,75 +297,57 @@ def _direct_conv_code(geometry: ConvGeometry, dtype: dace.typeclass, has_bias: b
 
 
 def build_direct_sdfg(geometry: ConvGeometry, dtype: dace.typeclass, has_bias: bool, name: str = "conv_direct"):
-    """The direct convolution as a nested SDFG with inputs ``X``, ``W`` (and ``B``), output ``Y``: one task.
+    """The direct convolution as a nested SDFG with inputs ``X``, ``W`` (and ``B``), output ``Y``.
 
-    A single flat map ``Conv`` over the outputs (b, g, f, o...) in row-major order of Y; the tasklet of
-    output (b, g·F/G + f, o...) sums W[f, c, y...]·X[b, g·C/G + c, stride·o + dilation·y - pad] over the
-    channels c of group g and the kernel offsets y (padding masked), starting from B[f]: no accumulation
-    into Y, so no initialisation task. Each output reads the C/G · kernel size weights of its filter and
-    as many input elements (the memlet volumes count these accesses; the input memlet's subset is the
-    group's whole input plane).
+    A flat map ``Conv`` over the outputs (b, g, f, o...) in row-major order of Y; the tasklet of output
+    (b, g·F/G + f, o...) sums W[f, c, y...]·X[b, g·C/G + c, stride·o + dilation·y - pad] over the channels
+    c of group g and the kernel offsets y (padding masked): no accumulation into the output, so no
+    initialisation task. Each output reads the C/G · kernel size weights of its filter and as many input
+    elements (the memlet volumes count these accesses; the input memlet's subset is the group's whole
+    input plane). With a bias, ``Conv`` writes ``Y_conv`` (streams: written and read once, row-major) and
+    an ``AddBias`` task adds B[f] to every output: one bias read per output in a task of its own, as a
+    task's in-edges carry equal volumes.
     """
-    sdfg = dace.SDFG(name)
-    sdfg.add_array("X", (geometry.batch, geometry.channels, *geometry.in_sizes), dtype)
-    sdfg.add_array("W", (geometry.filters, geometry.channels_per_group, *geometry.kernel), dtype)
-    sdfg.add_array("Y", (geometry.batch, geometry.filters, *geometry.out_sizes), dtype)
-    if has_bias:
-        sdfg.add_array("B", (geometry.filters,), dtype)
-    state = expansion_state(sdfg, name, __file__)
+    builder = _conv_builder(geometry, dtype, has_bias, name)
     cg, fg, out_params = geometry.channels_per_group, geometry.filters_per_group, geometry.out_params()
     in_plane = ", ".join(f"0:{s}" for s in geometry.in_sizes)
     kernel_window = ", ".join(f"0:{s}" for s in geometry.kernel)
-    inputs = {
-        "__x": (
-            state.add_read("X"),
-            dace.Memlet(data="X", subset=f"__b, {cg} * __g:{cg} * __g + {cg}, {in_plane}", volume=geometry.patch),
-        ),
-        "__w": (
-            state.add_read("W"),
-            dace.Memlet(data="W", subset=f"{fg} * __g + __f, 0:{cg}, {kernel_window}", volume=geometry.patch),
-        ),
-    }
-    if has_bias:
-        inputs["__bias"] = (state.add_read("B"), dace.Memlet(f"B[{fg} * __g + __f]"))
-    add_flat_map(
-        state,
+    output = builder.transient("Y_conv", builder.desc("Y").shape, dtype) if has_bias else "Y"
+    ranges = _map_ranges(["__b", "__g", "__f", *out_params], (geometry.batch, geometry.groups, fg, *geometry.out_sizes))
+    index = f"__b, {fg} * __g + __f, {', '.join(out_params)}"
+    builder.flat_map(
         "Conv",
-        _map_ranges(["__b", "__g", "__f", *out_params], (geometry.batch, geometry.groups, fg, *geometry.out_sizes)),
-        inputs,
-        _direct_conv_code(geometry, dtype, has_bias),
-        {"__out": (state.add_write("Y"), dace.Memlet(f"Y[__b, {fg} * __g + __f, {', '.join(out_params)}]"))},
+        ranges,
+        {
+            "x": Memlet(data="X", subset=f"__b, {cg} * __g:{cg} * __g + {cg}, {in_plane}", volume=geometry.patch),
+            "w": Memlet(data="W", subset=f"{fg} * __g + __f, 0:{cg}, {kernel_window}", volume=geometry.patch),
+        },
+        _direct_conv_code(geometry, dtype),
+        {"out": Memlet(f"{output}[{index}]")},
         language=dace.Language.CPP,
     )
-    return sdfg
-
-
-def _can_lower(node, state, sdfg) -> bool:
-    try:
-        conv_geometry(node, state, sdfg)
-    except UnsupportedOpError:
-        return False
-    return True
+    if has_bias:
+        _add_bias(builder, geometry, ranges, index, output, "Y")
+    return builder.sdfg
 
 
 def _element_type(node, state, sdfg) -> dace.typeclass:
     return in_desc_with_name(node, state, sdfg, "X").dtype
 
 
-class _Im2colConv(ONNXForward):
+class _Im2colConv(CanonicalForward):
     """im2col + MMM lowering of Conv; subclasses fix the MMM shape."""
 
     mmm_implementation: str
 
     @staticmethod
-    def forward_can_be_applied(node, state, sdfg) -> bool:
-        return _can_lower(node, state, sdfg)
+    def check(node, state, sdfg) -> None:
+        conv_geometry(node, state, sdfg)
 
     @classmethod
     def forward(cls, node, state, sdfg):
-        geometry = conv_geometry(node, state, sdfg)
         return build_im2col_sdfg(
-            geometry,
+            conv_geometry(node, state, sdfg),
             _element_type(node, state, sdfg),
             cls.mmm_implementation,
             "B" in node.in_connectors,
@@ -395,35 +355,18 @@ class _Im2colConv(ONNXForward):
         )
 
 
-@op_implementation(op="Conv", name="mv")
-class ConvIm2colMV(_Im2colConv):
-    """Conv as im2col + MMM ``mv``: X_col streams into the MMM's ``_b`` buffer, Y_col streams to AddBias."""
-
-    mmm_implementation = "mv"
-
-
-@op_implementation(op="Conv", name="op")
-class ConvIm2colOP(_Im2colConv):
-    """Conv as im2col + MMM ``op``: X_col streams into the MMM's ``_b`` buffer, Y_col is accumulated (buffer)."""
-
-    mmm_implementation = "op"
+def _im2col_conv(shape: str) -> type[_Im2colConv]:
+    """The im2col Conv whose MMM has ``shape``."""
+    doc = f"Conv as im2col + MMM ``{shape}``; the im2col containers are marked by :func:`im2col_marks`."
+    return type(f"ConvIm2col{shape.upper()}", (_Im2colConv,), {"mmm_implementation": shape, "__doc__": doc})
 
 
-@op_implementation(op="Conv", name="lmv")
-class ConvIm2colLMV(_Im2colConv):
-    """Conv as im2col + MMM ``lmv``: X_col is reordered (buffer) for BcastB, Y_col is produced column by
-    column (buffer) before AddBias reads it row by row."""
-
-    mmm_implementation = "lmv"
-
-
-@op_implementation(op="Conv", name="direct")
-class DirectConv(ONNXForward):
-    """Conv as one task: a flat map over the outputs (see :func:`build_direct_sdfg`)."""
+class DirectConv(CanonicalForward):
+    """Conv as one task, then a bias task (see :func:`build_direct_sdfg`)."""
 
     @staticmethod
-    def forward_can_be_applied(node, state, sdfg) -> bool:
-        return _can_lower(node, state, sdfg)
+    def check(node, state, sdfg) -> None:
+        conv_geometry(node, state, sdfg)
 
     @staticmethod
     def forward(node, state, sdfg):
@@ -433,3 +376,9 @@ class DirectConv(ONNXForward):
             "B" in node.in_connectors,
             f"{node.label}_direct",
         )
+
+
+IMPLEMENTATIONS = (
+    *(Implementation("Conv", shape, _im2col_conv(shape)) for shape in MMM.implementations),
+    Implementation("Conv", "direct", DirectConv),
+)

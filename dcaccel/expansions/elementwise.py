@@ -5,7 +5,7 @@ Every op here computes ``out[i] = f(in_0[b_0(i)], in_1[b_1(i)], ...)`` for each 
 the output row-major, so the output is produced row-major and every input that is not broadcast
 is read row-major, once: a task with rate 1. An input that is broadcast (read more than once)
 and produced by another task is first copied into a REUSE buffer (see
-:meth:`~dcaccel.expansions.common.MapSteps.operand`). A constant input with a single element
+:meth:`~dcaccel.expansions.builder.ExpansionBuilder.operand`). A constant input with a single element
 (an ONNX initializer, e.g. the ``sqrt(2)`` of torch's GELU) is folded into the tasklet as a
 literal: it is an operand of the instruction, not data.
 """
@@ -17,23 +17,18 @@ from dataclasses import dataclass
 import dace
 import numpy as np
 from dace import SDFG, SDFGState
-from dace.libraries.onnx.forward_implementation_abc import ONNXForward
 from dace.sdfg.utils import out_desc_with_name
 
-from dcaccel.expansions.common import (
-    MapSteps,
-    broadcast_indices,
+from dcaccel.expansions.builder import broadcast_indices, index_params, index_ranges, is_broadcast, literal, subscript
+from dcaccel.expansions.node import (
+    CanonicalForward,
     constant_input,
-    index_params,
-    index_ranges,
-    is_broadcast,
-    literal,
+    node_builder,
     onnx_shape,
     ordered_inputs,
-    register_canonical,
-    subscript,
     unsupported,
 )
+from dcaccel.expansions.registry import CANONICAL, Implementation
 
 Operands = Mapping[str, str]
 """Tasklet expressions of the inputs of one element, keyed by ONNX connector name."""
@@ -134,6 +129,14 @@ def _folded_constant(node, state: SDFGState, sdfg: SDFG, connector: str) -> str 
     return literal(value.reshape(()).item(), dace.typeclass(value.dtype.type))
 
 
+def check_elementwise(spec: ElementwiseOp, node, state: SDFGState) -> None:
+    """Raise :class:`UnsupportedOpError` unless ``node`` has one output and ``spec``'s formula covers its
+    attributes (the formula is written with placeholder operands)."""
+    if len(state.out_edges(node)) != 1:
+        raise unsupported(node, f"{len(state.out_edges(node))} outputs")
+    spec.formula({c: c for c in ordered_inputs(node, state)}, "T", node)
+
+
 def expand_elementwise(spec: ElementwiseOp, node, state: SDFGState, sdfg: SDFG) -> SDFG:
     """The nested SDFG computing ``spec`` for ``node``: one flat map over the output (row-major)."""
     (out_edge,) = state.out_edges(node)
@@ -141,7 +144,7 @@ def expand_elementwise(spec: ElementwiseOp, node, state: SDFGState, sdfg: SDFG) 
     out_desc = out_desc_with_name(node, state, sdfg, out_name)
     connectors = [c for c in ordered_inputs(node, state) if c not in spec.parameters]
     folded = {c: v for c in connectors if (v := _folded_constant(node, state, sdfg, c)) is not None}
-    steps = MapSteps.for_node(node, state, sdfg, drop=[*folded, *spec.parameters])
+    steps = node_builder(node, state, sdfg, drop=[*folded, *spec.parameters])
 
     out_shape = onnx_shape(out_desc)
     params = index_params(len(out_shape))
@@ -157,7 +160,7 @@ def expand_elementwise(spec: ElementwiseOp, node, state: SDFGState, sdfg: SDFG) 
         memlets[f"in{k}"] = dace.Memlet(f"{source}[{subscript(indices)}]")
         operands[connector] = f"in{k}"
     expression = spec.formula(operands, f"dace.{out_desc.dtype.to_string()}", node)
-    steps.step(
+    steps.flat_map(
         spec.op.lower(),
         index_ranges(params, out_shape),
         memlets,
@@ -167,18 +170,22 @@ def expand_elementwise(spec: ElementwiseOp, node, state: SDFGState, sdfg: SDFG) 
     return steps.sdfg
 
 
-def _implementation(spec: ElementwiseOp) -> type[ONNXForward]:
-    class Implementation(ONNXForward):
+def _implementation(spec: ElementwiseOp) -> Implementation:
+    class Forward(CanonicalForward):
+        @staticmethod
+        def check(node, state: SDFGState, sdfg: SDFG) -> None:
+            check_elementwise(spec, node, state)
+
         @staticmethod
         def forward(node, state: SDFGState, sdfg: SDFG) -> SDFG:
             return expand_elementwise(spec, node, state, sdfg)
 
-    Implementation.__name__ = Implementation.__qualname__ = f"Canonical{spec.op}"
-    Implementation.__doc__ = (
+    Forward.__name__ = Forward.__qualname__ = f"Canonical{spec.op}"
+    Forward.__doc__ = (
         f"Canonical {spec.op}: {spec.summary}, element-wise with numpy broadcasting. "
         "One flat map over the output; the output is produced row-major."
     )
-    return register_canonical(spec.op)(Implementation)
+    return Implementation(spec.op, CANONICAL, Forward)
 
 
-IMPLEMENTATIONS = {spec.op: _implementation(spec) for spec in ELEMENTWISE_OPS}
+IMPLEMENTATIONS = tuple(_implementation(spec) for spec in ELEMENTWISE_OPS)

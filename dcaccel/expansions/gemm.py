@@ -17,23 +17,22 @@ Each expands into a nested SDFG in one state holding one MMM node with the chose
 
 The marks of the transients around the MMM follow from the orders the shape declares
 (:func:`dcaccel.expansions.mmm.buffer_reason_between`): the transposes produce rows, the epilogue
-reads rows.
+reads rows. Every implementation checks its node (``check``) before it builds anything.
 """
 
 from dataclasses import dataclass
 
 import dace
+import dace.library
+from dace import Memlet
 from dace.libraries.blas.nodes.matmul import MatMul
-from dace.libraries.onnx.forward_implementation_abc import ONNXForward
-from dace.libraries.onnx.op_implementations.utils import op_implementation
 from dace.sdfg.utils import in_desc_with_name, in_edge_with_name, out_desc_with_name, out_edge_with_name
 from dace.transformation.transformation import ExpandTransformation
 
-from dcaccel.errors import UnsupportedOpError
+from dcaccel.expansions.builder import FLOAT_TYPES, ExpansionBuilder, whole
 from dcaccel.expansions.mmm import MMM, Order, buffer_reason_between
-from dcaccel.expansions.mmm.expansions.common import add_flat_map, add_transient_matrix, expansion_state
-
-FLOAT_TYPES = (dace.float16, dace.float32, dace.float64)
+from dcaccel.expansions.node import CanonicalForward, unsupported
+from dcaccel.expansions.registry import Implementation
 
 
 @dataclass(frozen=True)
@@ -45,34 +44,30 @@ class Operand:
     strides: tuple | None = None
 
 
-def _add_operands(sdfg: dace.SDFG, dtype: dace.typeclass, *operands: Operand) -> None:
+def _builder(name: str, dtype: dace.typeclass, *operands: Operand) -> ExpansionBuilder:
+    builder = ExpansionBuilder(name)
     for operand in operands:
-        sdfg.add_array(operand.name, operand.shape, dtype, strides=operand.strides)
+        builder.argument(operand.name, dace.data.Array(dtype, operand.shape, strides=operand.strides))
+    return builder
 
 
-def _add_mmm(state, implementation: str, label: str, a, a_subset: str, b, b_subset: str, c, c_subset: str) -> MMM:
-    """An MMM node with shape ``implementation`` computing c[c_subset] = a[a_subset] · b[b_subset]."""
-    mmm = MMM(label)
+def _add_mmm(builder: ExpansionBuilder, implementation: str, a: Memlet, b: Memlet, c: Memlet) -> MMM:
+    """An MMM node ``MMM`` with shape ``implementation`` computing c = a · b."""
+    mmm = MMM("MMM")
     mmm.implementation = implementation
-    state.add_node(mmm)
-    state.add_edge(a, None, mmm, "_a", dace.Memlet(data=a.data, subset=a_subset))
-    state.add_edge(b, None, mmm, "_b", dace.Memlet(data=b.data, subset=b_subset))
-    state.add_edge(mmm, "_c", c, None, dace.Memlet(data=c.data, subset=c_subset))
-    return mmm
+    return builder.library_node(mmm, {"_a": a, "_b": b}, {"_c": c})
 
 
-def _add_transpose(state, label: str, source, rows, columns, dtype, consumed: Order):
+def _add_transpose(builder: ExpansionBuilder, label: str, source: str, rows, columns, dtype, consumed: Order) -> str:
     """A task writing sourceᵀ (rows × columns) row by row into a new transient; a buffer when the MMM
     consumes it in another order (see :func:`buffer_reason_between`)."""
-    reason = buffer_reason_between(Order.ROW, consumed)
-    transposed = state.add_access(add_transient_matrix(state.sdfg, f"{source.data}_t", (rows, columns), dtype, reason))
-    add_flat_map(
-        state,
+    transposed = builder.transient(f"{source}_t", (rows, columns), dtype, buffer_reason_between(Order.ROW, consumed))
+    builder.flat_map(
         label,
         {"__i": f"0:{rows}", "__j": f"0:{columns}"},
-        {"__in": (source, "__j, __i")},
-        "__out = __in",
-        {"__out": (transposed, "__i, __j")},
+        {"v": Memlet(f"{source}[__j, __i]")},
+        "out = v",
+        {"out": Memlet(f"{transposed}[__i, __j]")},
     )
     return transposed
 
@@ -102,44 +97,36 @@ def build_gemm_sdfg(
     (C present, beta ≠ 0) or ``Scale`` (alpha ≠ 1), which reads the product row by row; the product
     streams into it unless the MMM produces it in another order (then it is a buffer).
     """
-    sdfg = dace.SDFG(name)
-    _add_operands(sdfg, dtype, Operand("A", (k, n) if trans_a else (n, k)), Operand("B", (m, k) if trans_b else (k, m)))
-    _add_operands(sdfg, dtype, Operand("Y", (n, m)))
-    uses_c = c_shape is not None and beta != 0
+    operands = [Operand("A", (k, n) if trans_a else (n, k)), Operand("B", (m, k) if trans_b else (k, m))]
+    operands.append(Operand("Y", (n, m)))
     if c_shape is not None:
-        _add_operands(sdfg, dtype, Operand("C", c_shape))
-    state = expansion_state(sdfg, name, __file__)
+        operands.append(Operand("C", c_shape))
+    builder = _builder(name, dtype, *operands)
+    uses_c = c_shape is not None and beta != 0
     expansion = MMM.implementations[implementation]
-    a, b = state.add_read("A"), state.add_read("B")
-    if trans_a:
-        a = _add_transpose(state, "TransA", a, n, k, dtype, expansion.consumes_a)
-    if trans_b:
-        b = _add_transpose(state, "TransB", b, k, m, dtype, expansion.consumes_b)
-    y = state.add_write("Y")
+    a = _add_transpose(builder, "TransA", "A", n, k, dtype, expansion.consumes_a) if trans_a else "A"
+    b = _add_transpose(builder, "TransB", "B", k, m, dtype, expansion.consumes_b) if trans_b else "B"
+    a_memlet, b_memlet = Memlet(f"{a}[0:{n}, 0:{k}]"), Memlet(f"{b}[0:{k}, 0:{m}]")
     if not uses_c and alpha == 1:
-        _add_mmm(state, implementation, "MMM", a, f"0:{n}, 0:{k}", b, f"0:{k}, 0:{m}", y, f"0:{n}, 0:{m}")
-        return sdfg
-    product_name = add_transient_matrix(
-        sdfg, "Y_mm", (n, m), dtype, buffer_reason_between(expansion.produces, Order.ROW)
-    )
-    product = state.add_access(product_name)
-    _add_mmm(state, implementation, "MMM", a, f"0:{n}, 0:{k}", b, f"0:{k}, 0:{m}", product, f"0:{n}, 0:{m}")
-    scaled = "__in" if alpha == 1 else f"{alpha!r} * __in"
-    inputs = {"__in": (product, "__i, __j")}
+        _add_mmm(builder, implementation, a_memlet, b_memlet, Memlet(f"Y[0:{n}, 0:{m}]"))
+        return builder.sdfg
+    product = builder.transient("Y_mm", (n, m), dtype, buffer_reason_between(expansion.produces, Order.ROW))
+    _add_mmm(builder, implementation, a_memlet, b_memlet, Memlet(f"{product}[0:{n}, 0:{m}]"))
+    scaled = "v" if alpha == 1 else f"{alpha!r} * v"
+    inputs = {"v": Memlet(f"{product}[__i, __j]")}
     if uses_c:
-        inputs["__bias"] = (state.add_read("C"), _broadcast_index(tuple(c_shape), ["__i", "__j"]))
-        code = f"__out = {scaled} + " + ("__bias" if beta == 1 else f"{beta!r} * __bias")
+        inputs["bias"] = Memlet(f"C[{_broadcast_index(tuple(c_shape), ['__i', '__j'])}]")
+        code = f"out = {scaled} + " + ("bias" if beta == 1 else f"{beta!r} * bias")
     else:
-        code = f"__out = {scaled}"
-    add_flat_map(
-        state,
+        code = f"out = {scaled}"
+    builder.flat_map(
         "AddBias" if uses_c else "Scale",
         {"__i": f"0:{n}", "__j": f"0:{m}"},
         inputs,
         code,
-        {"__out": (y, "__i, __j")},
+        {"out": Memlet("Y[__i, __j]")},
     )
-    return sdfg
+    return builder.sdfg
 
 
 def build_matmul_sdfg(
@@ -148,34 +135,46 @@ def build_matmul_sdfg(
     """Y = A @ B (numpy semantics) as a nested SDFG holding one MMM node with ``implementation``: 1-D
     operands are vectors (a row for A, a column for B), the leading dimensions of Y are the batch of the
     MMM (one task per batch element and task index), those of A and B broadcast against them."""
-    sdfg = dace.SDFG(name)
-    _add_operands(sdfg, dtype, a, b, y)
-    state = expansion_state(sdfg, name, __file__)
-    a_node, b_node, y_node = state.add_read(a.name), state.add_read(b.name), state.add_write(y.name)
-    a_whole, b_whole, y_whole = (_whole(operand.shape) for operand in (a, b, y))
-    _add_mmm(state, implementation, "MMM", a_node, a_whole, b_node, b_whole, y_node, y_whole)
-    return sdfg
+    builder = _builder(name, dtype, a, b, y)
+    memlets = (Memlet(data=operand.name, subset=whole(operand.shape)) for operand in (a, b, y))
+    _add_mmm(builder, implementation, *memlets)
+    return builder.sdfg
 
 
-def _whole(shape: tuple) -> str:
-    return ", ".join(f"0:{size}" for size in shape)
+def check_matmul_shapes(node, a: tuple, b: tuple, y: tuple) -> None:
+    """Raise :class:`UnsupportedOpError` unless A @ B = Y under numpy rules, with at most one vector operand."""
+    if len(a) == 1 and len(b) == 1:
+        raise unsupported(node, "a dot product of two vectors")
+    batch = tuple(y[: len(y) - (len(a) > 1) - (len(b) > 1)])
+    for name, shape in (("A", a), ("B", b)):
+        leading = _without_leading_ones(shape[: max(len(shape) - 2, 0)])
+        aligned = batch[len(batch) - len(leading) :] if leading else ()
+        if len(leading) > len(batch) or any(s != 1 and s != t for s, t in zip(leading, aligned, strict=True)):
+            raise unsupported(node, f"{name} {tuple(shape)} does not broadcast to the batch {batch} of Y {tuple(y)}")
 
 
-def _element_type(node, state, sdfg, *connectors: str) -> dace.typeclass | None:
-    """The common floating-point element type of ``connectors``, None if they differ or are not float."""
+def _without_leading_ones(sizes: tuple) -> tuple:
+    while sizes and not dace.symbolic.issymbolic(sizes[0]) and sizes[0] == 1:
+        sizes = sizes[1:]
+    return sizes
+
+
+def _check_element_types(node, state, sdfg, *connectors: str) -> dace.typeclass:
+    """The common floating-point element type of ``connectors``; :class:`UnsupportedOpError` if none."""
     types = {in_desc_with_name(node, state, sdfg, c).dtype for c in connectors}
-    return types.pop() if len(types) == 1 and types <= set(FLOAT_TYPES) else None
+    if len(types) != 1 or not types <= set(FLOAT_TYPES):
+        raise unsupported(node, f"element types {', '.join(sorted(map(str, types)))} (one floating-point type)")
+    return types.pop()
 
 
-class _OnnxGemm(ONNXForward):
+class _OnnxGemm(CanonicalForward):
     """ONNX Gemm through MMM; subclasses fix the MMM shape."""
 
     mmm_implementation: str
 
     @staticmethod
-    def forward_can_be_applied(node, state, sdfg) -> bool:
-        connectors = ["A", "B"] + (["C"] if "C" in node.in_connectors else [])
-        return _element_type(node, state, sdfg, *connectors) is not None
+    def check(node, state, sdfg) -> None:
+        _check_element_types(node, state, sdfg, "A", "B", *(["C"] if "C" in node.in_connectors else []))
 
     @classmethod
     def forward(cls, node, state, sdfg):
@@ -201,73 +200,48 @@ class _OnnxGemm(ONNXForward):
         )
 
 
-class _OnnxMatMul(ONNXForward):
+def _shapes(node, state, sdfg) -> tuple[tuple, tuple, tuple]:
+    return tuple(
+        tuple(desc.shape)
+        for desc in (
+            in_desc_with_name(node, state, sdfg, "A"),
+            in_desc_with_name(node, state, sdfg, "B"),
+            out_desc_with_name(node, state, sdfg, "Y"),
+        )
+    )
+
+
+class _OnnxMatMul(CanonicalForward):
     """ONNX MatMul through MMM; subclasses fix the MMM shape."""
 
     mmm_implementation: str
 
     @staticmethod
-    def forward_can_be_applied(node, state, sdfg) -> bool:
-        a = in_desc_with_name(node, state, sdfg, "A")
-        b = in_desc_with_name(node, state, sdfg, "B")
-        vectors_only = len(a.shape) == 1 and len(b.shape) == 1
-        return _element_type(node, state, sdfg, "A", "B") is not None and not vectors_only
+    def check(node, state, sdfg) -> None:
+        _check_element_types(node, state, sdfg, "A", "B")
+        check_matmul_shapes(node, *_shapes(node, state, sdfg))
 
     @classmethod
     def forward(cls, node, state, sdfg):
-        a = in_desc_with_name(node, state, sdfg, "A")
-        b = in_desc_with_name(node, state, sdfg, "B")
-        y = out_desc_with_name(node, state, sdfg, "Y")
+        a, b, y = _shapes(node, state, sdfg)
         return build_matmul_sdfg(
-            Operand("A", tuple(a.shape)),
-            Operand("B", tuple(b.shape)),
-            Operand("Y", tuple(y.shape)),
-            a.dtype,
+            Operand("A", a),
+            Operand("B", b),
+            Operand("Y", y),
+            in_desc_with_name(node, state, sdfg, "A").dtype,
             cls.mmm_implementation,
             f"{node.label}_matmul_{cls.mmm_implementation}",
         )
 
 
-@op_implementation(op="Gemm", name="mv")
-class GemmMV(_OnnxGemm):
-    """ONNX Gemm as MMM ``mv``."""
-
-    mmm_implementation = "mv"
-
-
-@op_implementation(op="Gemm", name="op")
-class GemmOP(_OnnxGemm):
-    """ONNX Gemm as MMM ``op``."""
-
-    mmm_implementation = "op"
-
-
-@op_implementation(op="Gemm", name="lmv")
-class GemmLMV(_OnnxGemm):
-    """ONNX Gemm as MMM ``lmv``."""
-
-    mmm_implementation = "lmv"
-
-
-@op_implementation(op="MatMul", name="mv")
-class MatMulMV(_OnnxMatMul):
-    """ONNX MatMul as a batched MMM ``mv``."""
-
-    mmm_implementation = "mv"
-
-
-@op_implementation(op="MatMul", name="op")
-class MatMulOP(_OnnxMatMul):
-    """ONNX MatMul as a batched MMM ``op``."""
-
-    mmm_implementation = "op"
-
-
-@op_implementation(op="MatMul", name="lmv")
-class MatMulLMV(_OnnxMatMul):
-    """ONNX MatMul as a batched MMM ``lmv``."""
-
-    mmm_implementation = "lmv"
+def _blas_operands(node, state, sdfg) -> tuple[Operand, Operand, Operand]:
+    """The windows of the memlets on ``_a``, ``_b``, ``_c`` with the strides of their containers."""
+    edges = [in_edge_with_name(node, state, "_a"), in_edge_with_name(node, state, "_b")]
+    edges.append(out_edge_with_name(node, state, "_c"))
+    return tuple(
+        Operand(conn, tuple(edge.data.subset.size()), tuple(sdfg.arrays[edge.data.data].strides))
+        for conn, edge in zip(("_a", "_b", "_c"), edges, strict=True)
+    )
 
 
 class _BlasMatMulExpansion(ExpandTransformation):
@@ -278,42 +252,38 @@ class _BlasMatMulExpansion(ExpandTransformation):
     environments = []
     mmm_implementation: str
 
+    @staticmethod
+    def check(node, state, sdfg) -> None:
+        """Raise :class:`UnsupportedOpError` unless ``node`` computes C = A @ B of matrices (batched) or a
+        matrix and a vector."""
+        if len(state.in_edges(node)) != 2 or node.beta != 0 or node.alpha != 1 or node.transA or node.transB:
+            raise unsupported(node, "alpha, beta or transposes (only C = A @ B is lowered)")
+        check_matmul_shapes(node, *(operand.shape for operand in _blas_operands(node, state, sdfg)))
+
     @classmethod
     def expansion(cls, node, parent_state, parent_sdfg):
         """Build the nested SDFG of ``node`` (connectors ``_a``, ``_b``, ``_c``): one (batched) MMM node."""
-        if len(parent_state.in_edges(node)) != 2 or node.beta != 0 or node.alpha != 1 or node.transA or node.transB:
-            raise UnsupportedOpError("MatMul", node.label, "alpha, beta or transposes (only C = A @ B is lowered)")
-        edges = [
-            in_edge_with_name(node, parent_state, "_a"),
-            in_edge_with_name(node, parent_state, "_b"),
-            out_edge_with_name(node, parent_state, "_c"),
-        ]
-        a, b, c = (
-            Operand(conn, tuple(edge.data.subset.size()), tuple(parent_sdfg.arrays[edge.data.data].strides))
-            for conn, edge in zip(("_a", "_b", "_c"), edges, strict=True)
-        )
-        if len(a.shape) == 1 and len(b.shape) == 1:
-            raise UnsupportedOpError("MatMul", node.label, "a dot product of two vectors")
-        dtype = parent_sdfg.arrays[edges[2].data.data].dtype
+        cls.check(node, parent_state, parent_sdfg)
+        a, b, c = _blas_operands(node, parent_state, parent_sdfg)
+        dtype = parent_sdfg.arrays[out_edge_with_name(node, parent_state, "_c").data.data].dtype
         return build_matmul_sdfg(a, b, c, dtype, cls.mmm_implementation, f"{node.label}_{cls.mmm_implementation}")
 
 
-@dace.library.register_expansion(MatMul, "mv")
-class BlasMatMulMV(_BlasMatMulExpansion):
-    """``@`` as MMM ``mv``."""
-
-    mmm_implementation = "mv"
-
-
-@dace.library.register_expansion(MatMul, "op")
-class BlasMatMulOP(_BlasMatMulExpansion):
-    """``@`` as MMM ``op``."""
-
-    mmm_implementation = "op"
+def _by_shape(base: type, prefix: str, summary: str) -> dict[str, type]:
+    """One subclass of ``base`` per MMM shape, named ``<prefix><SHAPE>``."""
+    return {
+        shape: type(
+            f"{prefix}{shape.upper()}", (base,), {"mmm_implementation": shape, "__doc__": f"{summary} ``{shape}``."}
+        )
+        for shape in MMM.implementations
+    }
 
 
-@dace.library.register_expansion(MatMul, "lmv")
-class BlasMatMulLMV(_BlasMatMulExpansion):
-    """``@`` as MMM ``lmv``."""
-
-    mmm_implementation = "lmv"
+IMPLEMENTATIONS = (
+    *(Implementation("Gemm", s, cls) for s, cls in _by_shape(_OnnxGemm, "Gemm", "ONNX Gemm as MMM").items()),
+    *(Implementation("MatMul", s, cls) for s, cls in _by_shape(_OnnxMatMul, "MatMul", "ONNX MatMul as MMM").items()),
+    *(
+        Implementation("MatMul", s, dace.library.expansion(cls), MatMul)
+        for s, cls in _by_shape(_BlasMatMulExpansion, "BlasMatMul", "``@`` as MMM").items()
+    ),
+)

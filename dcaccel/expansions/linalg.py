@@ -1,6 +1,7 @@
 """Canonical linear algebra of ``@dace.program`` workloads (PUSCH-MIMO): DaCe's ``linalg`` library nodes.
 
-Registered as the ``"canonical"`` implementation of ``dace.libraries.linalg`` nodes:
+The ``"canonical"`` implementation of ``dace.libraries.linalg`` nodes (``IMPLEMENTATIONS``, registered by
+:func:`dcaccel.expansions.register`):
 
 - ``Cholesky``: A = L·Lᴴ, right-looking, one column per step;
 - ``Inv``: A⁻¹ = L⁻ᴴ·L⁻¹ through Cholesky, forward substitution (L·Y = I) and back
@@ -26,14 +27,9 @@ from dace.symbolic import issymbolic
 from dace.transformation.transformation import ExpandTransformation
 
 from dcaccel.buffers import BufferReason
-from dcaccel.expansions.common import (
-    IMPLEMENTATION,
-    MapSteps,
-    is_complex,
-    literal,
-    produced_by_task,
-    unsupported,
-)
+from dcaccel.expansions.builder import ExpansionBuilder, is_complex, literal
+from dcaccel.expansions.node import streams_into, unsupported
+from dcaccel.expansions.registry import CANONICAL, Implementation
 
 
 def _shift(param: str, offset: int) -> str:
@@ -57,28 +53,40 @@ def _operand_dims(node, connector: str, sizes: list, rank: int) -> list[int]:
     return sorted(kept + fill)
 
 
-def _node_steps(node, state: SDFGState, sdfg: SDFG, ranks: dict[str, int]) -> tuple[MapSteps, dict[str, tuple]]:
-    """The nested SDFG of a linalg node: one argument per connector, of rank ``ranks[connector]``.
+def _edges(node, state: SDFGState) -> list:
+    return [(e, e.dst_conn) for e in state.in_edges(node)] + [(e, e.src_conn) for e in state.out_edges(node)]
 
-    Each argument is shaped and strided like the part of the outer container its memlet selects.
-    Returns the builder and the shape of every argument.
-    """
-    steps = MapSteps(node.label)
-    shapes = {}
-    edges = [(e, e.dst_conn) for e in state.in_edges(node)] + [(e, e.src_conn) for e in state.out_edges(node)]
-    for edge, connector in edges:
+
+def _operands(node, state: SDFGState, sdfg: SDFG, ranks: dict[str, int]) -> dict[str, dace.data.Array]:
+    """The operand of each connector of a linalg node, of rank ``ranks[connector]``: shaped and strided like
+    the part of the outer container its memlet selects."""
+    operands = {}
+    for edge, connector in _edges(node, state):
         outer = sdfg.arrays[edge.data.data]
         sizes = edge.data.subset.size()
         dims = _operand_dims(node, connector, sizes, ranks[connector])
-        shape = tuple(sizes[d] for d in dims)
-        desc = dace.data.Array(outer.dtype, shape, strides=[outer.strides[d] for d in dims], storage=outer.storage)
-        steps.argument(connector, desc)
-        shapes[connector] = shape
-        if edge.dst is node:
-            source = state.memlet_path(edge)[0].src
-            if not isinstance(source, dace.nodes.AccessNode) or produced_by_task(sdfg, source.data):
-                steps.mark_streamed(connector)
-    return steps, shapes
+        strides = [outer.strides[d] for d in dims]
+        operands[connector] = dace.data.Array(
+            outer.dtype, tuple(sizes[d] for d in dims), strides=strides, storage=outer.storage
+        )
+    return operands
+
+
+def _node_steps(node, state: SDFGState, sdfg: SDFG, ranks: dict[str, int]) -> tuple[ExpansionBuilder, dict]:
+    """The builder of a linalg node's nested SDFG: one argument per connector (see :func:`_operands`).
+
+    Returns the builder and the shape of every argument.
+    """
+    steps = ExpansionBuilder(f"{node.label}_expansion", prefix=node.label)
+    operands = _operands(node, state, sdfg, ranks)
+    for edge, connector in _edges(node, state):
+        streamed = edge.dst is node and streams_into(node, state, sdfg, edge)
+        steps.argument(connector, operands[connector], streamed=streamed)
+    return steps, {connector: tuple(desc.shape) for connector, desc in operands.items()}
+
+
+def _shapes(node, state: SDFGState, sdfg: SDFG, ranks: dict[str, int]) -> dict[str, tuple]:
+    return {connector: tuple(desc.shape) for connector, desc in _operands(node, state, sdfg, ranks).items()}
 
 
 def _square(node, steps_shapes: dict[str, tuple], *connectors: str) -> None:
@@ -94,7 +102,7 @@ def _size(node, shape: tuple) -> int:
     return int(shape[0])
 
 
-def add_cholesky(steps: MapSteps, source: str, n: int, dtype: dace.typeclass) -> str:
+def add_cholesky(steps: ExpansionBuilder, source: str, n: int, dtype: dace.typeclass) -> str:
     """Add the steps of the Cholesky factor L of the n×n matrix ``source``; returns L's container.
 
     For each column j (right-looking):
@@ -110,7 +118,7 @@ def add_cholesky(steps: MapSteps, source: str, n: int, dtype: dace.typeclass) ->
     factor = steps.transient("cholesky_factor", (n, n), dtype, BufferReason.REUSE)
     current, offset = source, 0
     for j in range(n):
-        steps.step(
+        steps.flat_map(
             f"column_{j}",
             {"__i": f"{j}:{n}"},
             {
@@ -123,7 +131,7 @@ def add_cholesky(steps: MapSteps, source: str, n: int, dtype: dace.typeclass) ->
         if j == n - 1:
             break
         trailing = steps.transient(f"trailing_{j + 1}", (n - j - 1, n - j - 1), dtype, BufferReason.REUSE)
-        steps.step(
+        steps.flat_map(
             f"update_{j}",
             {"__i": f"{j + 1}:{n}", "__k": f"{j + 1}:{n}"},
             {
@@ -139,7 +147,7 @@ def add_cholesky(steps: MapSteps, source: str, n: int, dtype: dace.typeclass) ->
 
 
 def add_substitutions(
-    steps: MapSteps, factor: str, rhs: str | None, n: int, m: int, dtype: dace.typeclass, vector: bool = False
+    steps: ExpansionBuilder, factor: str, rhs: str | None, n: int, m: int, dtype: dace.typeclass, vector: bool = False
 ) -> str:
     """Add the steps solving L·Lᴴ·X = B for X (n×m) given the factor L; returns X's container.
 
@@ -171,7 +179,7 @@ def add_substitutions(
             index = f"{row}" if vector and current == rhs else f"{row}, __c"
             inputs["b"] = Memlet(f"{current}[{index}]")
             value = "b"
-        steps.step(
+        steps.flat_map(
             f"forward_row_{k}", {"__c": f"0:{m}"}, inputs, f"y = {value} / d", {"y": Memlet(f"{forward}[{k}, __c]")}
         )
         if k == n - 1:
@@ -184,7 +192,7 @@ def add_substitutions(
             index = _shift("__i", offset) if vector and current == rhs else f"{_shift('__i', offset)}, __c"
             inputs["b"] = Memlet(f"{current}[{index}]")
             value = "b"
-        steps.step(
+        steps.flat_map(
             f"forward_update_{k}",
             {"__i": f"{k + 1}:{n}", "__c": f"0:{m}"},
             inputs,
@@ -196,7 +204,7 @@ def add_substitutions(
     solution = steps.transient("solution", (n, m), dtype, BufferReason.REUSE)
     current = forward
     for k in reversed(range(n)):
-        steps.step(
+        steps.flat_map(
             f"backward_row_{k}",
             {"__c": f"0:{m}"},
             {"b": Memlet(f"{current}[{k}, __c]"), "d": Memlet(f"{factor}[{k}, {k}]")},
@@ -206,7 +214,7 @@ def add_substitutions(
         if k == 0:
             break
         preceding = steps.transient(f"backward_rhs_{k - 1}", (k, m), dtype)
-        steps.step(
+        steps.flat_map(
             f"backward_update_{k}",
             {"__i": f"0:{k}", "__c": f"0:{m}"},
             {
@@ -221,11 +229,11 @@ def add_substitutions(
     return solution
 
 
-def _copy_out(steps: MapSteps, source: str, target: str, shape: tuple, vector: bool = False) -> None:
+def _copy_out(steps: ExpansionBuilder, source: str, target: str, shape: tuple, vector: bool = False) -> None:
     """Copy the n×m ``source`` into the output ``target``, row-major (the output is produced in order)."""
     n, m = shape[0], shape[1] if len(shape) > 1 else 1
     index = "__i" if vector else "__i, __c"
-    steps.step(
+    steps.flat_map(
         "output",
         {"__i": f"0:{n}", "__c": f"0:{m}"},
         {"v": Memlet(f"{source}[__i, __c]")},
@@ -244,12 +252,20 @@ class ExpandCholeskyCanonical(ExpandTransformation):
     """
 
     environments = []
+    ranks = {"_a": 2, "_b": 2}
 
-    @staticmethod
-    def expansion(node, parent_state: SDFGState, parent_sdfg: SDFG) -> SDFG:
-        """Check the shapes of ``node`` and build its nested SDFG."""
-        steps, shapes = _node_steps(node, parent_state, parent_sdfg, {"_a": 2, "_b": 2})
+    @classmethod
+    def check(cls, node, state: SDFGState, sdfg: SDFG) -> None:
+        """Raise :class:`UnsupportedOpError` unless A and L are square matrices of one numeric size."""
+        shapes = _shapes(node, state, sdfg, cls.ranks)
         _square(node, shapes, "_a", "_b")
+        _size(node, shapes["_a"])
+
+    @classmethod
+    def expansion(cls, node, parent_state: SDFGState, parent_sdfg: SDFG) -> SDFG:
+        """Check ``node`` and build its nested SDFG."""
+        cls.check(node, parent_state, parent_sdfg)
+        steps, shapes = _node_steps(node, parent_state, parent_sdfg, cls.ranks)
         n = _size(node, shapes["_a"])
         dtype = steps.desc("_b").dtype
         source = steps.operand("_a", reused=True)
@@ -257,7 +273,7 @@ class ExpandCholeskyCanonical(ExpandTransformation):
         row, col = ("__i", "Min(__k, __i)") if node.lower else ("Max(__k, __i)", "__i")
         keep = "__k <= __i" if node.lower else "__k >= __i"
         value = "v" if node.lower else _conj("v", dtype)
-        steps.step(
+        steps.flat_map(
             "output",
             {"__i": f"0:{n}", "__k": f"0:{n}"},
             {"v": Memlet(f"{factor}[{row}, {col}]")},
@@ -277,14 +293,23 @@ class ExpandInvCanonical(ExpandTransformation):
     """
 
     environments = []
+    ranks = {"_ain": 2, "_aout": 2}
 
-    @staticmethod
-    def expansion(node, parent_state: SDFGState, parent_sdfg: SDFG) -> SDFG:
-        """Check the shapes of ``node`` and build its nested SDFG."""
+    @classmethod
+    def check(cls, node, state: SDFGState, sdfg: SDFG) -> None:
+        """Raise :class:`UnsupportedOpError` for ``overwrite_a`` or unless A and its inverse are square
+        matrices of one numeric size."""
         if node.overwrite:
             raise unsupported(node, "overwrite_a=True")
-        steps, shapes = _node_steps(node, parent_state, parent_sdfg, {"_ain": 2, "_aout": 2})
+        shapes = _shapes(node, state, sdfg, cls.ranks)
         _square(node, shapes, "_ain", "_aout")
+        _size(node, shapes["_ain"])
+
+    @classmethod
+    def expansion(cls, node, parent_state: SDFGState, parent_sdfg: SDFG) -> SDFG:
+        """Check ``node`` and build its nested SDFG."""
+        cls.check(node, parent_state, parent_sdfg)
+        steps, shapes = _node_steps(node, parent_state, parent_sdfg, cls.ranks)
         n = _size(node, shapes["_ain"])
         dtype = steps.desc("_aout").dtype
         factor = add_cholesky(steps, steps.operand("_ain", reused=True), n, dtype)
@@ -318,16 +343,29 @@ class ExpandSolveCanonical(ExpandTransformation):
     environments = []
 
     @staticmethod
-    def expansion(node, parent_state: SDFGState, parent_sdfg: SDFG) -> SDFG:
-        """Check the shapes of ``node`` and build its nested SDFG."""
-        rhs_rank = _rhs_rank(node, parent_state)
-        ranks = {"_ain": 2, "_bin": rhs_rank, "_bout": rhs_rank}
-        steps, shapes = _node_steps(node, parent_state, parent_sdfg, ranks)
+    def ranks(node, state: SDFGState) -> dict[str, int]:
+        """The rank of each operand: B and X are vectors or matrices (see :func:`_rhs_rank`)."""
+        rhs_rank = _rhs_rank(node, state)
+        return {"_ain": 2, "_bin": rhs_rank, "_bout": rhs_rank}
+
+    @classmethod
+    def check(cls, node, state: SDFGState, sdfg: SDFG) -> None:
+        """Raise :class:`UnsupportedOpError` unless A is n×n, B and X are n or n×m, of numeric sizes."""
+        shapes = _shapes(node, state, sdfg, cls.ranks(node, state))
         a, b, x = shapes["_ain"], shapes["_bin"], shapes["_bout"]
         if len(set(a)) != 1 or b[0] != a[0] or tuple(x) != tuple(b):
             raise unsupported(node, f"shapes A {a}, B {b}, X {x} (expected n×n, n or n×m, same as B)")
-        n = _size(node, a)
-        vector = rhs_rank == 1
+        _size(node, a)
+        _size(node, b[1:] or (1,))
+
+    @classmethod
+    def expansion(cls, node, parent_state: SDFGState, parent_sdfg: SDFG) -> SDFG:
+        """Check ``node`` and build its nested SDFG."""
+        cls.check(node, parent_state, parent_sdfg)
+        ranks = cls.ranks(node, parent_state)
+        steps, shapes = _node_steps(node, parent_state, parent_sdfg, ranks)
+        n = _size(node, shapes["_ain"])
+        vector = ranks["_bin"] == 1
         m = 1 if vector else _size(node, shapes["_bin"][1:])
         dtype = steps.desc("_bout").dtype
         factor = add_cholesky(steps, steps.operand("_ain", reused=True), n, dtype)
@@ -345,16 +383,24 @@ class ExpandTransposeCanonical(ExpandTransformation):
     """
 
     environments = []
+    ranks = {"_inp": 2, "_out": 2}
 
-    @staticmethod
-    def expansion(node, parent_state: SDFGState, parent_sdfg: SDFG) -> SDFG:
-        """Check the shapes of ``node`` and build its nested SDFG."""
-        steps, shapes = _node_steps(node, parent_state, parent_sdfg, {"_inp": 2, "_out": 2})
+    @classmethod
+    def check(cls, node, state: SDFGState, sdfg: SDFG) -> None:
+        """Raise :class:`UnsupportedOpError` unless the input and output are transposed matrices."""
+        shapes = _shapes(node, state, sdfg, cls.ranks)
         rows, cols = shapes["_out"]
         if shapes["_inp"] != (cols, rows):
             raise unsupported(node, f"input {shapes['_inp']} and output {shapes['_out']} are not transposes")
+
+    @classmethod
+    def expansion(cls, node, parent_state: SDFGState, parent_sdfg: SDFG) -> SDFG:
+        """Check ``node`` and build its nested SDFG."""
+        cls.check(node, parent_state, parent_sdfg)
+        steps, shapes = _node_steps(node, parent_state, parent_sdfg, cls.ranks)
+        rows, cols = shapes["_out"]
         source = steps.operand("_inp", reused=True, reason=BufferReason.REORDER)
-        steps.step(
+        steps.flat_map(
             "transpose",
             {"__j": f"0:{rows}", "__i": f"0:{cols}"},
             {"v": Memlet(f"{source}[__i, __j]")},
@@ -364,10 +410,9 @@ class ExpandTransposeCanonical(ExpandTransformation):
         return steps.sdfg
 
 
-for _node_class, _expansion in (
-    (Cholesky, ExpandCholeskyCanonical),
-    (Inv, ExpandInvCanonical),
-    (Solve, ExpandSolveCanonical),
-    (Transpose, ExpandTransposeCanonical),
-):
-    _node_class.register_implementation(IMPLEMENTATION, _expansion)
+IMPLEMENTATIONS = (
+    Implementation("Cholesky", CANONICAL, ExpandCholeskyCanonical, Cholesky),
+    Implementation("Inv", CANONICAL, ExpandInvCanonical, Inv),
+    Implementation("Solve", CANONICAL, ExpandSolveCanonical, Solve),
+    Implementation("Transpose", CANONICAL, ExpandTransposeCanonical, Transpose),
+)

@@ -4,23 +4,26 @@ import math
 
 import dace
 from dace import SDFG, Memlet, SDFGState
-from dace.libraries.onnx.forward_implementation_abc import ONNXForward
 
 from dcaccel.buffers import BufferReason
-from dcaccel.expansions.common import (
+from dcaccel.expansions.builder import (
     WCR_SUM,
-    MapSteps,
     broadcast_indices,
     index_params,
     index_ranges,
     is_broadcast,
     literal,
+    subscript,
+)
+from dcaccel.expansions.node import (
+    CanonicalForward,
+    input_shape,
+    node_builder,
     normalize_axis,
     onnx_shape,
-    register_canonical,
-    subscript,
     unsupported,
 )
+from dcaccel.expansions.registry import CANONICAL, Implementation
 
 _BATCHNORM_PARAMETERS = {
     "gamma": ("scale",),
@@ -32,8 +35,7 @@ _BATCHNORM_PARAMETERS = {
 (renamed in opset 9)."""
 
 
-@register_canonical("BatchNormalization")
-class CanonicalBatchNormalization(ONNXForward):
+class CanonicalBatchNormalization(CanonicalForward):
     """Canonical BatchNormalization, inference mode, as one flat map.
 
     ``Y[n, c, ...] = (X[n, c, ...] - mean[c]) / sqrt(var[c] + epsilon) * scale[c] + B[c]``,
@@ -44,16 +46,20 @@ class CanonicalBatchNormalization(ONNXForward):
     """
 
     @staticmethod
-    def forward(node, state: SDFGState, sdfg: SDFG) -> SDFG:
+    def check(node, state: SDFGState, sdfg: SDFG) -> None:
         if getattr(node, "training_mode", 0) or len(state.out_edges(node)) != 1:
             raise unsupported(node, "training mode (running statistics outputs)")
         if getattr(node, "spatial", 1) != 1:
             raise unsupported(node, "spatial=0")
+        rank = len(input_shape(node, state, sdfg, "X"))
+        if rank < 2:
+            raise unsupported(node, f"input rank {rank} (expected N x C x ...)")
+
+    @staticmethod
+    def forward(node, state: SDFGState, sdfg: SDFG) -> SDFG:
         connectors = {edge.dst_conn for edge in state.in_edges(node)}
-        steps = MapSteps.for_node(node, state, sdfg)
+        steps = node_builder(node, state, sdfg)
         shape = onnx_shape(steps.desc("X"))
-        if len(shape) < 2:
-            raise unsupported(node, f"input rank {len(shape)} (expected N x C x ...)")
         dtype = steps.desc("Y").dtype
         params = index_params(len(shape))
         element = subscript(params)
@@ -64,7 +70,7 @@ class CanonicalBatchNormalization(ONNXForward):
             memlets[name] = Memlet(f"{source}[{params[1]}]")
         memlets["x"] = Memlet(f"X[{element}]")
         epsilon = literal(node.epsilon, dtype)
-        steps.step(
+        steps.flat_map(
             "normalize",
             index_ranges(params, shape),
             memlets,
@@ -74,8 +80,7 @@ class CanonicalBatchNormalization(ONNXForward):
         return steps.sdfg
 
 
-@register_canonical("LayerNormalization")
-class CanonicalLayerNormalization(ONNXForward):
+class CanonicalLayerNormalization(CanonicalForward):
     """Canonical LayerNormalization over the axes ``axis..rank-1``, as three flat map steps.
 
     With ``row`` the index of X without the normalised axes and ``D`` their element count:
@@ -92,8 +97,12 @@ class CanonicalLayerNormalization(ONNXForward):
     """
 
     @staticmethod
+    def check(node, state: SDFGState, sdfg: SDFG) -> None:
+        normalize_axis(node.axis, len(input_shape(node, state, sdfg, "X")), node)
+
+    @staticmethod
     def forward(node, state: SDFGState, sdfg: SDFG) -> SDFG:
-        steps = MapSteps.for_node(node, state, sdfg)
+        steps = node_builder(node, state, sdfg)
         shape = onnx_shape(steps.desc("X"))
         axis = normalize_axis(node.axis, len(shape), node)
         dtype = steps.desc("Y").dtype
@@ -113,10 +122,10 @@ class CanonicalLayerNormalization(ONNXForward):
         var = steps.transient("var", row_shape, stat_dtype, BufferReason.REUSE)
         steps.init(mean, literal(0, stat_dtype))
         steps.init(var, literal(0, stat_dtype))
-        steps.step(
+        steps.flat_map(
             "mean", ranges, {"x": Memlet(f"{source}[{element}]")}, f"m = x * {inv_count}", {"m": _accumulate(mean, row)}
         )
-        steps.step(
+        steps.flat_map(
             "var",
             ranges,
             {"x": Memlet(f"{source}[{element}]"), "m": Memlet(f"{mean}[{row}]")},
@@ -137,17 +146,17 @@ class CanonicalLayerNormalization(ONNXForward):
             param = steps.operand(connector, reused=rows > 1 or is_broadcast(param_shape, shape[axis:]))
             inputs[connector.lower()] = Memlet(f"{param}[{subscript(indices)}]")
             expression = f"{expression} {operation} {connector.lower()}"
-        steps.step("normalize", ranges, inputs, f"y = {expression}", {"y": Memlet(f"Y[{element}]")})
+        steps.flat_map("normalize", ranges, inputs, f"y = {expression}", {"y": Memlet(f"Y[{element}]")})
 
         row_params = [p for d, p in enumerate(params) if d < axis]
         row_ranges = index_ranges(row_params, shape[:axis])
         stat = subscript(row_params + ["0"] * (len(shape) - axis))
         if "Mean" in steps.sdfg.arrays:
-            steps.step(
+            steps.flat_map(
                 "mean_out", row_ranges, {"m": Memlet(f"{mean}[{stat}]")}, "out = m", {"out": Memlet(f"Mean[{stat}]")}
             )
         if "InvStdDev" in steps.sdfg.arrays:
-            steps.step(
+            steps.flat_map(
                 "inv_std_dev_out",
                 row_ranges,
                 {"v": Memlet(f"{var}[{stat}]")},
@@ -155,6 +164,12 @@ class CanonicalLayerNormalization(ONNXForward):
                 {"out": Memlet(f"InvStdDev[{stat}]")},
             )
         return steps.sdfg
+
+
+IMPLEMENTATIONS = (
+    Implementation("BatchNormalization", CANONICAL, CanonicalBatchNormalization),
+    Implementation("LayerNormalization", CANONICAL, CanonicalLayerNormalization),
+)
 
 
 def _accumulate(name: str, index: str) -> Memlet:

@@ -15,21 +15,20 @@ from dataclasses import dataclass
 
 import dace
 from dace import SDFG, Memlet, SDFGState
-from dace.libraries.onnx.forward_implementation_abc import ONNXForward
 
 from dcaccel.buffers import BufferReason
-from dcaccel.expansions.common import (
-    MapSteps,
-    index_params,
-    index_ranges,
-    literal,
-    lowest,
+from dcaccel.expansions.builder import index_params, index_ranges, literal, lowest, subscript
+from dcaccel.expansions.node import (
+    CanonicalForward,
+    input_shape,
+    node_builder,
+    onnx_pads,
     onnx_shape,
-    register_canonical,
-    subscript,
+    output_shape,
     unsupported,
 )
 from dcaccel.expansions.reduce import REDUCTIONS, add_reduction
+from dcaccel.expansions.registry import CANONICAL, Implementation
 
 
 @dataclass(frozen=True)
@@ -54,23 +53,8 @@ class PoolGeometry:
         strides = tuple(node.strides or [1] * dims)
         dilations = tuple(getattr(node, "dilations", None) or [1] * dims)
         in_sizes, out_sizes = tuple(in_shape[2:]), tuple(out_shape[2:])
-        extents = [(k - 1) * d + 1 for k, d in zip(kernel, dilations, strict=True)]
-        auto_pad = node.auto_pad or "NOTSET"
-        if auto_pad == "NOTSET":
-            pads = tuple(node.pads or [0] * 2 * dims)
-            begin, end = pads[:dims], pads[dims:]
-        elif auto_pad == "VALID":
-            begin = end = (0,) * dims
-        elif auto_pad in ("SAME_UPPER", "SAME_LOWER"):
-            total = [
-                max(0, (o - 1) * s + e - i) for o, s, e, i in zip(out_sizes, strides, extents, in_sizes, strict=True)
-            ]
-            small = [t // 2 for t in total]
-            large = [t - t // 2 for t in total]
-            begin, end = (small, large) if auto_pad == "SAME_UPPER" else (large, small)
-        else:
-            raise unsupported(node, f"auto_pad='{auto_pad}'")
-        return cls(in_sizes, out_sizes, kernel, strides, dilations, tuple(begin), tuple(end))
+        begin, end = onnx_pads(node, in_sizes, out_sizes, kernel, strides, dilations)
+        return cls(in_sizes, out_sizes, kernel, strides, dilations, begin, end)
 
     @property
     def dims(self) -> range:
@@ -115,14 +99,24 @@ def _window(geometry: PoolGeometry, source: str, params: list[str]):
         yield connector, Memlet(f"{source}[{subscript(indices)}]"), " and ".join(conditions)
 
 
-def _pool_steps(node, state: SDFGState, sdfg: SDFG, average: bool) -> SDFG:
-    """The nested SDFG of a MaxPool (or, ``average``, AveragePool) node: one map over the output windows."""
+def _check_rank(node, state: SDFGState, sdfg: SDFG) -> None:
+    rank = len(input_shape(node, state, sdfg, "X"))
+    if rank < 3:
+        raise unsupported(node, f"input rank {rank} (expected N x C x spatial)")
+
+
+def _check_pool(node, state: SDFGState, sdfg: SDFG) -> None:
+    """Raise :class:`UnsupportedOpError` for what the window maps of :func:`_pool_steps` do not cover."""
     if len(state.out_edges(node)) != 1:
         raise unsupported(node, "the Indices output")
-    steps = MapSteps.for_node(node, state, sdfg)
+    _check_rank(node, state, sdfg)
+    PoolGeometry.from_node(node, input_shape(node, state, sdfg, "X"), output_shape(node, state, sdfg, "Y"))
+
+
+def _pool_steps(node, state: SDFGState, sdfg: SDFG, average: bool) -> SDFG:
+    """The nested SDFG of a MaxPool (or, ``average``, AveragePool) node: one map over the output windows."""
+    steps = node_builder(node, state, sdfg)
     in_shape, out_shape = onnx_shape(steps.desc("X")), onnx_shape(steps.desc("Y"))
-    if len(in_shape) < 3:
-        raise unsupported(node, f"input rank {len(in_shape)} (expected N x C x spatial)")
     geometry = PoolGeometry.from_node(node, in_shape, out_shape)
     pointwise = math.prod(geometry.kernel) == 1
     source = steps.operand(
@@ -142,7 +136,7 @@ def _pool_steps(node, state: SDFGState, sdfg: SDFG, average: bool) -> SDFG:
     first = literal(0, dtype) if average else lowest(dtype)
     code = [f"__acc = {first}", *lines]
     code.append(f"y = __acc / {_divisor(node, geometry, params[2:], dtype)}" if average else "y = __acc")
-    steps.step(
+    steps.flat_map(
         "pool",
         index_ranges(params, out_shape),
         inputs,
@@ -175,8 +169,7 @@ def _divisor(node, geometry: PoolGeometry, spatial: list[str], dtype: dace.typec
     return f"dace.{dtype.to_string()}({' * '.join(factors)})"
 
 
-@register_canonical("MaxPool")
-class CanonicalMaxPool(ONNXForward):
+class CanonicalMaxPool(CanonicalForward):
     """Canonical MaxPool: ``Y[n, c, o] = max over the window of o`` (pads, strides, dilations, ceil_mode, auto_pad).
 
     One flat map over the output, produced row-major; each output reads its kh·kw window
@@ -184,14 +177,17 @@ class CanonicalMaxPool(ONNXForward):
     """
 
     @staticmethod
-    def forward(node, state: SDFGState, sdfg: SDFG) -> SDFG:
+    def check(node, state: SDFGState, sdfg: SDFG) -> None:
         if getattr(node, "storage_order", 0):
             raise unsupported(node, "storage_order=1")
+        _check_pool(node, state, sdfg)
+
+    @staticmethod
+    def forward(node, state: SDFGState, sdfg: SDFG) -> SDFG:
         return _pool_steps(node, state, sdfg, average=False)
 
 
-@register_canonical("AveragePool")
-class CanonicalAveragePool(ONNXForward):
+class CanonicalAveragePool(CanonicalForward):
     """Canonical AveragePool: ``Y[n, c, o] = mean over the window of o`` (pads, strides, ceil_mode,
     count_include_pad, dilations, auto_pad).
 
@@ -201,31 +197,41 @@ class CanonicalAveragePool(ONNXForward):
     """
 
     @staticmethod
+    def check(node, state: SDFGState, sdfg: SDFG) -> None:
+        _check_pool(node, state, sdfg)
+
+    @staticmethod
     def forward(node, state: SDFGState, sdfg: SDFG) -> SDFG:
         return _pool_steps(node, state, sdfg, average=True)
 
 
-def _global_pool(op: str, reduction_op: str, summary: str) -> type[ONNXForward]:
+def _global_pool(op: str, reduction_op: str, summary: str) -> Implementation:
     (reduction,) = [r for r in REDUCTIONS if r.op == reduction_op]
 
-    class Implementation(ONNXForward):
+    class Forward(CanonicalForward):
+        @staticmethod
+        def check(node, state: SDFGState, sdfg: SDFG) -> None:
+            _check_rank(node, state, sdfg)
+
         @staticmethod
         def forward(node, state: SDFGState, sdfg: SDFG) -> SDFG:
-            steps = MapSteps.for_node(node, state, sdfg)
+            steps = node_builder(node, state, sdfg)
             rank = len(onnx_shape(steps.desc("X")))
-            if rank < 3:
-                raise unsupported(node, f"input rank {rank} (expected N x C x spatial)")
             add_reduction(steps, reduction, "X", list(range(2, rank)), "Y", keepdims=True)
             return steps.sdfg
 
-    Implementation.__name__ = Implementation.__qualname__ = f"Canonical{op}"
-    Implementation.__doc__ = (
+    Forward.__name__ = Forward.__qualname__ = f"Canonical{op}"
+    Forward.__doc__ = (
         f"Canonical {op}: ``Y[n, c, 1...] = {summary} of X[n, c, :...]``. A WCR reduction of X, read "
         "row-major, into an ACCUMULATE buffer, then the output, produced row-major "
         "(see :func:`dcaccel.expansions.reduce.add_reduction`)."
     )
-    return register_canonical(op)(Implementation)
+    return Implementation(op, CANONICAL, Forward)
 
 
-CanonicalGlobalAveragePool = _global_pool("GlobalAveragePool", "ReduceMean", "mean")
-CanonicalGlobalMaxPool = _global_pool("GlobalMaxPool", "ReduceMax", "max")
+IMPLEMENTATIONS = (
+    Implementation("MaxPool", CANONICAL, CanonicalMaxPool),
+    Implementation("AveragePool", CANONICAL, CanonicalAveragePool),
+    _global_pool("GlobalAveragePool", "ReduceMean", "mean"),
+    _global_pool("GlobalMaxPool", "ReduceMax", "max"),
+)

@@ -10,25 +10,30 @@ from dataclasses import dataclass
 
 import dace
 from dace import SDFG, Memlet, SDFGState
-from dace.libraries.onnx.forward_implementation_abc import ONNXForward
 
 from dcaccel.buffers import BufferReason
-from dcaccel.expansions.common import (
+from dcaccel.expansions.builder import (
     WCR_MAX,
     WCR_SUM,
-    MapSteps,
-    constant_ints,
+    ExpansionBuilder,
     index_params,
     index_ranges,
-    input_edge,
     literal,
     max_identity,
+    subscript,
+)
+from dcaccel.expansions.node import (
+    CanonicalForward,
+    constant_ints,
+    input_edge,
+    input_shape,
+    node_builder,
     normalize_axis,
     onnx_shape,
-    register_canonical,
-    subscript,
+    output_shape,
     unsupported,
 )
+from dcaccel.expansions.registry import CANONICAL, Implementation
 
 
 @dataclass(frozen=True)
@@ -49,7 +54,7 @@ REDUCTIONS = (
 
 
 def add_reduction(
-    steps: MapSteps,
+    steps: ExpansionBuilder,
     reduction: Reduction,
     source: str,
     axes: list[int],
@@ -73,7 +78,7 @@ def add_reduction(
         steps.init(accumulator, max_identity(dtype), dace.Language.CPP)
     else:
         steps.init(accumulator, literal(0, dtype))
-    steps.step(
+    steps.flat_map(
         "reduce",
         index_ranges(params, in_shape),
         {"v": Memlet(f"{source}[{subscript(params)}]")},
@@ -84,7 +89,7 @@ def add_reduction(
     out_index = kept if keepdims else out_params
     count = math.prod(in_shape[d] for d in axes)
     value = f"a / {literal(count, dtype)}" if reduction.mean else "a"
-    steps.step(
+    steps.flat_map(
         "output",
         index_ranges(out_params, [s for d, s in enumerate(in_shape) if d not in axes]),
         {"a": Memlet(f"{accumulator}[{subscript(kept)}]")},
@@ -110,17 +115,28 @@ def reduced_axes(node, state: SDFGState, sdfg: SDFG, rank: int) -> list[int] | N
     return sorted({normalize_axis(a, rank, node) for a in axes})
 
 
-def _implementation(reduction: Reduction) -> type[ONNXForward]:
-    class Implementation(ONNXForward):
+def _implementation(reduction: Reduction) -> Implementation:
+    class Forward(CanonicalForward):
+        @staticmethod
+        def check(node, state: SDFGState, sdfg: SDFG) -> None:
+            shape = input_shape(node, state, sdfg, "data")
+            axes = reduced_axes(node, state, sdfg, len(shape))
+            if axes is None:
+                return
+            keep = bool(node.keepdims)
+            expected = [1 if d in axes else s for d, s in enumerate(shape) if keep or d not in axes]
+            imported = list(output_shape(node, state, sdfg, "reduced"))
+            if imported != expected:
+                raise unsupported(node, f"imported output shape {imported} is not the reduction's {expected}")
+
         @staticmethod
         def forward(node, state: SDFGState, sdfg: SDFG) -> SDFG:
-            rank = len(onnx_shape(sdfg.arrays[input_edge(node, state, "data").data.data]))
-            axes = reduced_axes(node, state, sdfg, rank)
-            steps = MapSteps.for_node(node, state, sdfg, drop=["axes"])
+            axes = reduced_axes(node, state, sdfg, len(input_shape(node, state, sdfg, "data")))
+            steps = node_builder(node, state, sdfg, drop=["axes"])
+            shape = onnx_shape(steps.desc("data"))
             if axes is None:
-                shape = onnx_shape(steps.desc("data"))
                 params = index_params(len(shape))
-                steps.step(
+                steps.flat_map(
                     "copy",
                     index_ranges(params, shape),
                     {"v": Memlet(f"data[{subscript(params)}]")},
@@ -128,22 +144,16 @@ def _implementation(reduction: Reduction) -> type[ONNXForward]:
                     {"out": Memlet(f"reduced[{subscript(params)}]")},
                 )
             else:
-                shape = onnx_shape(steps.desc("data"))
-                keep = bool(node.keepdims)
-                expected = [1 if d in axes else s for d, s in enumerate(shape) if keep or d not in axes]
-                imported = list(onnx_shape(steps.desc("reduced")))
-                if imported != expected:
-                    raise unsupported(node, f"imported output shape {imported} is not the reduction's {expected}")
-                add_reduction(steps, reduction, "data", axes, "reduced", keep)
+                add_reduction(steps, reduction, "data", axes, "reduced", bool(node.keepdims))
             return steps.sdfg
 
-    Implementation.__name__ = Implementation.__qualname__ = f"Canonical{reduction.op}"
-    Implementation.__doc__ = (
+    Forward.__name__ = Forward.__qualname__ = f"Canonical{reduction.op}"
+    Forward.__doc__ = (
         f"Canonical {reduction.op} over the ``axes`` (all if none; a copy with ``noop_with_empty_axes``). "
         "Two flat maps: a WCR reduction of the input, read row-major, into an ACCUMULATE buffer, then "
         "the output, produced row-major (see :func:`add_reduction`)."
     )
-    return register_canonical(reduction.op)(Implementation)
+    return Implementation(reduction.op, CANONICAL, Forward)
 
 
-IMPLEMENTATIONS = {reduction.op: _implementation(reduction) for reduction in REDUCTIONS}
+IMPLEMENTATIONS = tuple(_implementation(reduction) for reduction in REDUCTIONS)

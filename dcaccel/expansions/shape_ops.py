@@ -12,25 +12,23 @@ import math
 import dace
 import numpy as np
 from dace import SDFG, Memlet, SDFGState
-from dace.libraries.onnx.forward_implementation_abc import ONNXForward
 
 from dcaccel.buffers import BufferReason
-from dcaccel.expansions.common import (
-    MapSteps,
-    connector,
+from dcaccel.expansions.builder import ExpansionBuilder, connector, index_params, index_ranges, literal, subscript
+from dcaccel.expansions.node import (
+    CanonicalForward,
     constant_input,
     constant_ints,
-    index_params,
-    index_ranges,
     input_edge,
-    literal,
+    input_shape,
+    node_builder,
     normalize_axis,
     onnx_shape,
     ordered_inputs,
-    register_canonical,
-    subscript,
+    output_shape,
     unsupported,
 )
+from dcaccel.expansions.registry import CANONICAL, Implementation
 
 
 def _suffix_products(shape) -> list[int]:
@@ -68,7 +66,7 @@ def _grouped_indices(shape, cuts: list[int], params: list[str]) -> list[str]:
     return indices
 
 
-def add_copy(steps: MapSteps, label: str, source: str, target: str) -> None:
+def add_copy(steps: ExpansionBuilder, label: str, source: str, target: str) -> None:
     """Add one flat map copying ``source`` into ``target`` element by element in row-major order.
 
     The shapes may differ (same element count): the map runs over the coarsest common refinement
@@ -94,7 +92,7 @@ def add_copy(steps: MapSteps, label: str, source: str, target: str) -> None:
         in_strides = _suffix_products(in_shape)[1:]
         in_index = [f"(({linear}) // {s}) % {n}" for s, n in zip(in_strides, in_shape, strict=True)]
         out_index = params
-    steps.step(
+    steps.flat_map(
         label,
         ranges,
         {"v": Memlet(f"{source}[{subscript(in_index)}]")},
@@ -103,33 +101,37 @@ def add_copy(steps: MapSteps, label: str, source: str, target: str) -> None:
     )
 
 
-def _copy_implementation(op: str, data: str, output: str, parameters: tuple[str, ...]) -> type[ONNXForward]:
-    class Implementation(ONNXForward):
+def _copy_implementation(op: str, data: str, output: str, parameters: tuple[str, ...]) -> Implementation:
+    class Forward(CanonicalForward):
         @staticmethod
-        def forward(node, state: SDFGState, sdfg: SDFG) -> SDFG:
-            steps = MapSteps.for_node(node, state, sdfg, drop=parameters)
-            in_shape, out_shape = onnx_shape(steps.desc(data)), onnx_shape(steps.desc(output))
+        def check(node, state: SDFGState, sdfg: SDFG) -> None:
+            in_shape, out_shape = input_shape(node, state, sdfg, data), output_shape(node, state, sdfg, output)
             if math.prod(in_shape) != math.prod(out_shape):
                 raise unsupported(node, f"imported output shape {list(out_shape)} does not hold the input {in_shape}")
+
+        @staticmethod
+        def forward(node, state: SDFGState, sdfg: SDFG) -> SDFG:
+            steps = node_builder(node, state, sdfg, drop=parameters)
             add_copy(steps, "copy", data, output)
             return steps.sdfg
 
-    Implementation.__name__ = Implementation.__qualname__ = f"Canonical{op}"
-    Implementation.__doc__ = (
+    Forward.__name__ = Forward.__qualname__ = f"Canonical{op}"
+    Forward.__doc__ = (
         f"Canonical {op}: a copy task. One flat map reads ``{data}`` and writes ``{output}`` in the "
         "same row-major element order (see :func:`add_copy`); the output is produced row-major."
     )
-    return register_canonical(op)(Implementation)
+    return Implementation(op, CANONICAL, Forward)
 
 
-CanonicalReshape = _copy_implementation("Reshape", "data", "reshaped", ("shape",))
-CanonicalFlatten = _copy_implementation("Flatten", "input", "output", ())
-CanonicalSqueeze = _copy_implementation("Squeeze", "data", "squeezed", ("axes",))
-CanonicalUnsqueeze = _copy_implementation("Unsqueeze", "data", "expanded", ("axes",))
+def _permutation(node, rank: int) -> list[int]:
+    """Transpose's ``perm`` (default: the axes reversed), checked to permute ``rank`` axes."""
+    perm = list(node.perm) if node.perm is not None else list(reversed(range(rank)))
+    if sorted(perm) != list(range(rank)):
+        raise unsupported(node, f"perm {perm} for rank {rank}")
+    return perm
 
 
-@register_canonical("Transpose")
-class CanonicalTranspose(ONNXForward):
+class CanonicalTranspose(CanonicalForward):
     """Canonical Transpose: ``transposed[o] = data[o permuted back]`` (``perm``, default reversed axes).
 
     One flat map over the output, produced row-major, reading the input in permuted order. If the
@@ -138,12 +140,14 @@ class CanonicalTranspose(ONNXForward):
     """
 
     @staticmethod
+    def check(node, state: SDFGState, sdfg: SDFG) -> None:
+        _permutation(node, len(input_shape(node, state, sdfg, "data")))
+
+    @staticmethod
     def forward(node, state: SDFGState, sdfg: SDFG) -> SDFG:
-        steps = MapSteps.for_node(node, state, sdfg)
+        steps = node_builder(node, state, sdfg)
         shape = onnx_shape(steps.desc("data"))
-        perm = list(node.perm) if node.perm is not None else list(reversed(range(len(shape))))
-        if sorted(perm) != list(range(len(shape))):
-            raise unsupported(node, f"perm {perm} for rank {len(shape)}")
+        perm = _permutation(node, len(shape))
         moved = [d for d in perm if shape[d] != 1]
         if moved == sorted(moved):
             add_copy(steps, "copy", "data", "transposed")
@@ -154,7 +158,7 @@ class CanonicalTranspose(ONNXForward):
         in_index = [None] * len(shape)
         for k, d in enumerate(perm):
             in_index[d] = params[k]
-        steps.step(
+        steps.flat_map(
             "transpose",
             index_ranges(params, out_shape),
             {"v": Memlet(f"{source}[{subscript(in_index)}]")},
@@ -164,8 +168,7 @@ class CanonicalTranspose(ONNXForward):
         return steps.sdfg
 
 
-@register_canonical("Concat")
-class CanonicalConcat(ONNXForward):
+class CanonicalConcat(CanonicalForward):
     """Canonical Concat along ``axis``: one copy map per input, each writing its block of the output.
 
     Each input is read once, row-major; the output is produced input by input (row-major within
@@ -173,8 +176,12 @@ class CanonicalConcat(ONNXForward):
     """
 
     @staticmethod
+    def check(node, state: SDFGState, sdfg: SDFG) -> None:
+        normalize_axis(node.axis, len(output_shape(node, state, sdfg, "concat_result")), node)
+
+    @staticmethod
     def forward(node, state: SDFGState, sdfg: SDFG) -> SDFG:
-        steps = MapSteps.for_node(node, state, sdfg)
+        steps = node_builder(node, state, sdfg)
         inputs = ordered_inputs(node, state)
         out_shape = onnx_shape(steps.desc("concat_result"))
         axis = normalize_axis(node.axis, len(out_shape), node)
@@ -185,7 +192,7 @@ class CanonicalConcat(ONNXForward):
                 params = index_params(len(shape))
                 out_index = list(params)
                 out_index[axis] = f"{params[axis]} + {offset}"
-                steps.step(
+                steps.flat_map(
                     f"copy_{k}",
                     index_ranges(params, shape),
                     {"v": Memlet(f"{name}[{subscript(params)}]")},
@@ -223,8 +230,7 @@ def _slice_ranges(node, state: SDFGState, sdfg: SDFG, shape) -> dict[int, tuple[
     return sliced
 
 
-@register_canonical("Slice")
-class CanonicalSlice(ONNXForward):
+class CanonicalSlice(CanonicalForward):
     """Canonical Slice (constant starts, ends, axes, steps): ``output[o] = data[start + o * step]``.
 
     One flat map over the output, produced row-major. The input is read in order, skipping the
@@ -233,21 +239,26 @@ class CanonicalSlice(ONNXForward):
     """
 
     @staticmethod
-    def forward(node, state: SDFGState, sdfg: SDFG) -> SDFG:
-        shape = onnx_shape(sdfg.arrays[input_edge(node, state, "data").data.data])
+    def check(node, state: SDFGState, sdfg: SDFG) -> None:
+        shape = input_shape(node, state, sdfg, "data")
         sliced = _slice_ranges(node, state, sdfg, shape)
-        steps = MapSteps.for_node(node, state, sdfg, drop=("starts", "ends", "axes", "steps"))
-        out_shape = onnx_shape(steps.desc("output"))
+        out_shape = output_shape(node, state, sdfg, "output")
         expected = [sliced[d][2] if d in sliced else s for d, s in enumerate(shape)]
         if list(out_shape) != expected:
             raise unsupported(node, f"imported output shape {list(out_shape)} is not the slice's {expected}")
+
+    @staticmethod
+    def forward(node, state: SDFGState, sdfg: SDFG) -> SDFG:
+        sliced = _slice_ranges(node, state, sdfg, input_shape(node, state, sdfg, "data"))
+        steps = node_builder(node, state, sdfg, drop=("starts", "ends", "axes", "steps"))
+        out_shape = onnx_shape(steps.desc("output"))
         if math.prod(out_shape) == 0:
             return steps.sdfg
         reversed_axis = any(step < 0 for _, step, _ in sliced.values())
         source = steps.operand("data", reused=reversed_axis, reason=BufferReason.REORDER)
         params = index_params(len(out_shape))
         in_index = [f"{sliced[d][0]} + {p} * {sliced[d][1]}" if d in sliced else p for d, p in enumerate(params)]
-        steps.step(
+        steps.flat_map(
             "slice",
             index_ranges(params, out_shape),
             {"v": Memlet(f"{source}[{subscript(in_index)}]")},
@@ -257,8 +268,7 @@ class CanonicalSlice(ONNXForward):
         return steps.sdfg
 
 
-@register_canonical("Gather")
-class CanonicalGather(ONNXForward):
+class CanonicalGather(CanonicalForward):
     """Canonical Gather along ``axis``: ``output[a, j, b] = data[a, indices[j], b]`` (negative indices wrap).
 
     One flat map over the output, produced row-major. With a constant scalar index the input
@@ -268,10 +278,14 @@ class CanonicalGather(ONNXForward):
     """
 
     @staticmethod
+    def check(node, state: SDFGState, sdfg: SDFG) -> None:
+        normalize_axis(node.axis, len(input_shape(node, state, sdfg, "data")), node)
+
+    @staticmethod
     def forward(node, state: SDFGState, sdfg: SDFG) -> SDFG:
         constant = constant_input(node, state, sdfg, "indices")
         static = constant is not None and constant.size == 1 and constant.ndim == 0
-        steps = MapSteps.for_node(node, state, sdfg, drop=("indices",) if static else ())
+        steps = node_builder(node, state, sdfg, drop=("indices",) if static else ())
         data_shape = onnx_shape(steps.desc("data"))
         out_shape = onnx_shape(steps.desc("output"))
         axis = normalize_axis(node.axis, len(data_shape), node)
@@ -282,11 +296,11 @@ class CanonicalGather(ONNXForward):
         if static:
             index = int(constant) % size
             memlet = Memlet(f"data[{subscript([*before, index, *after])}]")
-            steps.step("gather", index_ranges(params, out_shape), {"v": memlet}, "out = v", {"out": _write(params)})
+            steps.flat_map("gather", index_ranges(params, out_shape), {"v": memlet}, "out = v", {"out": _write(params)})
             return steps.sdfg
         source = steps.operand("data", reused=True)
         row = Memlet(data=source, subset=subscript([*before, f"0:{size}", *after]), volume=1, dynamic=True)
-        tasklet = steps.step(
+        tasklet = steps.flat_map(
             "gather",
             index_ranges(params, out_shape),
             {"row": row, "j": Memlet(f"indices[{subscript(chosen)}]")},
@@ -301,8 +315,7 @@ def _write(params: list[str]) -> Memlet:
     return Memlet(f"output[{subscript(params)}]")
 
 
-@register_canonical("Shape")
-class CanonicalShape(ONNXForward):
+class CanonicalShape(CanonicalForward):
     """Canonical Shape: the (sliced, ``start``/``end``) shape of ``data`` as a constant int64 vector.
 
     The shape is known when the node is expanded, so no data is read: one flat map writes the
@@ -316,31 +329,31 @@ class CanonicalShape(ONNXForward):
         start = getattr(node, "start", None) or 0
         end = getattr(node, "end", None)
         values = [int(v) for v in np.array(dims[start:end], dtype=np.int64)]
-        steps = MapSteps.for_node(node, state, sdfg, drop=("data",))
+        steps = node_builder(node, state, sdfg, drop=("data",))
         if not values:
             return steps.sdfg
         (index,) = index_params(1)
         expression = str(values[-1])
         for k in reversed(range(len(values) - 1)):
             expression = f"({values[k]} if {index} == {k} else {expression})"
-        steps.step("shape", {index: f"0:{len(values)}"}, {}, f"out = {expression}", {"out": Memlet(f"shape[{index}]")})
+        steps.flat_map(
+            "shape", {index: f"0:{len(values)}"}, {}, f"out = {expression}", {"out": Memlet(f"shape[{index}]")}
+        )
         return steps.sdfg
 
 
-@register_canonical("Size")
-class CanonicalSize(ONNXForward):
+class CanonicalSize(CanonicalForward):
     """Canonical Size: the element count of ``data`` as a constant int64 scalar (no data is read; one map)."""
 
     @staticmethod
     def forward(node, state: SDFGState, sdfg: SDFG) -> SDFG:
         count = math.prod(onnx_shape(sdfg.arrays[input_edge(node, state, "data").data.data]))
-        steps = MapSteps.for_node(node, state, sdfg, drop=("data",))
-        steps.step("size", index_ranges([], ()), {}, f"out = {int(count)}", {"out": Memlet("size[0]")})
+        steps = node_builder(node, state, sdfg, drop=("data",))
+        steps.flat_map("size", index_ranges([], ()), {}, f"out = {int(count)}", {"out": Memlet("size[0]")})
         return steps.sdfg
 
 
-@register_canonical("ConstantOfShape")
-class CanonicalConstantOfShape(ONNXForward):
+class CanonicalConstantOfShape(CanonicalForward):
     """Canonical ConstantOfShape: the output (of the shape the import inferred) filled with ``value``.
 
     The shape input is a shape parameter, not data: it is disconnected. One flat map writes the
@@ -348,18 +361,22 @@ class CanonicalConstantOfShape(ONNXForward):
     """
 
     @staticmethod
-    def forward(node, state: SDFGState, sdfg: SDFG) -> SDFG:
-        steps = MapSteps.for_node(node, state, sdfg, drop=("input",))
-        desc = steps.desc("output")
-        shape = onnx_shape(desc)
+    def check(node, state: SDFGState, sdfg: SDFG) -> None:
+        shape = output_shape(node, state, sdfg, "output")
         if any(dace.symbolic.issymbolic(size) for size in shape):
             raise unsupported(
                 node, f"output shape {tuple(map(str, shape))} unknown at import (a constant shape is needed)"
             )
+
+    @staticmethod
+    def forward(node, state: SDFGState, sdfg: SDFG) -> SDFG:
+        steps = node_builder(node, state, sdfg, drop=("input",))
+        desc = steps.desc("output")
+        shape = onnx_shape(desc)
         value = 0 if node.value is None else np.asarray(node.value).reshape(-1)[0].item()
         if math.prod(shape) > 0:
             params = index_params(len(shape))
-            steps.step(
+            steps.flat_map(
                 "fill",
                 index_ranges(params, shape),
                 {},
@@ -367,3 +384,18 @@ class CanonicalConstantOfShape(ONNXForward):
                 {"out": Memlet(f"output[{subscript(params)}]")},
             )
         return steps.sdfg
+
+
+IMPLEMENTATIONS = (
+    _copy_implementation("Reshape", "data", "reshaped", ("shape",)),
+    _copy_implementation("Flatten", "input", "output", ()),
+    _copy_implementation("Squeeze", "data", "squeezed", ("axes",)),
+    _copy_implementation("Unsqueeze", "data", "expanded", ("axes",)),
+    Implementation("Transpose", CANONICAL, CanonicalTranspose),
+    Implementation("Concat", CANONICAL, CanonicalConcat),
+    Implementation("Slice", CANONICAL, CanonicalSlice),
+    Implementation("Gather", CANONICAL, CanonicalGather),
+    Implementation("Shape", CANONICAL, CanonicalShape),
+    Implementation("Size", CANONICAL, CanonicalSize),
+    Implementation("ConstantOfShape", CANONICAL, CanonicalConstantOfShape),
+)

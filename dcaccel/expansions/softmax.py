@@ -2,23 +2,18 @@
 
 import dace
 from dace import SDFG, Memlet, SDFGState
-from dace.libraries.onnx.forward_implementation_abc import ONNXForward
 
 from dcaccel.buffers import BufferReason
-from dcaccel.expansions.common import (
-    WCR_MAX,
-    WCR_SUM,
-    MapSteps,
-    index_params,
-    index_ranges,
-    literal,
-    max_identity,
+from dcaccel.expansions.builder import WCR_MAX, WCR_SUM, index_params, index_ranges, literal, max_identity, subscript
+from dcaccel.expansions.node import (
+    CanonicalForward,
+    input_shape,
+    node_builder,
     normalize_axis,
     onnx_shape,
-    register_canonical,
-    subscript,
     unsupported,
 )
+from dcaccel.expansions.registry import CANONICAL, Implementation
 
 
 def softmax_axes(node, rank: int) -> list[int]:
@@ -31,8 +26,7 @@ def softmax_axes(node, rank: int) -> list[int]:
     return [axis] if node.schema.since_version >= 13 else list(range(axis, rank))
 
 
-@register_canonical("Softmax")
-class CanonicalSoftmax(ONNXForward):
+class CanonicalSoftmax(CanonicalForward):
     """Canonical Softmax: ``output = exp(input - max) / sum(exp(input - max))`` along the softmax axes.
 
     Steps (flat maps over the input, row-major), with ``row`` the index without the softmax axes:
@@ -48,11 +42,16 @@ class CanonicalSoftmax(ONNXForward):
     """
 
     @staticmethod
-    def forward(node, state: SDFGState, sdfg: SDFG) -> SDFG:
-        steps = MapSteps.for_node(node, state, sdfg)
-        shape = onnx_shape(steps.desc("input"))
-        if not shape:
+    def check(node, state: SDFGState, sdfg: SDFG) -> None:
+        rank = len(input_shape(node, state, sdfg, "input"))
+        if not rank:
             raise unsupported(node, "a rank-0 input has no axis to normalise")
+        softmax_axes(node, rank)
+
+    @staticmethod
+    def forward(node, state: SDFGState, sdfg: SDFG) -> SDFG:
+        steps = node_builder(node, state, sdfg)
+        shape = onnx_shape(steps.desc("input"))
         axes = softmax_axes(node, len(shape))
         dtype = steps.desc("output").dtype
         params = index_params(len(shape))
@@ -68,24 +67,24 @@ class CanonicalSoftmax(ONNXForward):
         steps.init(row_max, max_identity(dtype), dace.Language.CPP)
         steps.init(row_sum, literal(0, dtype))
 
-        steps.step(
+        steps.flat_map(
             "max",
             ranges,
             {"v": Memlet(f"{source}[{element}]")},
             "m = v",
             {"m": Memlet(f"{row_max}[{row}]", wcr=WCR_MAX)},
         )
-        steps.step(
+        steps.flat_map(
             "exp",
             ranges,
             {"v": Memlet(f"{source}[{element}]"), "m": Memlet(f"{row_max}[{row}]")},
             "e = exp(v - m)",
             {"e": Memlet(f"{exps}[{element}]")},
         )
-        steps.step(
+        steps.flat_map(
             "sum", ranges, {"e": Memlet(f"{exps}[{element}]")}, "s = e", {"s": Memlet(f"{row_sum}[{row}]", wcr=WCR_SUM)}
         )
-        steps.step(
+        steps.flat_map(
             "div",
             ranges,
             {"e": Memlet(f"{exps}[{element}]"), "s": Memlet(f"{row_sum}[{row}]")},
@@ -93,3 +92,6 @@ class CanonicalSoftmax(ONNXForward):
             {"y": Memlet(f"output[{element}]")},
         )
         return steps.sdfg
+
+
+IMPLEMENTATIONS = (Implementation("Softmax", CANONICAL, CanonicalSoftmax),)

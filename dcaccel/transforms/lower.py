@@ -13,31 +13,31 @@ and MMM nodes). The op type of an ONNX node is its ONNX op (``"Conv"``); a
 DaCe matrix product (``dace.libraries.blas`` ``MatMul``) is ``"MatMul"``; any other DaCe library node
 is its class name (``"Inv"``, ``"Transpose"``) and needs a dcaccel implementation registered on its
 class. Library nodes that an expansion creates with an implementation already set (the MMM nodes of
-a Conv) keep it; those created without one are resolved like the workload's own nodes.
+a Conv) keep it; those created without one are resolved like the workload's own nodes. The chosen
+implementation's ``check`` runs on every node before anything is expanded, so an implementation that
+does not apply raises :class:`UnsupportedOpError` naming the node and why, with the graph untouched.
 """
 
 import contextlib
 import copy
 import warnings
+from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
 import dace
-from dace.libraries.blas.nodes.matmul import MatMul
-from dace.libraries.onnx.forward_implementation_abc import ONNXForward
-from dace.libraries.onnx.nodes.onnx_op import ONNXOp
 from dace.sdfg import nodes
 from dace.sdfg.utils import inline_sdfgs
 from dace.transformation.passes.simplify import SimplifyPass
-from dace.transformation.transformation import ExpandTransformation
 
-import dcaccel.expansions
 from dcaccel.buffers import BufferReason, mark_buffer
 from dcaccel.errors import DcaccelError, UnsupportedOpError
+from dcaccel.expansions import register
 from dcaccel.expansions.mmm import MMM
+from dcaccel.expansions.registry import CANONICAL, implementation_of, node_implementations
+from dcaccel.frontend.ops import library_nodes, op_type
 
-CANONICAL = "canonical"
-MATMUL = "MatMul"
+__all__ = ["LoweredWorkload", "SourceNode", "available_implementations", "expand_all", "lower", "op_type"]
 
 # Simplification passes that break the canonical structure: ArrayElimination removes containers that
 # are only copied on as redundant (the im2col X_col copied into the MMM operand buffer ``_b_copy``),
@@ -65,52 +65,10 @@ class LoweredWorkload:
     origins: dict[nodes.MapEntry, SourceNode] = field(default_factory=dict)  # map scope -> node it lowers
 
 
-def op_type(node: nodes.LibraryNode) -> str:
-    """The op type a choice can name for ``node``: its ONNX op, "MatMul" for a DaCe matrix product, or
-    its class name."""
-    if isinstance(node, ONNXOp):
-        return node.schema.name
-    if isinstance(node, (MatMul, MMM)):
-        return MATMUL
-    return type(node).__name__
-
-
 def available_implementations(node: nodes.LibraryNode) -> list[str]:
     """Names of dcaccel's implementations that can expand ``node``."""
-    if isinstance(node, ONNXOp):
-        return dcaccel.expansions.implementations(node.schema.name)
-    return sorted(
-        name for name, expansion in type(node).implementations.items() if expansion.__module__.startswith("dcaccel.")
-    )
-
-
-def _onnx_forward(op: str, implementation: str) -> type[ONNXForward]:
-    """The ONNXForward class registered for ``op`` under ``implementation``."""
-    for forward, info in ONNXForward.extensions().items():
-        if info.get("op") == op and info.get("name") == implementation:
-            return forward
-    raise DcaccelError(f"no ONNX implementation '{implementation}' registered for {op}")
-
-
-def _ensure_onnx_expansion(node: ONNXOp, implementation: str) -> type[ONNXForward]:
-    """Register ``implementation`` on the node's class if DaCe's ONNX registry was built before dcaccel's
-    implementations were imported; returns the implementation's ONNXForward class."""
-    forward = _onnx_forward(node.schema.name, implementation)
-    node_class = type(node)
-    if implementation not in node_class.implementations:
-
-        class Expansion(ExpandTransformation):
-            environments = []
-            forward_impl = forward
-
-            @classmethod
-            def expansion(cls, node, state, sdfg, **kwargs):
-                node.validate(sdfg, state)
-                return cls.forward_impl.forward(node, state, sdfg, **kwargs)
-
-        Expansion.__name__ = Expansion.__qualname__ = f"{node_class.__name__}_Expansion_{implementation}"
-        node_class.register_implementation(implementation, Expansion)
-    return forward
+    register()
+    return node_implementations(node)
 
 
 def _default_implementation(available: list[str]) -> str | None:
@@ -134,15 +92,17 @@ def _resolve(node: nodes.LibraryNode, state: dace.SDFGState, choices: dict[str, 
     chosen = choices.get(node.label, choices.get(op, preset or _default_implementation(available)))
     if chosen not in available:
         raise DcaccelError(f"{op} node '{node.label}': no implementation '{chosen}'; available: {', '.join(available)}")
-    if isinstance(node, ONNXOp):
-        forward = _ensure_onnx_expansion(node, chosen)
-        if not forward.forward_can_be_applied(node, state, state.sdfg):
-            raise UnsupportedOpError(op, node.label, f"implementation '{chosen}' does not apply to its attributes")
+    implementation_of(node, chosen).expansion.check(node, state, state.sdfg)
     return chosen
 
 
-def _library_nodes(sdfg: dace.SDFG) -> list[tuple[nodes.LibraryNode, dace.SDFGState]]:
-    return [(node, parent) for node, parent in sdfg.all_nodes_recursive() if isinstance(node, nodes.LibraryNode)]
+@dataclass(frozen=True)
+class CachedExpansion:
+    """A node's full expansion, kept by the workload for later lowerings: the nested SDFG that replaced
+    the node and the input connectors the expansion disconnected (inputs it folded in)."""
+
+    nested: nodes.NestedSDFG
+    dropped: frozenset[str]
 
 
 def expand_all(sdfg: dace.SDFG, choices: dict[str, str], cache: dict | None = None) -> tuple[dict[str, str], set[str]]:
@@ -152,38 +112,42 @@ def expand_all(sdfg: dace.SDFG, choices: dict[str, str], cache: dict | None = No
     they carry no implementation. Returns the implementation chosen per resolved node name and the
     names and op types of the resolved nodes.
 
-    ``cache`` (owned by the workload whose SDFG this is a copy of) maps (node name, implementation) to
-    the fully expanded nested SDFG of that node: a node found there is replaced by a copy instead of
-    being expanded again, and every node expanded here whose expansion kept exactly its connectors (an
-    expansion that removes a constant input also edits the parent state, which a copy would not) is
-    added to it.
+    ``cache`` (owned by the workload whose SDFG this is a copy of) maps (node name, implementation) to a
+    :class:`CachedExpansion`. Its rule: every implementation checks that it applies before it touches the
+    graph, and the only edit an expansion makes outside the nested SDFG it returns is disconnecting the
+    inputs it folds in (``dcaccel.expansions.node.drop_input``). So a node found in the cache is expanded
+    by disconnecting the same inputs and putting a copy of the cached nested SDFG in its place, which is
+    what expanding it again would give; every node expanded here is added to the cache.
     """
+    from dcaccel.expansions.node import drop_input
+
     implementations: dict[str, str] = {}
     seen: set[str] = set()
-    pending = _library_nodes(sdfg)
+    pending = library_nodes(sdfg)
     for node, state in pending:
         node.implementation = implementations[node.label] = _resolve(node, state, choices, seen)
-    originals = {
-        node.label: (node.implementation, set(node.in_connectors), set(node.out_connectors)) for node, _ in pending
-    }
+    inputs = {node.label: set(node.in_connectors) for node, _ in pending}
     for node, state in pending:  # in order: each expansion appends its nested SDFG to the state
-        if cache is not None and (node.label, node.implementation) in cache:
-            _substitute(state, node, copy.deepcopy(cache[node.label, node.implementation]))
-        else:
+        cached = None if cache is None else cache.get((node.label, node.implementation))
+        if cached is None:
             node.expand(state)
-    pending = _library_nodes(sdfg)
+            continue
+        for connector in sorted(cached.dropped):
+            drop_input(node, state, state.sdfg, connector)
+        _substitute(state, node, copy.deepcopy(cached.nested))
+    pending = library_nodes(sdfg)
     while pending:
         for node, state in pending:
             if node.implementation is None:
                 node.implementation = implementations[node.label] = _resolve(node, state, choices, seen)
             node.expand(state)
-        pending = _library_nodes(sdfg)
+        pending = library_nodes(sdfg)
     if cache is not None:
         for node, _ in sdfg.all_nodes_recursive():
-            if isinstance(node, nodes.NestedSDFG) and node.label in originals:
-                implementation, inputs, outputs = originals[node.label]
-                if (set(node.in_connectors), set(node.out_connectors)) == (inputs, outputs):
-                    cache.setdefault((node.label, implementation), copy.deepcopy(node))
+            if isinstance(node, nodes.NestedSDFG) and node.label in inputs:
+                dropped = frozenset(inputs[node.label] - set(node.in_connectors))
+                key = (node.label, implementations[node.label])
+                cache.setdefault(key, CachedExpansion(copy.deepcopy(node), dropped))
     return implementations, seen
 
 
@@ -249,10 +213,16 @@ def lower(workload, choices: dict[str, str] | None = None) -> LoweredWorkload:
     :class:`UnsupportedOpError`. Choices naming no node or op type of the workload are returned in
     ``unused_choices`` with one warning. The workload's SDFG is not modified.
     """
+    if choices is not None and not isinstance(choices, Mapping):
+        raise DcaccelError(
+            f"lower: choices must map op types or node names to implementation names "
+            f"(e.g. {{'Conv': 'op'}}), got a {type(choices).__name__}"
+        )
+    register()
     choices = dict(choices or {})
     source_sdfg = workload if isinstance(workload, dace.SDFG) else workload.sdfg
     sdfg = copy.deepcopy(source_sdfg)
-    sources = {node.label: op_type(node) for node, _ in _library_nodes(sdfg)}
+    sources = {node.label: op_type(node) for node, _ in library_nodes(sdfg)}
     with _without_line_info(), warnings.catch_warnings():
         # DaCe's own ExpandTransformation passes connector sets to add_nested_sdfg and warns about it.
         warnings.filterwarnings("ignore", "Using sets for connectors", UserWarning)

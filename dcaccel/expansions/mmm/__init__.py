@@ -16,12 +16,19 @@ from dcaccel.expansions.mmm.expansions import (
 from dcaccel.expansions.mmm.node import MMM
 from dcaccel.expansions.mmm.operands import MMMOperands, mmm_operands
 from dcaccel.expansions.mmm.order import Order, buffer_reason_between
+from dcaccel.expansions.registry import Implementation
+
+IMPLEMENTATIONS = tuple(
+    Implementation("MatMul", name, expansion, MMM) for name, expansion in MMM.implementations.items()
+)
+"""The shapes, for :mod:`dcaccel.expansions.registry` (the node class declares them itself)."""
 
 __all__ = [
     "MMM",
     "ExpandLMV",
     "ExpandMV",
     "ExpandOP",
+    "IMPLEMENTATIONS",
     "MMMOperands",
     "Order",
     "buffer_reason_between",

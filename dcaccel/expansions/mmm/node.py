@@ -13,7 +13,7 @@ class MMM(nodes.LibraryNode):
     """C[N×M] = A[N×K]·B[K×M] (connectors ``_a``, ``_b`` in, ``_c`` out) in one of three canonical shapes:
 
     - ``mv``: M matrix-vector tasks (one per column of C), A broadcast, B buffered, C gathered row-major;
-    - ``op``: K outer-product tasks and a reduction, A and B buffered, C accumulated;
+    - ``op``: K outer-product tasks and a reduction, A and B buffered, C produced column-major;
     - ``lmv``: N left matrix-vector tasks (one per row of C), A buffered, B broadcast, C gathered
       column-major.
 
@@ -28,6 +28,7 @@ class MMM(nodes.LibraryNode):
 
     implementations = {"mv": ExpandMV, "op": ExpandOP, "lmv": ExpandLMV}
     default_implementation = "mv"
+    op_type = "MatMul"  # the op type choices name it by (``dcaccel.frontend.ops.op_type``)
 
     task_label = properties.Property(
         dtype=str,

@@ -1,18 +1,17 @@
 """``lmv``: the product as N independent left matrix-vector tasks, one per row of C."""
 
 import dace
-from dace.transformation.transformation import ExpandTransformation
+import dace.library
+from dace import Memlet
 
 from dcaccel.expansions.mmm.expansions.common import (
     Batch,
-    add_flat_map,
-    add_operand_buffer,
-    add_task_map,
-    add_transient_matrix,
+    MMMExpansion,
     dot_product_code,
-    mmm_sdfg,
+    mmm_builder,
+    operand_buffer,
 )
-from dcaccel.expansions.mmm.operands import MMMOperands, mmm_operands
+from dcaccel.expansions.mmm.operands import MMMOperands
 from dcaccel.expansions.mmm.order import Order
 
 
@@ -20,10 +19,12 @@ def build_lmv_sdfg(operands: MMMOperands, task_label: str = "LMV", name: str = "
     """The nested SDFG of C[N×M] = A[N×K]·B[K×M] as N left matrix-vector tasks, in one state:
 
     - ``_a`` is copied whole into the buffer ``_a_copy`` (REUSE: row i is re-read M times by task i);
-    - ``BcastB`` (one task) streams B row by row (k-major) into ``_b_stream``, which every task reads whole;
-    - the task map ``LMV`` (i < N): task i computes row i, ``_c_rows[i, j] = A[i, :]·B[:, j]`` for
-      j < M (K·M accesses of each operand);
-    - ``Gather`` (one task) receives element j of every row at the same time and writes C column by column.
+    - ``BcastB`` (one task, over (k, j)) streams B row by row (k-major) into ``_b_stream``, which every task
+      reads whole;
+    - the task map ``LMV`` (i < N, body over j): task i computes row i, ``_c_rows[i, j] = A[i, :]·B[:, j]``
+      for j < M (K·M accesses of each operand); all tasks emit column j at the same time;
+    - ``Gather`` (one task, over (j, i)) receives element j of every row at the same time and writes C
+      column by column.
 
     Consumes A in any order (it is copied into a buffer first), B row by row; produces C column-major.
 
@@ -34,53 +35,45 @@ def build_lmv_sdfg(operands: MMMOperands, task_label: str = "LMV", name: str = "
     """
     n, k, m, dtype = operands.n, operands.k, operands.m, operands.dtype
     batch = Batch(operands.batch)
-    sdfg, state = mmm_sdfg(name, operands, __file__)
-    a_buffer, a_copy = add_operand_buffer(state, operands, "_a", "_a_copy")
-    b_stream = state.add_access(add_transient_matrix(sdfg, "_b_stream", batch.shape(k, m), dtype, None))
-    rows = state.add_access(add_transient_matrix(sdfg, "_c_rows", batch.shape(n, m), dtype, None))
-    add_flat_map(
-        state,
+    builder = mmm_builder(name, operands)
+    a_buffer, a_copy = operand_buffer(builder, operands, "_a")
+    b_stream = builder.transient("_b_stream", batch.shape(k, m), dtype)
+    rows = builder.transient("_c_rows", batch.shape(n, m), dtype)
+    builder.flat_map(
         "BcastB",
         batch.ranges(__k=f"0:{k}", __j=f"0:{m}"),
-        {"__in": (state.add_read("_b"), operands.b.index("__k", "__j", batch.params))},
-        "__out = __in",
-        {"__out": (b_stream, batch.index("__k", "__j"))},
+        {"v": Memlet(data="_b", subset=operands.b.index("__k", "__j", batch.params))},
+        "out = v",
+        {"out": Memlet(data=b_stream, subset=batch.index("__k", "__j"))},
     )
-    add_task_map(
-        state,
+    builder.task_map(
         task_label,
         batch.ranges(__i=f"0:{n}"),
         "columns",
         {"__j": f"0:{m}"},
         {
-            "__a": (a_buffer, a_copy.index("__i", f"0:{k}", batch.params)),
-            "__b": (b_stream, batch.index(f"0:{k}", "__j")),
+            "a": Memlet(data=a_buffer, subset=a_copy.index("__i", f"0:{k}", batch.params)),
+            "b": Memlet(data=b_stream, subset=batch.index(f"0:{k}", "__j")),
         },
         dot_product_code(k, dtype),
-        {"__c": (rows, batch.index("__i", "__j"))},
+        {"c": Memlet(data=rows, subset=batch.index("__i", "__j"))},
     )
-    add_flat_map(
-        state,
+    builder.flat_map(
         "Gather",
         batch.ranges(__j=f"0:{m}", __i=f"0:{n}"),
-        {"__in": (rows, batch.index("__i", "__j"))},
-        "__out = __in",
-        {"__out": (state.add_write("_c"), operands.c.index("__i", "__j", batch.params))},
+        {"v": Memlet(data=rows, subset=batch.index("__i", "__j"))},
+        "out = v",
+        {"out": Memlet(data="_c", subset=operands.c.index("__i", "__j", batch.params))},
     )
-    return sdfg
+    return builder.sdfg
 
 
 @dace.library.expansion
-class ExpandLMV(ExpandTransformation):
+class ExpandLMV(MMMExpansion):
     """Expand an MMM node into N left matrix-vector tasks (see :func:`build_lmv_sdfg`)."""
 
-    environments = []
+    shape = "lmv"
     consumes_a = Order.ANY
     consumes_b = Order.ROW
     produces = Order.COLUMN
-
-    @staticmethod
-    def expansion(node, parent_state, parent_sdfg):
-        """Validate ``node`` and build its ``lmv`` nested SDFG."""
-        node.validate(parent_sdfg, parent_state)
-        return build_lmv_sdfg(mmm_operands(node, parent_state), node.task_label or "LMV", f"{node.label}_lmv")
+    build = staticmethod(build_lmv_sdfg)

@@ -1,18 +1,17 @@
 """``mv``: the product as M independent matrix-vector tasks, one per column of C."""
 
 import dace
-from dace.transformation.transformation import ExpandTransformation
+import dace.library
+from dace import Memlet
 
 from dcaccel.expansions.mmm.expansions.common import (
     Batch,
-    add_flat_map,
-    add_operand_buffer,
-    add_task_map,
-    add_transient_matrix,
+    MMMExpansion,
     dot_product_code,
-    mmm_sdfg,
+    mmm_builder,
+    operand_buffer,
 )
-from dcaccel.expansions.mmm.operands import MMMOperands, mmm_operands
+from dcaccel.expansions.mmm.operands import MMMOperands
 from dcaccel.expansions.mmm.order import Order
 
 
@@ -20,10 +19,10 @@ def build_mv_sdfg(operands: MMMOperands, task_label: str = "MV", name: str = "mm
     """The nested SDFG of C[N×M] = A[N×K]·B[K×M] as M matrix-vector tasks, in one state:
 
     - ``_b`` is copied whole into the buffer ``_b_copy`` (REUSE: each column is re-read N times);
-    - ``BcastA`` (one task) streams A row by row into ``_a_stream``, which every task reads whole;
-    - the task map ``MV`` (j < M): task j computes column j, ``_c_columns[i, j] = A[i, :]·B[:, j]``
-      for i < N (N·K accesses of each operand);
-    - ``Gather`` (one task) writes C row by row: all tasks emit row i at the same time.
+    - ``BcastA`` (one task, over (i, k)) streams A row by row into ``_a_stream``, which every task reads whole;
+    - the task map ``MV`` (j < M, body over i): task j computes column j, ``_c_columns[i, j] = A[i, :]·B[:, j]``
+      for i < N (N·K accesses of each operand); all tasks emit row i at the same time;
+    - ``Gather`` (one task, over (i, j)) writes C row by row.
 
     Consumes A row by row, B in any order (it is copied into a buffer first); produces C row-major.
 
@@ -33,53 +32,45 @@ def build_mv_sdfg(operands: MMMOperands, task_label: str = "MV", name: str = "mm
     """
     n, k, m, dtype = operands.n, operands.k, operands.m, operands.dtype
     batch = Batch(operands.batch)
-    sdfg, state = mmm_sdfg(name, operands, __file__)
-    b_buffer, b_copy = add_operand_buffer(state, operands, "_b", "_b_copy")
-    a_stream = state.add_access(add_transient_matrix(sdfg, "_a_stream", batch.shape(n, k), dtype, None))
-    columns = state.add_access(add_transient_matrix(sdfg, "_c_columns", batch.shape(n, m), dtype, None))
-    add_flat_map(
-        state,
+    builder = mmm_builder(name, operands)
+    b_buffer, b_copy = operand_buffer(builder, operands, "_b")
+    a_stream = builder.transient("_a_stream", batch.shape(n, k), dtype)
+    columns = builder.transient("_c_columns", batch.shape(n, m), dtype)
+    builder.flat_map(
         "BcastA",
         batch.ranges(__i=f"0:{n}", __k=f"0:{k}"),
-        {"__in": (state.add_read("_a"), operands.a.index("__i", "__k", batch.params))},
-        "__out = __in",
-        {"__out": (a_stream, batch.index("__i", "__k"))},
+        {"v": Memlet(data="_a", subset=operands.a.index("__i", "__k", batch.params))},
+        "out = v",
+        {"out": Memlet(data=a_stream, subset=batch.index("__i", "__k"))},
     )
-    add_task_map(
-        state,
+    builder.task_map(
         task_label,
         batch.ranges(__j=f"0:{m}"),
         "rows",
         {"__i": f"0:{n}"},
         {
-            "__a": (a_stream, batch.index("__i", f"0:{k}")),
-            "__b": (b_buffer, b_copy.index(f"0:{k}", "__j", batch.params)),
+            "a": Memlet(data=a_stream, subset=batch.index("__i", f"0:{k}")),
+            "b": Memlet(data=b_buffer, subset=b_copy.index(f"0:{k}", "__j", batch.params)),
         },
         dot_product_code(k, dtype),
-        {"__c": (columns, batch.index("__i", "__j"))},
+        {"c": Memlet(data=columns, subset=batch.index("__i", "__j"))},
     )
-    add_flat_map(
-        state,
+    builder.flat_map(
         "Gather",
         batch.ranges(__i=f"0:{n}", __j=f"0:{m}"),
-        {"__in": (columns, batch.index("__i", "__j"))},
-        "__out = __in",
-        {"__out": (state.add_write("_c"), operands.c.index("__i", "__j", batch.params))},
+        {"v": Memlet(data=columns, subset=batch.index("__i", "__j"))},
+        "out = v",
+        {"out": Memlet(data="_c", subset=operands.c.index("__i", "__j", batch.params))},
     )
-    return sdfg
+    return builder.sdfg
 
 
 @dace.library.expansion
-class ExpandMV(ExpandTransformation):
+class ExpandMV(MMMExpansion):
     """Expand an MMM node into M matrix-vector tasks (see :func:`build_mv_sdfg`)."""
 
-    environments = []
+    shape = "mv"
     consumes_a = Order.ROW
     consumes_b = Order.ANY
     produces = Order.ROW
-
-    @staticmethod
-    def expansion(node, parent_state, parent_sdfg):
-        """Validate ``node`` and build its ``mv`` nested SDFG."""
-        node.validate(parent_sdfg, parent_state)
-        return build_mv_sdfg(mmm_operands(node, parent_state), node.task_label or "MV", f"{node.label}_mv")
+    build = staticmethod(build_mv_sdfg)
