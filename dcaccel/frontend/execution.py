@@ -54,7 +54,9 @@ def check_implementations(sdfg: dace.SDFG) -> None:
 
     DaCe's implementations and dcaccel's canonical ones (registered by :mod:`dcaccel.expansions`) count.
     """
-    import dcaccel.expansions  # noqa: F401  (registers the canonical implementations on the ONNX nodes)
+    from dcaccel.expansions import register
+
+    register()
 
     for node, _ in library_nodes(sdfg):
         if not type(node).implementations:

@@ -19,10 +19,11 @@ class OpInfo:
 
 
 def op_type(node: dace.nodes.LibraryNode) -> str:
-    """The op type of a library node: the ONNX op name for ONNX nodes, else the node's class name."""
+    """The op type of a library node: the ONNX op name for ONNX nodes, else the ``op_type`` its class
+    declares (dcaccel's MMM node: "MatMul"), else the node's class name."""
     if isinstance(node, ONNXOp):
         return node.schema.name
-    return type(node).__name__
+    return getattr(type(node), "op_type", type(node).__name__)
 
 
 def library_nodes(sdfg: dace.SDFG) -> list[tuple[dace.nodes.LibraryNode, dace.SDFGState]]:

@@ -44,7 +44,7 @@ from dace.frontend.python.parser import DaceProgram
 from dace.libraries.blas import MatMul
 from dace.libraries.linalg import Inv
 
-from dcaccel.expansions.common import IMPLEMENTATION
+from dcaccel.expansions.registry import CANONICAL
 from dcaccel.frontend import Workload, load
 from dcaccel.workloads.sizes import merge_sizes
 
@@ -124,7 +124,7 @@ def workload(**sizes: int) -> Workload:
     name_stages(loaded.sdfg)
     for node, _ in loaded.sdfg.all_nodes_recursive():
         if isinstance(node, Inv):
-            node.implementation = IMPLEMENTATION
+            node.implementation = CANONICAL
     loaded.input_sampler = sample_inputs
     return loaded
 
