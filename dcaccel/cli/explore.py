@@ -6,22 +6,32 @@ convolution (conv-seed, Conv as mv / op / lmv, P = 1…128, both schedulers).
 
 ``--executor process|dask`` evaluates assignments in parallel (``--address`` names a Dask scheduler;
 without it a local cluster runs on loopback); ``--results FILE`` streams points into an SQLite file
-as they finish, and ``--resume`` continues it. When assignments fail, the others' summary is printed,
-the failures are listed on stderr and the exit status is 1.
+as they finish, and ``--resume`` continues it. When assignments fail (some or all), the others'
+summary is printed, the failures are listed on stderr and the exit status is 1.
+
+Every argument is checked before the model is loaded: a sweep never runs and then fails on an
+output path, a number or an ``--impl`` key (a key naming no node or op type of the model is an
+error, with the closest name suggested). Repeated ``--impl`` for one key merge their names.
 """
 
 import argparse
 import sys
+from collections.abc import Iterable
 from dataclasses import dataclass
 from pathlib import Path
 
 import pandas as pd
 
 from dcaccel import workloads
-from dcaccel.cli.models import MODEL_HELP, resolve_model
+from dcaccel.cli.arguments import bounded_int, bounded_ints, check_output, suggest
+from dcaccel.cli.models import MODEL_HELP, check_choice_keys, resolve_model
 from dcaccel.cli.table import format_table
+from dcaccel.dag.extract import Granularity
 from dcaccel.errors import DcaccelError
+from dcaccel.exploration.assignments import STRATEGIES
 from dcaccel.exploration.executors import EXECUTORS
+from dcaccel.exploration.store import SUFFIXES as RESULT_SUFFIXES
+from dcaccel.scheduler import SCHEDULERS
 
 DEMO_MODEL = "conv-seed"
 DEMO_IMPLEMENTATIONS = {"Conv": ["mv", "op", "lmv"]}
@@ -30,6 +40,9 @@ WRITERS = {
     ".parquet": lambda results, path: results.to_parquet(path, index=False),
     ".json": lambda results, path: results.to_json(path, orient="records", indent=1),
 }
+PLOT_SUFFIXES = (".png", ".svg")
+#: How many other assignments a summary row names before "+N more".
+OTHERS_SHOWN = 3
 
 
 @dataclass(frozen=True)
@@ -43,7 +56,7 @@ class BestPoint:
     lower_bound: int
     utilisation: float
     io_volume: int
-    others: str  # "assignment: makespan" of the other assignments, best first
+    others: str  # "assignment: makespan" of the next OTHERS_SHOWN assignments, best first, then "+N more"
 
 
 def register(subparsers) -> None:
@@ -56,14 +69,40 @@ def register(subparsers) -> None:
         action="append",
         type=_implementations,
         default=[],
-        metavar="OP=NAME[,NAME...]",
-        help="implementations to try for an op type (or a node, with --strategy per-node); repeatable",
+        metavar="KEY=NAME[,NAME...]",
+        help="implementations to try for an op type or a node name (a node name wins over its op type); "
+        "repeatable, repeats of a key merge",
     )
-    parser.add_argument("--pes", type=_integers, default=None, help="PE counts, e.g. 1,2,4,8 (default: 1…128)")
-    parser.add_argument("--scheduler", type=_names, default=["streaming", "list"], help="streaming,list")
-    parser.add_argument("--onchip", type=_integers, default=[0], help="on-chip memory per block, elements")
-    parser.add_argument("--granularity", default="task", help="task, coarse or tiles=T (default: task)")
-    parser.add_argument("--strategy", default="per-op-type", help="per-op-type, per-node or greedy")
+    parser.add_argument(
+        "--pes", type=bounded_ints(1), default=None, metavar="P[,P...]", help="PE counts (default: 1,2,4,…,128)"
+    )
+    parser.add_argument(
+        "--scheduler",
+        type=_schedulers,
+        default=list(SCHEDULERS),
+        metavar="NAME[,NAME...]",
+        help=f"schedulers: {', '.join(SCHEDULERS)} (default: both)",
+    )
+    parser.add_argument(
+        "--onchip",
+        type=bounded_ints(0),
+        default=[0],
+        metavar="ELEMENTS[,ELEMENTS...]",
+        help="on-chip memory per block, in elements (default: 0)",
+    )
+    parser.add_argument(
+        "--granularity",
+        type=_granularity,
+        default="task",
+        metavar="task|coarse|tiles=T",
+        help="one task per iteration of a task map (default), one per task map, or T per task map",
+    )
+    parser.add_argument(
+        "--strategy",
+        default="per-op-type",
+        choices=STRATEGIES,
+        help="the product over the --impl keys, over the nodes they cover, or one node at a time",
+    )
     parser.add_argument(
         "--edge-volume",
         default="exact",
@@ -80,28 +119,44 @@ def register(subparsers) -> None:
         "--address", help="Dask scheduler address, e.g. tcp://10.0.0.5:8786 (default: a local cluster on loopback)"
     )
     parser.add_argument(
-        "--workers", type=int, help="processes of the pool or of the local Dask cluster (default: cores)"
+        "--workers",
+        type=bounded_int(1),
+        metavar="N",
+        help="processes of the pool or of the local Dask cluster (default: cores)",
     )
-    parser.add_argument("--results", type=Path, help="SQLite file that points are written to as they finish")
+    parser.add_argument(
+        "--results",
+        type=Path,
+        metavar="FILE",
+        help=f"SQLite file ({', '.join(RESULT_SUFFIXES)}) that points are written to as they finish",
+    )
     parser.add_argument("--resume", action="store_true", help="continue --results, skipping the stored points")
-    parser.add_argument("--out", type=Path, help="write every point to a .csv, .parquet or .json file")
-    parser.add_argument("--plot", type=Path, help="write the makespan-vs-P plot (.png or .svg)")
+    parser.add_argument("--out", type=Path, metavar="FILE", help=f"write every point to a {', '.join(WRITERS)} file")
+    parser.add_argument(
+        "--plot", type=Path, metavar="FILE", help=f"write the makespan-vs-P plot ({', '.join(PLOT_SUFFIXES)})"
+    )
     parser.set_defaults(run=run)
 
 
 def run(args: argparse.Namespace) -> int:
-    """Run the sweep, print the summary, write the requested files."""
+    """Check every argument, run the sweep, print the summary, write the requested files."""
+    from dcaccel.exploration.executors import check_executor
     from dcaccel.exploration.sweep import DEFAULT_PES, SweepError, explore
 
     if args.demo == bool(args.model):
         raise DcaccelError("give a MODEL or --demo (not both)")
     if args.resume and args.results is None:
         raise DcaccelError("--resume needs --results FILE")
+    check_executor(args.executor, args.address, args.workers)
+    check_output("--out", args.out, WRITERS)
+    check_output("--plot", args.plot, PLOT_SUFFIXES)
+    check_output("--results", args.results, RESULT_SUFFIXES)
     spec = DEMO_MODEL if args.demo else args.model
-    workload = spec if spec in workloads.names() else resolve_model(spec)
-    implementations = dict(DEMO_IMPLEMENTATIONS) if args.demo and not args.impl else dict(args.impl) or None
-    if args.out is not None and args.out.suffix.lower() not in WRITERS:
-        raise DcaccelError(f"--out {args.out}: unknown format (use one of {', '.join(WRITERS)})")
+    implementations = dict(DEMO_IMPLEMENTATIONS) if args.demo and not args.impl else merge(args.impl) or None
+    builtin = spec in workloads.names()
+    workload = spec if builtin else resolve_model(spec)
+    if implementations:
+        check_choice_keys(workloads.get(spec) if builtin else workload, implementations)
     status = 0
     try:
         results = explore(
@@ -120,12 +175,14 @@ def run(args: argparse.Namespace) -> int:
             resume=args.resume,
         )
     except SweepError as err:
-        if err.results.empty:
-            raise
         results, status = err.results, 1
         sys.stderr.write("".join(f"{line}\n" for line in [str(err), *failure_lines(err.failures)]))
     name = workload if isinstance(workload, str) else workload.name
     sys.stdout.write(f"{name}: {len(results)} points\n{format_table(best_per_column(results))}\n")
+    if results.empty:
+        if args.out is not None or args.plot is not None:
+            sys.stderr.write("no point finished: nothing written\n")
+        return status
     if args.out is not None:
         write_results(results, args.out)
         sys.stdout.write(f"wrote {args.out}\n")
@@ -142,6 +199,15 @@ def write_results(results: pd.DataFrame, path: Path) -> None:
     WRITERS[path.suffix.lower()](results, path)
 
 
+def merge(pairs: Iterable[tuple[str, list[str]]]) -> dict[str, list[str]]:
+    """The ``--impl`` pairs as key → implementation names, the names of a repeated key merged (each once,
+    in the order given)."""
+    merged: dict[str, list[str]] = {}
+    for key, names in pairs:
+        merged[key] = list(dict.fromkeys([*merged.get(key, []), *names]))
+    return merged
+
+
 def failure_lines(failures) -> list[str]:
     """One line per failed assignment: the assignment and its error."""
     return [f"  {failure.assignment}: {failure.error}" for failure in failures]
@@ -154,7 +220,9 @@ def best_per_column(results: pd.DataFrame) -> list[BestPoint]:
     for (pes, scheduler), group in data.groupby(["pes", "scheduler"], sort=True):
         ranked = group.sort_values(["makespan", "io_volume"], kind="stable")
         best = ranked.iloc[0]
-        others = ", ".join(f"{row.assignment}: {row.makespan}" for row in ranked.iloc[1:].itertuples())
+        others = [f"{row.assignment}: {row.makespan}" for row in ranked.iloc[1 : 1 + OTHERS_SHOWN].itertuples()]
+        if len(ranked) > 1 + OTHERS_SHOWN:
+            others.append(f"+{len(ranked) - 1 - OTHERS_SHOWN} more")
         rows.append(
             BestPoint(
                 int(pes),
@@ -164,31 +232,40 @@ def best_per_column(results: pd.DataFrame) -> list[BestPoint]:
                 int(best["lower_bound"]),
                 float(best["utilisation"]),
                 int(best["io_volume"]),
-                others,
+                ", ".join(others),
             )
         )
     return rows
 
 
 def _implementations(text: str) -> tuple[str, list[str]]:
+    """One ``--impl KEY=NAME[,NAME...]``."""
     key, sep, names = text.partition("=")
-    if not sep or not key or not names:
-        raise argparse.ArgumentTypeError(f"expected OP=NAME[,NAME...], got '{text}'")
-    return key, _names(names)
+    if not sep or not key.strip() or not _names(names):
+        raise argparse.ArgumentTypeError(f"expected KEY=NAME[,NAME...], got '{text}'")
+    return key.strip(), _names(names)
 
 
 def _names(text: str) -> list[str]:
     return [name.strip() for name in text.split(",") if name.strip()]
 
 
-def _integers(text: str) -> list[int]:
+def _schedulers(text: str) -> list[str]:
+    """``--scheduler NAME[,NAME...]``, each one of :data:`SCHEDULERS`."""
+    names = _names(text)
+    if not names:
+        raise argparse.ArgumentTypeError(f"expected {','.join(SCHEDULERS)} or one of them, got '{text}'")
+    for name in names:
+        if name not in SCHEDULERS:
+            raise argparse.ArgumentTypeError(
+                f"unknown scheduler '{name}' (expected {', '.join(SCHEDULERS)}){suggest(name, SCHEDULERS)}"
+            )
+    return list(dict.fromkeys(names))
+
+
+def _granularity(text: str) -> Granularity:
+    """``--granularity``: task, coarse or tiles=T (T ≥ 1)."""
     try:
-        return [int(value) for value in _names(text)]
-    except ValueError:
-        raise argparse.ArgumentTypeError(f"expected comma-separated integers, got '{text}'") from None
-
-
-def _granularity(text: str):
-    if text.startswith("tiles="):
-        return ("tiles", int(text.removeprefix("tiles=")))
-    return text
+        return Granularity.parse(text)
+    except DcaccelError as err:
+        raise argparse.ArgumentTypeError(str(err)) from None

@@ -4,9 +4,18 @@ The results table's columns are the fields of :class:`ExplorationPoint`, in orde
 listed by hand anywhere else.
 """
 
+import math
+import typing
 from dataclasses import asdict, dataclass, fields
 
 import pandas as pd
+
+from dcaccel.scheduler import SCHEDULERS
+
+_ARTICLES = {str: "a string", int: "an integer", float: "a number"}
+
+#: Relative tolerance of the derived columns (speedup, utilisation) against the columns they derive from.
+TOLERANCE = 1e-9
 
 
 @dataclass(frozen=True)
@@ -47,3 +56,49 @@ def columns() -> list[str]:
 def to_frame(points: list[ExplorationPoint]) -> pd.DataFrame:
     """The points as a DataFrame with one column per field, in field order."""
     return pd.DataFrame([asdict(point) for point in points], columns=columns())
+
+
+def metrics() -> list[str]:
+    """The numeric columns (those a sweep can minimise)."""
+    hints = typing.get_type_hints(ExplorationPoint)
+    return [name for name in columns() if hints[name] in (int, float)]
+
+
+def typed(values: tuple) -> ExplorationPoint:
+    """The point whose fields are ``values`` (in field order), after checking each has its field's type
+    (an integer for a float is taken); raises ValueError naming the first field that has not."""
+    hints = typing.get_type_hints(ExplorationPoint)
+    checked = []
+    for name, value in zip(columns(), values, strict=True):
+        kind = hints[name]
+        if kind is float and type(value) is int:
+            value = float(value)
+        if type(value) is not kind:
+            raise ValueError(f"{name} {value!r} is not {_ARTICLES[kind]}")
+        checked.append(value)
+    return ExplorationPoint(*checked)
+
+
+def inconsistency(point: ExplorationPoint) -> str | None:
+    """Why ``point`` cannot come from a sweep, or None: a count or float out of range (P ≥ 1, the others
+    ≥ 0 and finite, utilisation ≤ 1), an unknown scheduler, makespan below its lower bound or the lower
+    bound below ⌈work / P⌉, or speedup and utilisation not work / makespan and speedup / P."""
+    values = asdict(point)
+    for name in metrics():
+        value = values[name]
+        if not math.isfinite(value) or value < (1 if name == "pes" else 0):
+            return f"{name} {value!r} is out of range"
+    if point.scheduler not in SCHEDULERS:
+        return f"scheduler {point.scheduler!r} is unknown"
+    if point.utilisation > 1 + TOLERANCE:
+        return f"utilisation {point.utilisation!r} is above 1"
+    if point.makespan < point.lower_bound:
+        return f"makespan {point.makespan} is below its lower bound {point.lower_bound}"
+    if point.lower_bound < -(-point.work // point.pes):
+        return f"lower bound {point.lower_bound} is below work / P = {point.work} / {point.pes}"
+    speedup = point.work / point.makespan if point.makespan else 0.0
+    if not math.isclose(point.speedup, speedup, rel_tol=TOLERANCE, abs_tol=TOLERANCE):
+        return f"speedup {point.speedup!r} is not work / makespan = {speedup!r}"
+    if not math.isclose(point.utilisation, speedup / point.pes, rel_tol=TOLERANCE, abs_tol=TOLERANCE):
+        return f"utilisation {point.utilisation!r} is not speedup / P = {speedup / point.pes!r}"
+    return None

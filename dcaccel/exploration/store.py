@@ -5,19 +5,27 @@ Three tables, each derived from a dataclass or a mapping, never listed by hand:
 - ``points``: one row per :class:`ExplorationPoint` (its fields are the columns), keyed by the
   design point (:data:`KEY`), so a point is stored at most once;
 - ``failures``: the last :class:`Failure` of each assignment that has not succeeded since;
-- ``settings``: the options of the sweep that are not part of a point's key (edge-volume rule,
-  partitioning, cost model). A sweep resumes only a file written with the same settings.
+- ``settings``: what the numbers depend on that is not part of a point's key: the sweep's options
+  (edge-volume rule, partitioning, cost model) and each workload's fingerprint (its program and
+  sizes, see :func:`dcaccel.exploration.sweep.fingerprint`). A sweep resumes only a file written
+  with the same settings.
 
 Each finished assignment is committed in one transaction: an interrupted sweep loses no finished
 point, and a resumed one skips every assignment whose points are all stored.
+
+A result file is a file users share, so it is checked, never trusted: SQLite's ``application_id``
+marks it as dcaccel's and ``user_version`` holds :data:`SCHEMA_VERSION`; its tables must have the
+expected columns and pass SQLite's ``quick_check``; every point read back must have the types of
+its fields and be consistent (:func:`dcaccel.exploration.points.inconsistency`). Anything else is
+a one-line :class:`DcaccelError` naming the file.
 """
 
 import json
 import os
 import sqlite3
 import typing
-from collections.abc import Iterable, Mapping
-from contextlib import closing
+from collections.abc import Iterable, Iterator, Mapping
+from contextlib import closing, contextmanager
 from dataclasses import astuple, fields
 from pathlib import Path
 
@@ -25,19 +33,45 @@ import pandas as pd
 
 from dcaccel.errors import DcaccelError
 from dcaccel.exploration.executors import Failure
-from dcaccel.exploration.points import ExplorationPoint, columns, to_frame
+from dcaccel.exploration.points import ExplorationPoint, columns, inconsistency, to_frame, typed
 
 #: The columns that identify a design point.
 KEY = ("workload", "assignment", "granularity", "pes", "scheduler", "onchip_memory")
 
+#: The file name suffixes of a result file.
+SUFFIXES = (".sqlite", ".sqlite3", ".db")
+
+#: SQLite ``application_id`` of a dcaccel result file ("dcac").
+APPLICATION_ID = 0x64636163
+
+#: Version of the tables' layout, SQLite's ``user_version`` (files of dcaccel before it have none).
+SCHEMA_VERSION = 2
+
 _SQL_TYPES = {str: "TEXT", int: "INTEGER", float: "REAL"}
 
+#: What an SQLite error (by its ``sqlite_errorname``) says about a result file.
+_SQLITE_ERRORS = {"SQLITE_NOTADB": "not a dcaccel result file", "SQLITE_CORRUPT": "damaged"}
 
-def _table(name: str, record: type, key: tuple[str, ...]) -> str:
-    """``CREATE TABLE`` for the fields of the dataclass ``record`` with primary key ``key``."""
+
+def _declared(record: type) -> list[tuple[str, str]]:
+    """(column, SQL type) of each field of the dataclass ``record``."""
     hints = typing.get_type_hints(record)
-    declared = ", ".join(f"{field.name} {_SQL_TYPES[hints[field.name]]} NOT NULL" for field in fields(record))
-    return f"CREATE TABLE IF NOT EXISTS {name} ({declared}, PRIMARY KEY ({', '.join(key)}))"
+    return [(field.name, _SQL_TYPES[hints[field.name]]) for field in fields(record)]
+
+
+#: The columns of each table, in order.
+TABLES = {
+    "points": (_declared(ExplorationPoint), KEY),
+    "failures": (_declared(Failure), ("assignment",)),
+    "settings": ([("name", "TEXT"), ("value", "TEXT")], ("name",)),
+}
+
+
+def _create(name: str) -> str:
+    """``CREATE TABLE`` of the table ``name`` of :data:`TABLES`."""
+    declared, key = TABLES[name]
+    columns_sql = ", ".join(f"{column} {kind} NOT NULL" for column, kind in declared)
+    return f"CREATE TABLE {name} ({columns_sql}, PRIMARY KEY ({', '.join(key)}))"
 
 
 def _row(record) -> tuple:
@@ -47,33 +81,99 @@ def _row(record) -> tuple:
     return tuple(hints[field.name](value) for field, value in zip(fields(record), astuple(record), strict=True))
 
 
+@contextmanager
+def _sqlite_errors(path: Path) -> Iterator[None]:
+    """Turn an SQLite error on the result file ``path`` into a one-line :class:`DcaccelError`."""
+    try:
+        yield
+    except sqlite3.Error as err:
+        reason = str(err).splitlines()[0] if str(err) else type(err).__name__
+        what = _SQLITE_ERRORS.get(getattr(err, "sqlite_errorname", ""), "cannot be used")
+        raise DcaccelError(f"results file {path}: {what} ({reason})") from None
+
+
+def _check_file(connection: sqlite3.Connection, path: Path, create: bool) -> None:
+    """Check that ``connection`` is to an undamaged dcaccel result file of this schema; an empty file is
+    given the tables when ``create``, else refused. Raises :class:`DcaccelError` naming ``path``."""
+    damage = [line for (text,) in connection.execute("PRAGMA quick_check") for line in text.splitlines()]
+    if damage != ["ok"]:
+        details = [line for line in damage if not line.startswith("***")]
+        raise DcaccelError(f"results file {path}: damaged ({details[0] if details else damage[0]})")
+    tables = {name for (name,) in connection.execute("SELECT name FROM sqlite_master WHERE type = 'table'")}
+    application = connection.execute("PRAGMA application_id").fetchone()[0]
+    version = connection.execute("PRAGMA user_version").fetchone()[0]
+    if not tables and not application and create:
+        with connection:
+            for name in TABLES:
+                connection.execute(_create(name))
+            connection.execute(f"PRAGMA application_id = {APPLICATION_ID}")
+            connection.execute(f"PRAGMA user_version = {SCHEMA_VERSION}")
+        return
+    if application != APPLICATION_ID:
+        if set(TABLES) <= tables:
+            raise DcaccelError(
+                f"results file {path}: written by an older dcaccel (no schema version; this one reads "
+                f"version {SCHEMA_VERSION}): remove it or use another file"
+            )
+        found = ", ".join(sorted(tables)) or "none"
+        raise DcaccelError(f"results file {path}: not a dcaccel result file (tables: {found})")
+    if version != SCHEMA_VERSION:
+        raise DcaccelError(
+            f"results file {path}: result file schema version {version}, this dcaccel reads {SCHEMA_VERSION}: "
+            "remove it or use another file"
+        )
+    for name, (declared, _) in TABLES.items():
+        found = [(row[1], row[2]) for row in connection.execute(f"PRAGMA table_info({name})")]
+        if found != declared:
+            raise DcaccelError(f"results file {path}: damaged (table {name} lacks the columns of schema {version})")
+
+
+def _point(path: Path, row: tuple) -> ExplorationPoint:
+    """The point stored as ``row``, checked (:func:`typed`, :func:`inconsistency`)."""
+    where = ", ".join(str(row[columns().index(name)]) for name in KEY)
+    try:
+        point = typed(row)
+    except ValueError as err:
+        raise DcaccelError(f"results file {path}: point ({where}): {err}") from None
+    problem = inconsistency(point)
+    if problem is not None:
+        raise DcaccelError(f"results file {path}: point ({where}): {problem}")
+    return point
+
+
+def _failure(path: Path, row: tuple) -> Failure:
+    """The failure stored as ``row``, whose fields must all be strings."""
+    if not all(isinstance(value, str) for value in row):
+        raise DcaccelError(f"results file {path}: failure of {row[0]!r}: not a text record")
+    return Failure(*row)
+
+
 class ResultStore:
     """An open result file. ``resume=False`` refuses a file that already holds points; ``resume=True``
     continues it after checking that it was written with the same ``settings``."""
 
     def __init__(self, path: str | os.PathLike, settings: Mapping[str, object], resume: bool = False):
         self.path = Path(path)
-        try:
+        with _sqlite_errors(self.path):
             self.connection = sqlite3.connect(self.path)
-            with self.connection:
-                self.connection.execute(_table("points", ExplorationPoint, KEY))
-                self.connection.execute(_table("failures", Failure, ("assignment",)))
-                self.connection.execute("CREATE TABLE IF NOT EXISTS settings (name TEXT PRIMARY KEY, value TEXT)")
-        except sqlite3.DatabaseError as err:
-            raise DcaccelError(f"results file {self.path}: not a dcaccel result file ({err})") from None
-        self._check_settings({name: json.dumps(value, sort_keys=True) for name, value in settings.items()}, resume)
+        try:
+            with _sqlite_errors(self.path):
+                _check_file(self.connection, self.path, create=True)
+                encoded = {name: json.dumps(value, sort_keys=True) for name, value in settings.items()}
+                self._check_settings(encoded, resume)
+        except BaseException:
+            self.connection.close()
+            raise
 
     def _check_settings(self, settings: dict[str, str], resume: bool) -> None:
         stored = dict(self.connection.execute("SELECT name, value FROM settings"))
         count = self.connection.execute("SELECT COUNT(*) FROM points").fetchone()[0]
         if count and not resume:
-            self.close()
             raise DcaccelError(
                 f"results file {self.path} already holds {count} points: resume it (--resume) or remove it"
             )
         changed = [name for name in settings if name in stored and stored[name] != settings[name]]
         if changed:
-            self.close()
             name = changed[0]
             raise DcaccelError(
                 f"results file {self.path} was written with {name}={stored[name]}, this sweep has {settings[name]}"
@@ -82,14 +182,15 @@ class ResultStore:
             self.connection.executemany("INSERT OR REPLACE INTO settings VALUES (?, ?)", settings.items())
 
     def points(self, workload: str, granularity: str) -> dict[str, list[ExplorationPoint]]:
-        """The stored points of ``workload`` at ``granularity``, by assignment."""
+        """The stored points of ``workload`` at ``granularity``, by assignment (each checked)."""
         names = ", ".join(columns())
-        rows = self.connection.execute(
-            f"SELECT {names} FROM points WHERE workload = ? AND granularity = ?", (workload, granularity)
-        )
         found: dict[str, list[ExplorationPoint]] = {}
+        with _sqlite_errors(self.path):
+            rows = self.connection.execute(
+                f"SELECT {names} FROM points WHERE workload = ? AND granularity = ?", (workload, granularity)
+            ).fetchall()
         for row in rows:
-            point = ExplorationPoint(*row)
+            point = _point(self.path, row)
             found.setdefault(point.assignment, []).append(point)
         return found
 
@@ -100,20 +201,22 @@ class ResultStore:
         if not points:
             return
         marks = ", ".join("?" * len(columns()))
-        with self.connection:
+        with _sqlite_errors(self.path), self.connection:
             self.connection.executemany(f"INSERT OR IGNORE INTO points VALUES ({marks})", map(_row, points))
             self.connection.execute("DELETE FROM failures WHERE assignment = ?", (points[0].assignment,))
 
     def add_failure(self, failure: Failure) -> None:
         """Record the failure of an assignment (replacing an earlier one)."""
         marks = ", ".join("?" * len(fields(Failure)))
-        with self.connection:
+        with _sqlite_errors(self.path), self.connection:
             self.connection.execute(f"INSERT OR REPLACE INTO failures VALUES ({marks})", _row(failure))
 
     def failures(self) -> list[Failure]:
         """The recorded failures, by assignment."""
         names = ", ".join(field.name for field in fields(Failure))
-        return [Failure(*row) for row in self.connection.execute(f"SELECT {names} FROM failures ORDER BY assignment")]
+        with _sqlite_errors(self.path):
+            rows = self.connection.execute(f"SELECT {names} FROM failures ORDER BY assignment").fetchall()
+        return [_failure(self.path, row) for row in rows]
 
     def close(self) -> None:
         self.connection.close()
@@ -126,23 +229,29 @@ class ResultStore:
 
 
 def read_points(path: str | os.PathLike) -> pd.DataFrame:
-    """Every point of the result file at ``path`` as a DataFrame (columns: the point fields), in key order."""
-    with closing(_connect_existing(path)) as connection:
-        names = ", ".join(columns())
+    """Every point of the result file at ``path`` as a DataFrame (columns: the point fields), in key
+    order, each checked."""
+    path = Path(path)
+    names = ", ".join(columns())
+    with _reading(path) as connection:
         rows = connection.execute(f"SELECT {names} FROM points ORDER BY {', '.join(KEY)}").fetchall()
-    return to_frame([ExplorationPoint(*row) for row in rows])
+    return to_frame([_point(path, row) for row in rows])
 
 
 def read_failures(path: str | os.PathLike) -> pd.DataFrame:
     """The failures recorded in the result file at ``path`` (columns: the fields of :class:`Failure`)."""
+    path = Path(path)
     names = [field.name for field in fields(Failure)]
-    with closing(_connect_existing(path)) as connection:
+    with _reading(path) as connection:
         rows = connection.execute(f"SELECT {', '.join(names)} FROM failures ORDER BY assignment").fetchall()
-    return pd.DataFrame(rows, columns=names)
+    return pd.DataFrame([astuple(_failure(path, row)) for row in rows], columns=names)
 
 
-def _connect_existing(path: str | os.PathLike) -> sqlite3.Connection:
-    """A connection to the result file at ``path``, which must exist."""
-    if not Path(path).is_file():
+@contextmanager
+def _reading(path: Path) -> Iterator[sqlite3.Connection]:
+    """A read-only connection to the checked result file at ``path``, which must exist."""
+    if not path.is_file():
         raise DcaccelError(f"results file {path}: no such file")
-    return sqlite3.connect(path)
+    with _sqlite_errors(path), closing(sqlite3.connect(f"{path.resolve().as_uri()}?mode=ro", uri=True)) as connection:
+        _check_file(connection, path, create=False)
+        yield connection

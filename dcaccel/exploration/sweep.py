@@ -7,6 +7,7 @@ for where that happens). Nothing is compiled. Points stream into an optional res
 """
 
 import math
+import numbers
 import time
 import warnings
 from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
@@ -17,15 +18,15 @@ import pandas as pd
 from dace.sdfg.nodes import LibraryNode
 from tqdm import tqdm
 
-from dcaccel.dag.extract import extract
+from dcaccel.dag.extract import EDGE_VOLUME_RULES, Granularity, extract
 from dcaccel.dag.taskdag import TaskDAG
 from dcaccel.errors import DcaccelError
-from dcaccel.exploration.assignments import STRATEGIES, Assignment, per_node, per_op_type
+from dcaccel.exploration.assignments import STRATEGIES, Assignment, node_candidates, per_node, per_op_type
 from dcaccel.exploration.cost import CostModel
 from dcaccel.exploration.executors import Executor, Failure, Outcome, WorkloadSource, check_executor, make_executor
-from dcaccel.exploration.points import ExplorationPoint, to_frame
+from dcaccel.exploration.points import ExplorationPoint, metrics, to_frame
 from dcaccel.exploration.store import ResultStore
-from dcaccel.scheduler import SCHEDULERS, schedule
+from dcaccel.scheduler import PARTITIONINGS, SCHEDULERS, schedule
 from dcaccel.transforms.lower import available_implementations, op_type
 
 DEFAULT_PES = (1, 2, 4, 8, 16, 32, 64, 128)
@@ -47,9 +48,11 @@ class Grid:
 
 @dataclass(frozen=True)
 class LoweredDAG:
-    """The task DAG of one assignment and what building it cost."""
+    """The task DAG of one assignment and what building it cost. ``label`` is the assignment the
+    lowering actually applied (see :meth:`Assignment.lowered`), the ``assignment`` column of its points."""
 
     assignment: Assignment
+    label: str
     dag: TaskDAG
     lower_seconds: float
     extract_seconds: float
@@ -69,15 +72,17 @@ def _warn_once(workload_name: str, caught: list[warnings.WarningMessage]) -> Non
 
 
 def build_dag(workload, assignment: Assignment, granularity, edge_volume: str) -> LoweredDAG:
-    """Lower ``workload`` under ``assignment`` and extract its task DAG, timing both stages."""
+    """Lower ``workload`` under ``assignment`` and extract its task DAG, timing both stages; the label
+    is what the lowering gave the nodes the assignment's keys cover."""
     start = time.perf_counter()
     lowered = workload.lower(assignment.as_dict())
     lowered_at = time.perf_counter()
+    label = str(assignment.lowered(lowered.implementations, nodes_by_op_type(workload)))
     with warnings.catch_warnings(record=True) as caught:
         warnings.simplefilter("always")
         dag = extract(lowered, granularity=granularity, edge_volume=edge_volume)
     _warn_once(workload.name, caught)
-    return LoweredDAG(assignment, dag, lowered_at - start, time.perf_counter() - lowered_at)
+    return LoweredDAG(assignment, label, dag, lowered_at - start, time.perf_counter() - lowered_at)
 
 
 def schedule_points(
@@ -96,7 +101,7 @@ def schedule_points(
                 io = result.io_at(memory)
                 yield ExplorationPoint(
                     workload=workload_name,
-                    assignment=str(built.assignment),
+                    assignment=built.label,
                     granularity=granularity,
                     pes=pes,
                     scheduler=scheduler,
@@ -128,26 +133,29 @@ class Sweep:
     and the cost model. Picklable: executors ship it to their workers."""
 
     grid: Grid
-    granularity: str | tuple
+    granularity: Granularity
     edge_volume: str
     cost_model: CostModel
 
     @property
     def label(self) -> str:
-        """The granularity as the ``granularity`` column writes it (``tiles=T`` for a tuple)."""
-        return self.granularity if isinstance(self.granularity, str) else "=".join(map(str, self.granularity))
+        """The granularity as the ``granularity`` column writes it (``task``, ``coarse``, ``tiles=T``)."""
+        granularity = self.granularity
+        return f"tiles={granularity.tiles}" if granularity.mode == "tiles" else granularity.mode
 
     def points(self, workload, assignment: Assignment) -> list[ExplorationPoint]:
         """Lower ``workload`` under ``assignment``, extract its DAG and schedule every point of the grid."""
         built = build_dag(workload, assignment, self.granularity, self.edge_volume)
         return list(schedule_points(workload.name, built, self.grid, self.label, self.cost_model))
 
-    def settings(self) -> dict[str, object]:
-        """The options a result file must share to be resumed by this sweep (those not in a point's key)."""
+    def settings(self, workload) -> dict[str, object]:
+        """What a result file must share to be resumed by this sweep on ``workload``: the options not in
+        a point's key, and the workload's fingerprint (:func:`fingerprint`)."""
         return {
             "edge_volume": self.edge_volume,
             "partitioning": self.grid.partitioning,
             "cost_model": asdict(self.cost_model),
+            **fingerprint(workload),
         }
 
     def complete(self, stored: Sequence[ExplorationPoint]) -> list[ExplorationPoint] | None:
@@ -173,6 +181,16 @@ class SweepError(DcaccelError):
         super().__init__(message)
         self.results = results
         self.failures = failures
+
+
+def fingerprint(workload) -> dict[str, object]:
+    """What the numbers of ``workload`` depend on besides its name: its program (the first 16 hex digits
+    of the SHA-256 DaCe's ``hash_sdfg`` computes over the SDFG: operators, shapes, attributes) and the
+    values of its symbolic sizes; one entry each, named after the workload."""
+    return {
+        f"program of {workload.name}": workload.sdfg.hash_sdfg()[:16],
+        f"sizes of {workload.name}": dict(sorted(workload.symbols.items())),
+    }
 
 
 def _library_nodes(workload) -> list[LibraryNode]:
@@ -211,10 +229,36 @@ def check_implementations(workload, implementations: Mapping[str, Sequence[str]]
                 )
 
 
-def _as_tuple(value, name: str) -> tuple:
+def known_keys(workload) -> list[str]:
+    """The keys an assignment of ``workload`` can use: its op types and node names, in program order."""
+    nodes = nodes_by_op_type(workload)
+    return [*nodes, *(node for names in nodes.values() for node in names)]
+
+
+def drop_unknown_keys(workload, implementations: Mapping[str, Sequence[str]]) -> dict[str, list[str]]:
+    """``implementations`` without the keys that name no op type or node of ``workload`` (with one
+    warning naming them), each key's implementations without repeats, in order."""
+    known = set(known_keys(workload))
+    unknown = [key for key in implementations if key not in known]
+    if unknown:
+        warnings.warn(
+            f"explore {workload.name}: no node or op type named {', '.join(map(repr, unknown))}; ignored",
+            UserWarning,
+            stacklevel=3,
+        )
+    return {key: list(dict.fromkeys(names)) for key, names in implementations.items() if key in known}
+
+
+def _as_tuple(value, name: str, low: int | None = None) -> tuple:
+    """``value`` (one or several) as a non-empty tuple; with ``low``, of integers at least ``low``."""
     values = (value,) if isinstance(value, (int, str)) else tuple(value)
     if not values:
         raise DcaccelError(f"explore: {name} is empty")
+    if low is not None:
+        bad = [v for v in values if not isinstance(v, numbers.Integral) or isinstance(v, bool) or v < low]
+        if bad:
+            raise DcaccelError(f"explore: {name} must be integers of at least {low}, got {bad[0]!r}")
+        values = tuple(int(v) for v in values)
     return values
 
 
@@ -241,12 +285,15 @@ def explore(
 ) -> pd.DataFrame:
     """Explore ``workload`` (a Workload or a built-in name) and return one row per design point.
 
-    :param implementations: op type → implementation names to try (default: every op type of the
-        workload with more than one dcaccel implementation, with all of them).
-    :param strategy: ``"per-op-type"`` (every node of an op type gets the same implementation),
-        ``"per-node"`` (full product over nodes, at most ``max_assignments``) or ``"greedy"`` (one node
-        at a time, keeping the implementation that minimises the mean ``objective`` over the grid; the
-        candidates of one node are evaluated in parallel).
+    :param implementations: op type or node name → implementation names to try (default: every op
+        type of the workload with more than one dcaccel implementation, with all of them). A node name
+        wins over its op type. Keys that name no op type or node are ignored with one warning; the
+        ``assignment`` column always says what the nodes were lowered with.
+    :param strategy: ``"per-op-type"`` (the product over the keys: every node of an op type gets the
+        same implementation unless named itself), ``"per-node"`` (full product over the nodes the keys
+        cover, at most ``max_assignments``) or ``"greedy"`` (one node at a time, keeping the
+        implementation that minimises the mean ``objective`` over the grid; the candidates of one node
+        are evaluated in parallel).
     :param progress: show a progress bar over assignments (None: when the sweep runs longer than a second).
     :param executor: ``"local"`` (this process), ``"process"`` (a pool of ``workers`` processes on this
         machine) or ``"dask"`` (the ``dask.distributed`` scheduler at ``address``; a ``LocalCluster`` of
@@ -254,39 +301,50 @@ def explore(
         a built-in name is rebuilt by name on the workers; any other is shipped pickled.
     :param results: a result file (SQLite) that every finished assignment's points are written to.
     :param resume: continue ``results``: assignments whose points are all stored are not evaluated
-        again (without ``resume``, a result file that holds points is refused).
+        again (without ``resume``, a result file that holds points is refused; so is, with it, a file
+        written for another program or sizes under the workload's name, or with other settings).
     :raises SweepError: after the whole sweep, when assignments failed; it carries the finished points
         (``results``) and the failures. Every executor returns the same rows in the same order (the
         order of the assignments, then P, scheduler, on-chip memory), timing columns aside.
     :return: a DataFrame whose columns are the fields of :class:`ExplorationPoint`.
     """
-    builtin = isinstance(workload, str)
-    if builtin:
-        from dcaccel.workloads import get
-
-        workload = get(workload)
     if strategy not in STRATEGIES:
         raise DcaccelError(f"explore: unknown strategy '{strategy}' (expected one of {', '.join(STRATEGIES)})")
     schedulers = _as_tuple(scheduler, "scheduler")
     unknown = [name for name in schedulers if name not in SCHEDULERS]
     if unknown:
         raise DcaccelError(f"explore: unknown scheduler {unknown[0]!r} (expected {', '.join(SCHEDULERS)})")
+    if edge_volume not in EDGE_VOLUME_RULES:
+        raise DcaccelError(f"explore: unknown edge volume {edge_volume!r} (expected {', '.join(EDGE_VOLUME_RULES)})")
+    if partitioning not in PARTITIONINGS:
+        raise DcaccelError(f"explore: unknown partitioning {partitioning!r} (expected {', '.join(PARTITIONINGS)})")
+    if objective not in metrics():
+        raise DcaccelError(f"explore: objective {objective!r} is not a numeric column of the results")
     check_executor(executor, address, workers)
-    grid = Grid(_as_tuple(pes, "pes"), schedulers, _as_tuple(onchip_memory, "onchip_memory"), partitioning)
+    grid = Grid(_as_tuple(pes, "pes", 1), schedulers, _as_tuple(onchip_memory, "onchip_memory", 0), partitioning)
+    sweep = Sweep(grid, Granularity.parse(granularity), edge_volume, cost_model)
+    builtin = isinstance(workload, str)
+    if builtin:
+        from dcaccel.workloads import get
+
+        workload = get(workload)
+    nodes = nodes_by_op_type(workload)
     if implementations is None:
         implementations = default_implementations(workload)
-    implementations = {op: list(names) for op, names in implementations.items()}
+    implementations = drop_unknown_keys(workload, implementations)
     check_implementations(workload, implementations)
-    sweep = Sweep(grid, granularity, edge_volume, cost_model)
 
     if strategy == "per-op-type":
         assignments = list(per_op_type(implementations))
     elif strategy == "per-node":
-        assignments = list(per_node(nodes_by_op_type(workload), implementations, max_assignments))
+        assignments = list(per_node(nodes, implementations, max_assignments))
     else:
         assignments = []
+    assignments = list(dict.fromkeys(assignment.effective(nodes) for assignment in assignments))
     with ExitStack() as stack:
-        store = None if results is None else stack.enter_context(ResultStore(results, sweep.settings(), resume))
+        store = None
+        if results is not None:
+            store = stack.enter_context(ResultStore(results, sweep.settings(workload), resume))
         bar = stack.enter_context(
             tqdm(
                 total=len(assignments) or None,
@@ -304,7 +362,7 @@ def explore(
 
         run = _Run(sweep, store, bar, start, store.points(workload.name, sweep.label) if store else {})
         if strategy == "greedy":
-            _greedy(run.evaluate, nodes_by_op_type(workload), implementations, objective)
+            _greedy(run.evaluate, nodes, implementations, objective)
         else:
             run.evaluate(assignments)
     frame = to_frame([point for assignment in run.order if assignment in run.found for point in run.found[assignment]])
@@ -368,16 +426,17 @@ class _Run:
 
 
 def _greedy(evaluate, nodes: Mapping[str, list[str]], implementations: Mapping[str, Sequence[str]], objective: str):
-    """Choose per node, one at a time in program order, the implementation minimising the mean
-    ``objective`` over the grid with the other nodes fixed (ties: the first listed; a failed candidate
-    scores infinity). ``evaluate`` takes the candidates of one node at once, so they run in parallel."""
-    order = [(node, op) for op in implementations for node in nodes.get(op, ())]
-    current = Assignment(tuple((node, implementations[op][0]) for node, op in order))
-    for node, op in order:
-        candidates = [current.replace(node, implementation) for implementation in implementations[op]]
+    """Choose per node, one at a time in the order of :func:`node_candidates`, the implementation
+    minimising the mean ``objective`` over the grid with the other nodes fixed (ties: the first listed;
+    a failed candidate scores infinity). ``evaluate`` takes the candidates of one node at once, so they
+    run in parallel."""
+    order = node_candidates(nodes, implementations)
+    current = Assignment(tuple((node, names[0]) for node, names in order))
+    for node, names in order:
+        candidates = [current.replace(node, implementation) for implementation in names]
         scores = [
             sum(getattr(point, objective) for point in points) / len(points) if points else math.inf
             for points in evaluate(candidates)
         ]
-        current = current.replace(node, implementations[op][scores.index(min(scores))])
+        current = current.replace(node, names[scores.index(min(scores))])
     return current

@@ -1,6 +1,8 @@
-"""The result file: points stored once each, settings checked, failures kept until their assignment
+"""The result file: points stored once each, settings and the workload's fingerprint checked,
+damaged, foreign or hand-edited files refused in one line, failures kept until their assignment
 succeeds, and a sweep that is interrupted and resumed evaluates every assignment exactly once."""
 
+import dataclasses
 import sqlite3
 from contextlib import closing
 
@@ -10,14 +12,15 @@ import pytest
 from dcaccel.errors import DcaccelError
 from dcaccel.exploration.executors import Failure
 from dcaccel.exploration.points import ExplorationPoint, columns
-from dcaccel.exploration.store import KEY, ResultStore, read_failures, read_points
+from dcaccel.exploration.store import KEY, SCHEMA_VERSION, ResultStore, read_failures, read_points
 
 SETTINGS = {"edge_volume": "exact", "partitioning": "relaxed", "cost_model": {"pe_area": 1.0}}
 TIMING = [name for name in columns() if name.endswith("_seconds")]
 
 
 def point(assignment: str = "Conv=mv", pes: int = 4, **changes) -> ExplorationPoint:
-    """A point with distinct values in every column."""
+    """A consistent point with distinct values in every column (speedup and utilisation derived from
+    work, makespan and P unless given)."""
     values = {
         "workload": "conv-seed",
         "assignment": assignment,
@@ -27,9 +30,7 @@ def point(assignment: str = "Conv=mv", pes: int = 4, **changes) -> ExplorationPo
         "onchip_memory": 0,
         "makespan": 35_715,
         "lower_bound": 35_000,
-        "speedup": 3.25,
-        "utilisation": 0.8125,
-        "work": 116_073,
+        "work": 30_073,
         "depth": 35_000,
         "tasks": 12,
         "buffers": 5,
@@ -45,6 +46,8 @@ def point(assignment: str = "Conv=mv", pes: int = 4, **changes) -> ExplorationPo
         "schedule_seconds": 0.0625,
     }
     values.update(changes)
+    values.setdefault("speedup", values["work"] / values["makespan"])
+    values.setdefault("utilisation", values["speedup"] / values["pes"])
     return ExplorationPoint(**values)
 
 
@@ -64,16 +67,16 @@ def test_points_round_trip(count, tmp_path):
 
 def test_numpy_scalars_are_stored_as_numbers(tmp_path):
     with ResultStore(tmp_path / "r.sqlite", SETTINGS) as store:
-        store.add([point(makespan=np.int64(7), speedup=np.float64(0.5), pes=np.int32(2))])
+        store.add([point(makespan=np.int64(40_000), area=np.float64(0.5), pes=np.int32(2))])
         (stored,) = store.points("conv-seed", "task")["Conv=mv"]
-    assert (stored.makespan, stored.speedup, stored.pes) == (7, 0.5, 2)
-    assert type(stored.makespan) is int and type(stored.speedup) is float
+    assert (stored.makespan, stored.area, stored.pes) == (40_000, 0.5, 2)
+    assert type(stored.makespan) is int and type(stored.area) is float
 
 
 def test_a_point_is_stored_once(tmp_path):
     with ResultStore(tmp_path / "r.sqlite", SETTINGS) as store:
         store.add([point()])
-        store.add([point(makespan=1, lower_seconds=9.0), point(pes=8)])
+        store.add([point(makespan=40_000, lower_seconds=9.0), point(pes=8)])
     results = read_points(tmp_path / "r.sqlite")
     assert results[["pes", "makespan", "lower_seconds"]].values.tolist() == [[4, 35_715, 0.25], [8, 35_715, 0.25]]
 
@@ -103,11 +106,130 @@ def test_resume_refuses_other_settings(changes, message, tmp_path):
         ResultStore(path, {**SETTINGS, **changes}, resume=True)
 
 
-def test_a_file_that_is_not_sqlite_is_named(tmp_path):
-    path = tmp_path / "notes.sqlite"
-    path.write_text("not a database " * 100)
-    with pytest.raises(DcaccelError, match="notes.sqlite: not a dcaccel result file"):
-        ResultStore(path, SETTINGS)
+def _stored(path) -> None:
+    """A result file at ``path`` with three points and a failure."""
+    with ResultStore(path, SETTINGS) as store:
+        store.add([point(pes=pes) for pes in (1, 16, 128)])
+        store.add_failure(Failure("Conv=op", "ValueError: no", "trace"))
+
+
+def _patch(path, offset: int, data: bytes) -> None:
+    with open(path, "r+b") as file:
+        file.seek(offset)
+        file.write(data)
+
+
+def _execute(path, *statements: str) -> None:
+    with closing(sqlite3.connect(path)) as connection, connection:
+        for statement in statements:
+            connection.execute(statement)
+
+
+def _older_schema(path) -> None:
+    """The layout of the result files dcaccel wrote before it had a schema version (no application id)."""
+    _execute(path, "CREATE TABLE points (workload TEXT, assignment TEXT)", "CREATE TABLE failures (assignment TEXT)")
+    _execute(path, "CREATE TABLE settings (name TEXT PRIMARY KEY, value TEXT)")
+
+
+PAGE = 4096  # SQLite's default page size: page 1 holds the header and the schema, page 2 a table
+
+
+@pytest.mark.parametrize(
+    ("damage", "message"),
+    [
+        (lambda path: path.write_text("not a database " * 100), "not a dcaccel result file"),
+        (lambda path: _patch(path, 0, b"SQLite format 2\0"), "not a dcaccel result file"),
+        (lambda path: _patch(path, 2 * PAGE, bytes(PAGE)), "damaged"),
+        (lambda path: _patch(path, PAGE, b"\xff" * 64), "damaged"),
+        (lambda path: _patch(path, PAGE + 8, b"\x7f\x7f"), "damaged"),
+        (lambda path: path.write_bytes(path.read_bytes()[: PAGE + 100]), "damaged"),
+        (lambda path: (path.unlink(), _execute(path, "CREATE TABLE users (name TEXT)")), "tables: users"),
+        (lambda path: (path.unlink(), _older_schema(path)), "written by an older dcaccel"),
+        (
+            lambda path: _execute(path, "PRAGMA user_version = 99"),
+            f"schema version 99, this dcaccel reads {SCHEMA_VERSION}",
+        ),
+        (lambda path: _execute(path, "ALTER TABLE points ADD COLUMN extra TEXT"), "table points lacks the columns"),
+    ],
+    ids=[
+        "text",
+        "flipped-header",
+        "zeroed-page",
+        "garbage-page",
+        "flipped-cell-pointer",
+        "truncated",
+        "foreign",
+        "older-schema",
+        "newer-schema",
+        "other-columns",
+    ],
+)
+@pytest.mark.parametrize("reader", ["resume", "read_points", "read_failures"])
+def test_a_damaged_or_foreign_file_is_one_line_naming_it(damage, message, reader, tmp_path):
+    path = tmp_path / "r.sqlite"
+    _stored(path)
+    damage(path)
+    read = {
+        "resume": lambda: ResultStore(path, SETTINGS, resume=True).points("conv-seed", "task"),
+        "read_points": lambda: read_points(path),
+        "read_failures": lambda: read_failures(path),
+    }[reader]
+    with pytest.raises(DcaccelError) as raised:
+        read()
+    text = str(raised.value)
+    assert text.startswith(f"results file {path}") and message in text and len(text.splitlines()) == 1
+
+
+@pytest.mark.parametrize(
+    ("edit", "message"),
+    [
+        ("makespan = -1", "makespan -1 is out of range"),
+        ("makespan = 'abc'", "makespan 'abc' is not an integer"),
+        ("speedup = 'fast'", "speedup 'fast' is not a number"),
+        ("pes = 2.5", "pes 2.5 is not an integer"),
+        ("pes = 0", "pes 0 is out of range"),
+        ("onchip_memory = -4096", "onchip_memory -4096 is out of range"),
+        ("area = 9e999", "area inf is out of range"),
+        ("scheduler = 'heft'", "scheduler 'heft' is unknown"),
+        ("lower_bound = makespan + 1", "makespan 35715 is below its lower bound 35716"),
+        ("lower_bound = 1", "lower bound 1 is below work / P"),
+        ("speedup = speedup * 2", "speedup 1.6840543189136217 is not work / makespan = 0.8420271594568108"),
+        ("utilisation = 1.5, speedup = 1.5 * pes", "utilisation 1.5 is above 1"),
+        ("utilisation = utilisation / 2", "utilisation 0.02631334873302534 is not speedup / P = 0.05262669746605068"),
+        ("assignment = x'01'", "assignment b'\\x01' is not a string"),
+    ],
+)
+@pytest.mark.parametrize("reader", ["resume", "read_points"])
+def test_hand_edited_values_are_refused(edit, message, reader, tmp_path):
+    path = tmp_path / "r.sqlite"
+    _stored(path)
+    _execute(path, f"UPDATE points SET {edit} WHERE pes = 16")
+    with pytest.raises(DcaccelError) as raised:
+        if reader == "resume":
+            with ResultStore(path, SETTINGS, resume=True) as store:
+                store.points("conv-seed", "task")
+        else:
+            read_points(path)
+    text = str(raised.value)
+    assert text.startswith(f"results file {path}: point (conv-seed, ") and f"): {message}" in text
+    assert len(text.splitlines()) == 1
+
+
+def test_an_empty_file_is_a_new_result_file_but_has_no_points(tmp_path):
+    path = tmp_path / "r.sqlite"
+    path.write_bytes(b"")
+    with pytest.raises(DcaccelError, match=r"r\.sqlite: not a dcaccel result file \(tables: none\)"):
+        read_points(path)
+    with ResultStore(path, SETTINGS) as store:
+        store.add([point()])
+    assert len(read_points(path)) == 1
+
+
+def test_a_file_is_marked_with_the_schema_version(tmp_path):
+    _stored(tmp_path / "r.sqlite")
+    with closing(sqlite3.connect(tmp_path / "r.sqlite")) as connection:
+        marks = [connection.execute(f"PRAGMA {name}").fetchone()[0] for name in ("application_id", "user_version")]
+    assert marks == [0x64636163, SCHEMA_VERSION]
 
 
 def test_reading_a_missing_file_is_named(tmp_path):
@@ -215,3 +337,42 @@ def test_sweep_settings_are_stored(conv_seed, tmp_path):
     explore(conv_seed, {"Conv": ["op"]}, pes=[4], scheduler="list", results=path, progress=False)
     with pytest.raises(DcaccelError, match="partitioning"):
         explore(conv_seed, {"Conv": ["op"]}, pes=[4], partitioning="strict", results=path, resume=True, progress=False)
+
+
+@pytest.mark.parametrize(
+    ("other", "message"),
+    [
+        (
+            lambda: __import__("dcaccel").workloads.get("mmm", N=64),
+            'sizes of mmm={"K": 6, "M": 4, "N": 8}, this sweep has {"K": 6, "M": 4, "N": 64}',
+        ),
+        (lambda: dataclasses.replace(__import__("dcaccel").workloads.get("conv-seed"), name="mmm"), "program of mmm="),
+    ],
+    ids=["sizes", "program"],
+)
+def test_resume_refuses_another_workload_of_the_same_name(other, message, mmm, counted, tmp_path):
+    from dcaccel.exploration.sweep import explore
+
+    path = tmp_path / "r.sqlite"
+    options = {"pes": [2], "scheduler": "list", "results": path, "progress": False}
+    first = explore(mmm, {"MatMul": ["mv", "lmv"]}, **options)
+    counted.clear()
+    with pytest.raises(DcaccelError) as raised:
+        explore(other(), {"MatMul": ["mv", "lmv"]}, resume=True, **options)
+    assert f"results file {path} was written with {message}" in str(raised.value)
+    assert counted == []
+    assert (
+        read_points(path)
+        .drop(columns=TIMING)
+        .equals(first.drop(columns=TIMING).sort_values(list(KEY)).reset_index(drop=True))
+    )
+
+
+def test_resume_accepts_the_same_workload_built_again(mmm, counted, tmp_path):
+    from dcaccel import workloads
+    from dcaccel.exploration.sweep import explore
+
+    options = {"pes": [2], "scheduler": "list", "results": tmp_path / "r.sqlite", "progress": False}
+    explore(mmm, {"MatMul": ["mv"]}, **options)
+    again = explore(workloads.get("mmm", N=8), {"MatMul": ["mv"]}, resume=True, **options)
+    assert counted == ["MatMul=mv"] and len(again) == 1
