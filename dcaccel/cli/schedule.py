@@ -1,4 +1,8 @@
-"""``dcaccel schedule DAG.json --pes P``: schedule a task DAG file and report makespan, bounds and I/O."""
+"""``dcaccel schedule DAG.json --pes P``: schedule a task DAG file and report makespan, bounds and I/O.
+
+``--onchip`` is the on-chip memory per block in elements, as in ``dcaccel explore`` (the model
+counts elements). Every argument is checked before the DAG is read.
+"""
 
 from __future__ import annotations
 
@@ -6,9 +10,12 @@ import argparse
 import json
 import sys
 
+from dcaccel.cli.arguments import bounded_int, check_output
 from dcaccel.dag.taskdag import TaskDAG
-from dcaccel.errors import DcaccelError
 from dcaccel.scheduler import PARTITIONINGS, SCHEDULERS, schedule
+
+#: Formats the Gantt chart can be written in (matplotlib's backends here).
+GANTT_FORMATS = (".png", ".svg", ".pdf")
 
 
 def register(subparsers: argparse._SubParsersAction) -> None:
@@ -18,25 +25,26 @@ def register(subparsers: argparse._SubParsersAction) -> None:
         description="Schedule a canonical task DAG (the JSON format of TaskDAG.to_json) on P processing elements.",
     )
     parser.add_argument("dag", metavar="DAG.json", help="task DAG file")
-    parser.add_argument("--pes", type=int, required=True, help="number of processing elements")
+    parser.add_argument("--pes", type=bounded_int(1), required=True, metavar="P", help="number of processing elements")
     parser.add_argument("--scheduler", choices=SCHEDULERS, default="streaming")
     parser.add_argument("--partitioning", choices=PARTITIONINGS, default="relaxed", help="streaming scheduler only")
-    parser.add_argument("--onchip", type=int, default=0, metavar="BYTES", help="on-chip memory per block, in bytes")
     parser.add_argument(
-        "--element-bytes", type=int, default=4, metavar="N", help="bytes per element for --onchip (default 4)"
+        "--onchip",
+        type=bounded_int(0),
+        default=0,
+        metavar="ELEMENTS",
+        help="on-chip memory per block, in elements (as dcaccel explore --onchip; default 0)",
     )
     parser.add_argument("--json", action="store_true", help="print one JSON object instead of a summary")
-    parser.add_argument("--gantt", metavar="FILE", help="also draw a Gantt chart (.png or .svg)")
+    parser.add_argument("--gantt", metavar="FILE", help=f"also draw a Gantt chart ({', '.join(GANTT_FORMATS)})")
     parser.set_defaults(run=run)
 
 
 def run(args: argparse.Namespace) -> int:
-    if args.element_bytes < 1:
-        raise DcaccelError(f"--element-bytes must be positive, got {args.element_bytes}")
-    if args.onchip < 0:
-        raise DcaccelError(f"--onchip must be non-negative, got {args.onchip}")
+    """Schedule the DAG file ``args.dag`` and print its summary; every argument is checked first."""
+    check_output("--gantt", args.gantt, GANTT_FORMATS)
     dag = TaskDAG.from_json(args.dag)
-    result = schedule(dag, args.pes, args.scheduler, args.partitioning, onchip=args.onchip // args.element_bytes)
+    result = schedule(dag, args.pes, args.scheduler, args.partitioning, onchip=args.onchip)
     if args.gantt:
         from dcaccel.scheduler.gantt import save_gantt
 

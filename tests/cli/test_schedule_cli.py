@@ -31,11 +31,18 @@ def test_list_scheduler_and_onchip_memory(capsys):
     expected = next(r for r in data["results"] if r["pes"] == 16 and r["partitioning"] == "relaxed")
     main(["schedule", str(SEED), "--pes", "16", "--scheduler", "list", "--json"])
     assert json.loads(capsys.readouterr().out)["makespan"] == expected["eft_makespan"]
-    main(["schedule", str(SEED), "--pes", "16", "--onchip", "4096", "--element-bytes", "1", "--json"])
+    main(["schedule", str(SEED), "--pes", "16", "--onchip", "4096", "--json"])  # elements, as explore --onchip
     io = json.loads(capsys.readouterr().out)["io"]
+    assert io["onchip_capacity"] == 4096
     assert [io["off_chip"], io["on_chip"], io["streamed"]] == expected["io_global"]["4096"]
-    main(["schedule", str(SEED), "--pes", "16", "--onchip", "16384", "--json"])  # 4-byte elements
-    assert json.loads(capsys.readouterr().out)["io"]["onchip_capacity"] == 4096
+
+
+def test_onchip_is_in_elements_in_the_help(capsys):
+    with pytest.raises(SystemExit):
+        main(["schedule", "--help"])
+    out = " ".join(capsys.readouterr().out.split())
+    assert "--onchip ELEMENTS on-chip memory per block, in elements" in out
+    assert "--element-bytes" not in out
 
 
 def test_readable_summary_and_gantt(tmp_path, capsys):
@@ -49,23 +56,58 @@ def test_readable_summary_and_gantt(tmp_path, capsys):
     assert chart.read_bytes().startswith(b"\x89PNG")
 
 
+def _run(argv: list[str]) -> int:
+    """``main(argv)``, with argparse's exit (a refused flag value) as the status."""
+    try:
+        return main(argv)
+    except SystemExit as exit_info:
+        return exit_info.code
+
+
 @pytest.mark.parametrize(
     ("args", "message"),
     [
         (["missing.json", "--pes", "4"], "cannot read DAG file"),
-        (["{bad}", "--pes", "0"], "positive integer"),
-        (["{bad}", "--pes", "2", "--element-bytes", "0"], "--element-bytes must be positive"),
+        (["{good}", "--pes", "0"], "argument --pes: expected an integer of at least 1, got 0"),
+        (["{good}", "--pes", "-3"], "argument --pes: expected an integer of at least 1, got -3"),
+        (["{good}", "--pes", "many"], "argument --pes: expected an integer, got 'many'"),
+        (["{good}", "--pes", "2", "--onchip", "-1"], "argument --onchip: expected an integer of at least 0, got -1"),
+        (["{good}", "--pes", "2", "--element-bytes", "4"], "unrecognized arguments: --element-bytes 4"),
+        (["{good}", "--pes", "2", "--gantt", "chart.gif"], "--gantt {tmp}/chart.gif: unknown format '.gif'"),
+        (["{good}", "--pes", "2", "--gantt", "no/such/chart.png"], "--gantt {tmp}/no/such/chart.png: no such folder"),
+        (["{good}", "--pes", "2", "--gantt", "."], "--gantt {tmp}: unknown format ''"),
+        (["{empty}", "--pes", "2"], "cannot read DAG file '{tmp}/empty.json': Expecting value"),
+        (["{model}", "--pes", "2"], "cannot read DAG file '{tmp}/model.onnx'"),
+        (["{list}", "--pes", "2"], "is not a DAG in the vectors' format: expected a JSON object, got a list"),
+        (["{folder}", "--pes", "2"], "cannot read DAG file '{tmp}/folder'"),
+        (["{symbolic}", "--pes", "2"], "has symbolic volumes (N)"),
     ],
-    ids=["missing-file", "zero-pes", "zero-element-bytes"],
+    ids=lambda value: None if isinstance(value, str) else "",
 )
 def test_errors_are_one_line(tmp_path, capsys, args, message):
-    good = tmp_path / "good.json"
-    good.write_text(json.dumps(gen.chain([2, 2]).to_json()))
-    args = [str(good) if a == "{bad}" else str(tmp_path / a) if a.endswith(".json") else a for a in args]
-    assert main(["schedule", *args]) == 2
-    err = capsys.readouterr().err
-    assert err.startswith("dcaccel schedule: error: ") and message in err
-    assert err.count("\n") == 1
+    files = {
+        "good": ("good.json", json.dumps(gen.chain([2, 2]).to_json())),
+        "empty": ("empty.json", ""),
+        "model": ("model.onnx", b"\x08\x07\x12\x07pytorch\x1a\x032.1:\xff\xfe"),
+        "list": ("list.json", "[1, 2]"),
+        "symbolic": ("symbolic.json", json.dumps({**gen.chain([2, 2]).to_json(), "edges": [
+            {"src": 0, "dst": 1, "volume": "N"}, {"src": 1, "dst": 2, "volume": "N"}]})),
+    }  # fmt: skip
+    for name, content in files.values():
+        (tmp_path / name).write_bytes(content if isinstance(content, bytes) else content.encode())
+    (tmp_path / "folder").mkdir()
+    paths = {key: str(tmp_path / name) for key, (name, _) in files.items()} | {"folder": str(tmp_path / "folder")}
+    args = [paths[a[1:-1]] if a[1:-1] in paths else str(tmp_path / a) if a.endswith(("json", "png", "gif")) or a == "."
+            else a for a in args]  # fmt: skip
+    before = sorted(tmp_path.iterdir())
+    assert _run(["schedule", *args]) == 2
+    captured = capsys.readouterr()
+    lines = captured.err.splitlines()
+    assert captured.out == "" and "Traceback" not in captured.err
+    assert lines[-1].startswith(("dcaccel schedule: error: ", "dcaccel: error: "))  # the latter: unknown flags
+    assert message.format(tmp=tmp_path) in lines[-1]
+    assert all(line.startswith(("usage: ", " ")) for line in lines[:-1])
+    assert sorted(tmp_path.iterdir()) == before
 
 
 def test_invalid_dag_is_reported(tmp_path, capsys):
