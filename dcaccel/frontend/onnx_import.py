@@ -7,9 +7,11 @@ dimensions (``dim_param``) are fixed before import, from ``symbols`` or from the
 ``example_inputs``, so that every container of the SDFG has a concrete shape.
 """
 
+import contextlib
 import copy
 import os
 import re
+import tempfile
 from collections import Counter
 from collections.abc import Mapping, Sequence
 
@@ -64,7 +66,10 @@ def from_onnx(
     check_ops(simplified)
 
     try:
-        imported = ONNXModel(identifier(name), simplified, onnx_simplify=False)
+        # onnxruntime's symbolic shape inference, which DaCe's importer runs, saves a model file into
+        # the working directory when it cannot infer every shape: keep the user's folder clean.
+        with tempfile.TemporaryDirectory() as scratch, contextlib.chdir(scratch):
+            imported = ONNXModel(identifier(name), simplified, onnx_simplify=False)
     except (ValueError, KeyError, NotImplementedError) as err:
         raise DcaccelError(f"cannot import {source}: {_first_line(err)}") from err
     sdfg = imported.sdfg
