@@ -82,3 +82,11 @@ def test_seed_table_is_what_explore_writes(tmp_path, monkeypatch):
     assert main(shlex.split(command)[1:]) == 0
     written = pd.read_csv(tmp_path / "seed.csv")
     assert {(row.assignment, row.pes): (row.io_volume, row.makespan) for row in written.itertuples()} == expected
+
+
+def test_ci_runs_what_the_readme_says():
+    """.ci/run installs and tests with the README's commands (``python -m`` for the active interpreter)."""
+    lines = (ROOT / ".ci" / "run").read_text().splitlines()
+    install, test = ALL[0].code.split("\n")[:2]
+    assert f"python -m {install.split(' && ')[0]}" in lines
+    assert f"python -m {test}" in lines
