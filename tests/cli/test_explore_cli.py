@@ -95,3 +95,151 @@ def test_reusing_a_results_file_needs_resume(tmp_path, capsys):
     capsys.readouterr()
     assert main(argv) == 2
     assert "resume" in capsys.readouterr().err
+
+
+def _run(argv, capsys) -> tuple[int, str, str]:
+    """``dcaccel`` on ``argv``: the exit status (argparse's SystemExit included), stdout and stderr."""
+    try:
+        status = main(argv)
+    except SystemExit as exit_info:
+        status = exit_info.code
+    out, err = capsys.readouterr()
+    return status, out, err
+
+
+@pytest.fixture
+def no_sweep(monkeypatch):
+    """Fails the test if a sweep evaluates an assignment."""
+    from dcaccel.exploration.sweep import _Run
+
+    def evaluate(self, batch):
+        raise AssertionError("the sweep ran")
+
+    monkeypatch.setattr(_Run, "evaluate", evaluate)
+
+
+@pytest.mark.parametrize(
+    ("argv", "message"),
+    [
+        (["--out", "/nonexistent/dir/x.csv"], "--out /nonexistent/dir/x.csv: no such folder '/nonexistent/dir'"),
+        (["--plot", "x.jpg2"], "--plot x.jpg2: unknown format '.jpg2' (use one of .png, .svg)"),
+        (["--results", "r.txt"], "--results r.txt: unknown format '.txt'"),
+        (["--pes", ""], "argument --pes: expected comma-separated integers, got ''"),
+        (["--pes", "4,0"], "argument --pes: expected an integer of at least 1, got 0"),
+        (["--pes", "four"], "argument --pes: expected an integer, got 'four'"),
+        (["--onchip", "-5"], "argument --onchip: expected an integer of at least 0, got -5"),
+        (["--granularity", "tiles=abc"], "argument --granularity: extract: granularity must be"),
+        (["--granularity", "tiles=0"], "argument --granularity: extract: granularity must be"),
+        (["--workers", "0"], "argument --workers: expected an integer of at least 1, got 0"),
+        (["--strategy", "random"], "argument --strategy: invalid choice: 'random'"),
+        (["--scheduler", "heft"], "argument --scheduler: unknown scheduler 'heft'"),
+        (["--scheduler", "Streaming"], "(did you mean 'streaming'?)"),
+        (["--scheduler", ","], "argument --scheduler: expected streaming,list"),
+        (["--impl", "Conv="], "argument --impl: expected KEY=NAME[,NAME...], got 'Conv='"),
+        (["--impl", "conv=mv,op,lmv"], "--impl conv: no node or op type 'conv' in conv-seed (did you mean 'Conv'?)"),
+        (["--impl", "Conv=tiled"], "no implementation 'tiled'"),
+        (["--address", "tcp://127.0.0.1:1"], "address 'tcp://127.0.0.1:1' needs executor 'dask'"),
+        (["--resume"], "--resume needs --results FILE"),
+    ],
+)
+def test_every_argument_is_checked_before_the_sweep(argv, message, capsys, no_sweep, monkeypatch, tmp_path):
+    monkeypatch.chdir(tmp_path)
+    status, out, err = _run(["explore", "conv-seed", *argv], capsys)
+    errors = [line for line in err.splitlines() if not line.startswith(("usage:", " "))]
+    assert status == 2 and out == ""
+    assert len(errors) == 1 and errors[0].startswith("dcaccel explore: error: ") and message in errors[0]
+    assert list(tmp_path.iterdir()) == []
+
+
+def test_onchip_help_names_its_unit(capsys):
+    status, out, _ = _run(["explore", "--help"], capsys)
+    assert status == 0 and "--onchip ELEMENTS[,ELEMENTS...]" in out
+
+
+def test_repeated_impl_merges_and_node_names_work_per_node(capsys):
+    argv = ["explore", "conv-seed", "--pes", "16", "--scheduler", "list"]
+    status, out, _ = _run([*argv, "--impl", "Conv=mv", "--impl", "Conv=lmv,mv"], capsys)
+    assert status == 0 and "2 points" in out and "Conv=lmv" in out and "Conv=mv" in out
+    status, out, _ = _run([*argv, "--strategy", "per-node", "--impl", "Conv_0=mv,lmv"], capsys)
+    assert status == 0 and "2 points" in out and "Conv_0=lmv" in out and "Conv_0=mv" in out
+
+
+@pytest.mark.parametrize("failing", [{"op"}, {"mv", "op"}])
+def test_failed_assignments_exit_1_and_are_listed(failing, capsys, monkeypatch, tmp_path):
+    from dcaccel.exploration.sweep import Sweep
+
+    original = Sweep.points
+
+    def points(self, workload, assignment):
+        if assignment.as_dict()["Conv"] in failing:
+            raise ValueError("no such shape")
+        return original(self, workload, assignment)
+
+    monkeypatch.setattr(Sweep, "points", points)
+    out_file = tmp_path / "r.csv"
+    argv = ["explore", "conv-seed", "--impl", f"Conv={','.join(sorted(failing))}", "--pes", "4", "--out", str(out_file)]
+    status, out, err = _run([*argv, "--scheduler", "list"], capsys)
+    assert status == 1
+    assert f"{len(failing)} of {len(failing)} assignments failed" in err
+    assert [line.strip() for line in err.splitlines() if line.startswith("  ")] == [
+        f"Conv={name}: ValueError: no such shape" for name in sorted(failing)
+    ]
+    assert "0 points" in out and not out_file.exists() and "nothing written" in err
+
+
+def test_some_failed_assignments_exit_1_with_the_others_written(capsys, monkeypatch, tmp_path):
+    from dcaccel.exploration.sweep import Sweep
+
+    original = Sweep.points
+
+    def points(self, workload, assignment):
+        if assignment.as_dict()["Conv"] == "op":
+            raise ValueError("no such shape")
+        return original(self, workload, assignment)
+
+    monkeypatch.setattr(Sweep, "points", points)
+    out_file = tmp_path / "r.csv"
+    argv = ["explore", "conv-seed", "--impl", "Conv=mv,op", "--pes", "4", "--scheduler", "list", "--out", str(out_file)]
+    status, out, err = _run(argv, capsys)
+    assert status == 1 and "1 of 2 assignments failed" in err and "  Conv=op: ValueError: no such shape" in err
+    assert pd.read_csv(out_file)["assignment"].tolist() == ["Conv=mv"]
+
+
+def _matmul_model(path, rows: int) -> None:
+    """An ONNX model Y = X @ W with X of ``rows`` × 6 and a 6 × 4 weight."""
+    import numpy as np
+    import onnx
+    from onnx import TensorProto, helper, numpy_helper
+
+    weight = numpy_helper.from_array(np.ones((6, 4), dtype=np.float32), "W")
+    graph = helper.make_graph(
+        [helper.make_node("MatMul", ["X", "W"], ["Y"], name="matmul")],
+        "matmul",
+        [helper.make_tensor_value_info("X", TensorProto.FLOAT, [rows, 6])],
+        [helper.make_tensor_value_info("Y", TensorProto.FLOAT, [rows, 4])],
+        [weight],
+    )
+    onnx.save(helper.make_model(graph, opset_imports=[helper.make_opsetid("", 18)]), path)
+
+
+def test_resume_refuses_an_edited_model(capsys, tmp_path):
+    model, results = tmp_path / "model.onnx", tmp_path / "r.sqlite"
+    argv = [
+        "explore",
+        str(model),
+        "--impl",
+        "MatMul=mv",
+        "--pes",
+        "2",
+        "--scheduler",
+        "list",
+        "--results",
+        str(results),
+    ]
+    _matmul_model(model, 8)
+    assert _run(argv, capsys)[0] == 0
+    _matmul_model(model, 8 * 128)
+    status, out, err = _run([*argv, "--resume"], capsys)
+    assert status == 2 and out == ""
+    assert err.startswith(f"dcaccel explore: error: results file {results} was written with program of ")
+    assert len(err.splitlines()) == 1

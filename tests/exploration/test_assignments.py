@@ -3,7 +3,7 @@
 import pytest
 
 from dcaccel.errors import DcaccelError
-from dcaccel.exploration.assignments import Assignment, per_node, per_op_type
+from dcaccel.exploration.assignments import Assignment, node_candidates, per_node, per_op_type
 
 
 def test_per_op_type_is_the_product_over_op_types_in_order():
@@ -46,3 +46,56 @@ def test_assignment_text(choices, text):
 def test_replace_changes_one_key_only():
     assignment = Assignment.of({"a": "mv", "b": "mv"}).replace("b", "op")
     assert assignment.as_dict() == {"a": "mv", "b": "op"}
+
+
+LENET = {"Conv": ["conv1", "conv2"], "Gemm": ["fc1", "fc2", "fc3"]}
+
+
+@pytest.mark.parametrize(
+    ("implementations", "expected"),
+    [
+        ({"Conv": ["mv", "op"]}, [("conv1", ["mv", "op"]), ("conv2", ["mv", "op"])]),
+        ({"conv2": ["lmv"], "Conv": ["mv"]}, [("conv2", ["lmv"]), ("conv1", ["mv"])]),
+        ({"Gemm": ["op"], "fc2": ["mv", "lmv"]}, [("fc1", ["op"]), ("fc3", ["op"]), ("fc2", ["mv", "lmv"])]),
+        ({"conv1": ["mv"], "conv2": ["op"], "Conv": ["lmv"]}, [("conv1", ["mv"]), ("conv2", ["op"])]),
+        ({"conv": ["mv"]}, []),
+        ({}, []),
+    ],
+)
+def test_node_candidates_take_a_node_key_over_its_op_type(implementations, expected):
+    assert node_candidates(LENET, implementations) == expected
+
+
+def test_per_node_covers_named_nodes():
+    found = [str(a) for a in per_node(LENET, {"conv1": ["mv", "lmv"]}, max_assignments=10)]
+    assert found == ["conv1=mv", "conv1=lmv"]
+
+
+@pytest.mark.parametrize(
+    ("choices", "effective"),
+    [
+        ({"Conv": "mv"}, "Conv=mv"),
+        ({"conv": "mv"}, "default"),
+        ({"Conv": "mv", "conv1": "op"}, "Conv=mv,conv1=op"),
+        ({"Conv": "mv", "conv1": "op", "conv2": "lmv"}, "conv1=op,conv2=lmv"),
+        ({"fc9": "mv", "Gemm": "op"}, "Gemm=op"),
+        ({}, "default"),
+    ],
+)
+def test_effective_keeps_the_keys_that_decide_a_node(choices, effective):
+    assert str(Assignment.of(choices).effective(LENET)) == effective
+
+
+@pytest.mark.parametrize(
+    ("choices", "lowered", "label"),
+    [
+        ({"Conv": "mv"}, {"conv1": "mv", "conv2": "mv"}, "Conv=mv"),
+        ({"conv": "op"}, {"conv1": "mv", "conv2": "mv"}, "default"),
+        ({"Conv": "op"}, {"conv1": "mv", "conv2": "op"}, "conv1=mv,conv2=op"),
+        ({"Conv": "op", "conv2": "lmv"}, {"conv1": "op", "conv2": "lmv"}, "Conv=op,conv2=lmv"),
+        ({"conv2": "lmv"}, {"conv1": "mv", "conv2": "mv"}, "conv2=mv"),
+    ],
+)
+def test_lowered_says_what_the_nodes_got(choices, lowered, label):
+    implementations = {**dict.fromkeys(["fc1", "fc2", "fc3"], "mv"), **lowered}
+    assert str(Assignment.of(choices).lowered(implementations, LENET)) == label

@@ -99,3 +99,64 @@ def test_node_strategies_key_the_conv_node(strategy, conv_seed):
 def test_bad_options_are_named(options, message, conv_seed):
     with pytest.raises(DcaccelError, match=message):
         explore(conv_seed, SHAPES, progress=False, **options)
+
+
+@pytest.fixture
+def lowerings(monkeypatch):
+    """Records, per point label a sweep writes, the implementation per node of the lowering it came from."""
+    from dcaccel.exploration import sweep
+
+    found: dict[str, set[tuple]] = {}
+    original = sweep.build_dag
+
+    def build_dag(workload, assignment, granularity, edge_volume):
+        built = original(workload, assignment, granularity, edge_volume)
+        lowered = workload.lower(assignment.as_dict())
+        found.setdefault(built.label, set()).add(tuple(sorted(lowered.implementations.items())))
+        return built
+
+    monkeypatch.setattr(sweep, "build_dag", build_dag)
+    return found
+
+
+def _says(label: str, implementations: dict[str, str], nodes_by_op: dict[str, list[str]]) -> bool:
+    """Whether ``label`` ("key=name,...") is true of a lowering: a node key names its node's implementation,
+    an op-type key the implementation of each of its nodes that is not named itself."""
+    if label == "default":
+        return True
+    choices = dict(item.split("=") for item in label.split(","))
+    for key, name in choices.items():
+        nodes = [node for node in nodes_by_op.get(key, [key]) if node == key or node not in choices]
+        if any(implementations[node] != name for node in nodes):
+            return False
+    return True
+
+
+@pytest.mark.parametrize(
+    ("implementations", "strategy", "labels"),
+    [
+        ({"conv": ["mv", "op", "lmv"]}, "per-op-type", ["default"]),
+        ({"Conv": ["mv", "op"], "Conv_0": ["lmv", "mv"]}, "per-op-type", ["Conv_0=lmv", "Conv_0=mv"]),
+        ({"Conv_0": ["mv", "lmv"]}, "per-node", ["Conv_0=mv", "Conv_0=lmv"]),
+        ({"Conv_0": ["op", "lmv"]}, "greedy", ["Conv_0=op", "Conv_0=lmv"]),
+        ({"Conv": ["mv", "mv", "op"], "conv": ["lmv"]}, "per-op-type", ["Conv=mv", "Conv=op"]),
+    ],
+)
+def test_labels_are_the_lowering(implementations, strategy, labels, conv_seed, lowerings, recwarn):
+    results = explore(conv_seed, implementations, pes=[16], scheduler="list", strategy=strategy, progress=False)
+    assert results["assignment"].tolist() == labels
+    nodes = {"Conv": ["Conv_0"]}
+    for label, lowered in lowerings.items():
+        assert len(lowered) == 1 and all(_says(label, dict(one), nodes) for one in lowered)
+    assert len(set().union(*lowerings.values())) == len(lowerings)  # different labels, different lowerings
+    unknown = [str(w.message) for w in recwarn if "no node or op type" in str(w.message)]
+    assert unknown == (
+        ["explore conv-seed: no node or op type named 'conv'; ignored"] if "conv" in implementations else []
+    )
+
+
+def test_a_node_key_of_its_own_beside_its_op_type(lenet, lowerings):
+    results = explore(lenet, {"Conv": ["op"], "conv2": ["mv", "lmv"]}, pes=[4], scheduler="list", progress=False)
+    assert results["assignment"].tolist() == ["Conv=op,conv2=mv", "Conv=op,conv2=lmv"]
+    nodes = {"Conv": ["conv1", "conv2"]}
+    assert all(_says(label, dict(one), nodes) for label, lowered in lowerings.items() for one in lowered)
