@@ -1,6 +1,7 @@
 """The numbers of docs/dag.md are those of the code: its seed-convolution tables are parsed from the
-Markdown and compared with the DAGs ``dcaccel.dag.extract`` builds (nothing is compiled), and the
-example of docs/scheduler.md gives the results written beside it."""
+Markdown and compared with the DAGs ``dcaccel.dag.extract`` builds, its closed forms with
+``symbolic_metrics`` (nothing is compiled); and the example of docs/scheduler.md gives the results
+written beside it."""
 
 import functools
 import re
@@ -10,8 +11,10 @@ import warnings
 from pathlib import Path
 
 import pytest
+import sympy
 
-from dcaccel.dag import TaskDAG, extract
+from dcaccel.dag import TaskDAG, extract, symbolic_metrics
+from dcaccel.dag.expression import parse_expression
 from dcaccel.dag.metrics import depth, io_volume, work
 from dcaccel.scheduler import schedule
 from tests.markdown import code_blocks, number, table
@@ -23,6 +26,7 @@ DAG_MD = (DOCS / "dag.md").read_text()
 SEED_SECTION = "## The seed convolution, and where the numbers differ"
 SEED_ROWS = table(DAG_MD, SEED_SECTION, 0)
 EDGE_ROWS = table(DAG_MD, SEED_SECTION, 1)
+CLOSED_FORMS = table(DAG_MD, "## Closed forms (`symbolic_metrics`)")
 
 
 @pytest.fixture(scope="module")
@@ -43,6 +47,7 @@ def test_tables_cover_every_shape_and_rule():
         (shape, rule) for shape in ("mv", "op", "lmv") for rule in ("reference", "exact")
     )
     assert [row["shape"] for row in EDGE_ROWS] == ["mv", "op", "lmv"]
+    assert [row["shape"] for row in CLOSED_FORMS] == ["mv", "op", "lmv"]
 
 
 @pytest.mark.parametrize("row", SEED_ROWS, ids=lambda row: f"{row['shape']}-{row['rule']}")
@@ -67,6 +72,21 @@ def test_edge_volume_table_row(row, rule, seed_dag):
     ]
     assert len(volumes) == number(row["number"])
     assert set(volumes) == {number(row[f"volume ({rule})"])}
+
+
+def formula(cell: str):
+    """A closed form of the table (``N·(K·M + K + M)``) as a SymPy expression, parsed, not evaluated."""
+    return parse_expression(cell.replace("·", "*"))
+
+
+@pytest.mark.parametrize("row", CLOSED_FORMS, ids=lambda row: row["shape"])
+def test_closed_form_row(row, mmm):
+    metrics = symbolic_metrics(mmm.lower({"MatMul": row["shape"]}), symbols={})
+    for sizes in ({"N": 1, "K": 1, "M": 1}, {"N": 2, "K": 3, "M": 5}, {"N": 7, "K": 4, "M": 3}):
+        concrete = metrics.evaluate(**sizes)
+        for column, metric in (("tasks", "tasks"), ("I/O volume", "io_volume"), ("work (exact)", "work")):
+            documented = formula(row[column]).subs({sympy.Symbol(name): value for name, value in sizes.items()})
+            assert getattr(concrete, metric) == documented, (column, sizes)
 
 
 def test_scheduler_example_gives_the_results_beside_it(tmp_path):
