@@ -3,10 +3,11 @@
 For every case (a built-in workload and its implementation choices) the script builds the
 workload, lowers it (``Workload.lower``) and extracts its DAG at the default granularity with
 the exact volume rule (``dcaccel.dag.extract.extract``), and reports the size of the DAG, the wall
-time of each step (extraction: the best of ``--repeat`` runs) and the extraction rate in tasks per
-second. Workloads with symbolic sizes are extracted at their default sizes. A case that fails
-(an op without a canonical implementation yet) is reported with its error and does not stop the
-others.
+time of each step (extraction: the best of ``--repeat`` runs, ``validate()`` of the result included)
+and the extraction rate in tasks per second; ``validate_s`` is the part of it that the contract check
+``TaskDAG.validate`` takes (timed on an unchecked copy of the DAG). Workloads with symbolic sizes
+are extracted at their default sizes. A case that fails (an op without a canonical implementation
+yet) is reported with its error and does not stop the others.
 
 Usage: ``python benchmarks/bench_extract.py [--cases conv-seed:Conv=op,resnet18] [--repeat 3]``.
 A case is ``WORKLOAD[:OP=NAME[+OP=NAME...]]``; the default is every built-in workload with its
@@ -34,6 +35,7 @@ class Row:
     build_s: float | str
     lower_s: float | str
     extract_s: float | str
+    validate_s: float | str
     tasks_per_s: float | str
 
 
@@ -60,7 +62,7 @@ def measure(case: str, repeat: int) -> Row:
         lowered_at = time.perf_counter()
     except Exception as err:  # a workload the lowering cannot handle yet: report it, go on
         message = f"error: {str(err).splitlines()[0][:60]}"
-        return Row(case, message, "-", "-", "-", "-", "-", "-")
+        return Row(case, message, "-", "-", "-", "-", "-", "-", "-")
     seconds = []
     for _ in range(repeat):
         begin = time.perf_counter()
@@ -69,6 +71,10 @@ def measure(case: str, repeat: int) -> Row:
             dag = extract(lowered)
         seconds.append(time.perf_counter() - begin)
     best = min(seconds)
+    unchecked = dag.evaluate()
+    begin = time.perf_counter()
+    unchecked.validate()
+    validated = time.perf_counter() - begin
     tasks = len(dag.tasks)
     return Row(
         case,
@@ -78,6 +84,7 @@ def measure(case: str, repeat: int) -> Row:
         round(built - start, 2),
         round(lowered_at - built, 2),
         round(best, 3),
+        round(validated, 3),
         round(tasks / best),
     )
 

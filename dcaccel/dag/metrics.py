@@ -10,28 +10,8 @@ from __future__ import annotations
 
 from fractions import Fraction
 
-import sympy
-
+from dcaccel.dag import volume as arithmetic
 from dcaccel.dag.taskdag import NodeKind, TaskDAG, Volume
-
-
-def _max(a, b):
-    """max(a, b) for numbers, ``sympy.Max`` as soon as one side is symbolic."""
-    if isinstance(a, int | Fraction) and isinstance(b, int | Fraction):
-        return a if a >= b else b
-    return sympy.Max(a, b)
-
-
-def _sum(terms: list) -> Volume:
-    if all(isinstance(t, int) for t in terms):
-        return sum(terms)
-    return sympy.Add(*terms)
-
-
-def _ratio(num: Volume, den: Volume):
-    if isinstance(num, int) and isinstance(den, int):
-        return Fraction(num, den)
-    return sympy.Mul(num, sympy.Pow(den, -1))
 
 
 def task_costs(dag: TaskDAG) -> list[Volume]:
@@ -42,7 +22,7 @@ def task_costs(dag: TaskDAG) -> list[Volume]:
     """
     adj = dag.adjacency()
     vol = dag.edge_volumes
-    biggest = max if dag.is_concrete else _max
+    biggest = max if dag.is_concrete else arithmetic.maximum
     in_start, in_edges, out_start, out_edges = adj.in_start, adj.in_edges, adj.out_start, adj.out_edges
     costs: list[Volume] = [0] * dag.num_nodes
     for v in dag.tasks:
@@ -58,13 +38,13 @@ def task_costs(dag: TaskDAG) -> list[Volume]:
 
 def work(dag: TaskDAG) -> Volume:
     """W = Σ T(v): the time a single PE needs for the whole DAG (§6.2)."""
-    return _sum(task_costs(dag))
+    return arithmetic.total(task_costs(dag))
 
 
 def upward_ranks(dag: TaskDAG, costs: list[Volume] | None = None) -> list[Volume]:
     """rank(v) = T(v) + max over successors s of rank(s) (the longest path from v, own cost included)."""
     costs = task_costs(dag) if costs is None else costs
-    biggest = max if dag.is_concrete else _max
+    biggest = max if dag.is_concrete else arithmetic.maximum
     adj = dag.adjacency()
     dst = dag.edge_targets
     out_start, out_edges = adj.out_start, adj.out_edges
@@ -94,7 +74,7 @@ def io_volume(dag: TaskDAG) -> Volume:
     for b in dag.buffers:
         terms += [vol[e] for e in adj.into(b) if src[e] not in pseudo]
         terms += [vol[e] for e in adj.out_of(b) if dst[e] not in pseudo]
-    return _sum(terms)
+    return arithmetic.total(terms)
 
 
 def production_rates(dag: TaskDAG) -> list:
@@ -109,7 +89,7 @@ def production_rates(dag: TaskDAG) -> list:
         volume_in = vol[adj.in_edges[adj.in_start[v]]]
         first_out = adj.out_start[v]
         volume_out = -1 if first_out == adj.out_start[v + 1] else vol[adj.out_edges[first_out]]
-        rates[v] = _ratio(volume_out, volume_in)
+        rates[v] = arithmetic.ratio(volume_out, volume_in)
     return rates
 
 
@@ -133,8 +113,8 @@ def streaming_depth(dag: TaskDAG):
             continue
         best = 0
         for e in adj.into(v):
-            best = _max(best, levels[src[e]])
-        levels[v] = best + _max(rates[v], 1)
+            best = arithmetic.maximum(best, levels[src[e]])
+        levels[v] = best + arithmetic.maximum(rates[v], 1)
 
     removed = {source} if sink is None else {source, sink}
     component = _weak_components(dag, removed)
@@ -153,13 +133,13 @@ def streaming_depth(dag: TaskDAG):
             volume_out = vol[adj.in_edges[adj.in_start[v]]]
         else:
             volume_out = vol[adj.out_edges[adj.out_start[v]]]
-        volume_of[q] = _max(volume_of.get(q, -1), _max(volume_out, volume_in))
+        volume_of[q] = arithmetic.maximum(volume_of.get(q, -1), arithmetic.maximum(volume_out, volume_in))
         if not inside_out:
-            level_of[q] = _max(level_of.get(q, 0), levels[v])
+            level_of[q] = arithmetic.maximum(level_of.get(q, 0), levels[v])
     best = None
     for q, volume in volume_of.items():
         candidate = volume + level_of.get(q, 0)
-        best = candidate if best is None else _max(best, candidate)
+        best = candidate if best is None else arithmetic.maximum(best, candidate)
     if best is None:
         return 0
     if isinstance(best, Fraction) and best.denominator == 1:

@@ -3,8 +3,9 @@
 This module is the only part of :mod:`dcaccel.dag` that reads an SDFG (it imports DaCe; the rest
 of the package imports it lazily). It turns a fully lowered, inlined SDFG into a
 :class:`LoweredProgram`: the steps of the program in order (task scopes and container-to-container
-copies) plus the data containers with their buffer marks. Building the task DAG from it is the job
-of :mod:`dcaccel.dag.extract`; summing its volumes in closed form is :mod:`dcaccel.dag.symbolic`'s.
+copies) plus the data containers with their buffer marks. Walking the steps into the task DAG is
+the job of :mod:`dcaccel.dag.walk`, with its concrete (:mod:`dcaccel.dag.extract`) and closed-form
+(:mod:`dcaccel.dag.symbolic`) back-ends.
 
 Rules (architecture.md, Contract 2):
 
@@ -39,6 +40,7 @@ from dace.sdfg import nodes as dnodes
 from dace.sdfg.state import ControlFlowRegion, SDFGState
 
 from dcaccel.buffers import BufferReason, buffer_reason
+from dcaccel.dag import volume as vol
 from dcaccel.errors import DcaccelError
 
 
@@ -88,10 +90,7 @@ class TaskScope:
     @property
     def iterations(self) -> sympy.Expr:
         """Number of iterations of the outermost map (1 for a single task)."""
-        count = sympy.Integer(1)
-        for begin, end, step in self.ranges:
-            count *= sympy.floor((end - begin) / step) + 1
-        return count
+        return vol.as_expr(vol.iterations(self.ranges))
 
 
 @dataclass(frozen=True)
@@ -157,7 +156,7 @@ class _Reader:
     # -- expressions -------------------------------------------------------------------------
     def expr(self, value, params: Mapping[str, sympy.Symbol]) -> sympy.Expr:
         """``value`` as a SymPy expression over plain symbols, with known sizes substituted."""
-        expr = sympy.sympify(dace.symbolic.pystr_to_symbolic(value) if isinstance(value, str) else value)
+        expr = vol.as_expr(dace.symbolic.pystr_to_symbolic(value) if isinstance(value, str) else value)
         replacements = {}
         for sym in expr.free_symbols:
             name = str(sym)
@@ -308,9 +307,7 @@ def _merge(accesses: list[Access]) -> tuple[Access, ...]:
             continue
         begin = tuple(sympy.Min(a, b) for a, b in zip(old.begin, acc.begin, strict=True))
         end = tuple(sympy.Max(a, b) for a, b in zip(old.end, acc.end, strict=True))
-        box = sympy.Integer(1)
-        for b, e in zip(begin, end, strict=True):
-            box *= e - b + 1
+        box = vol.product(e - b + 1 for b, e in zip(begin, end, strict=True))
         elements = sympy.Min(old.elements + acc.elements, box)
         merged[acc.data] = Access(
             acc.data,

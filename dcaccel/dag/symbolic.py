@@ -455,7 +455,8 @@ class SymbolicGraph:
 
     def faults(self, rule: str) -> dict[str, Fault]:
         """The repairs of ``extract`` for unequal in-volumes into a task family and non-uniform outputs
-        of one, decided in closed form (a difference that holds only for some sizes is a conditional fault)."""
+        of one, decided in closed form (a difference that holds only for some sizes is a conditional fault).
+        Unequal volumes that no repair can fix (from or into buffers) raise, as ``TaskDAG.validate`` would."""
         found: dict[str, Fault] = {}
         sides: tuple[dict[int, list[_EdgeFamily]], dict[int, list[_EdgeFamily]]] = ({}, {})
         for (src, dst), edge in self.edges.items():
@@ -464,22 +465,19 @@ class SymbolicGraph:
         for side, what in ((0, "unequal in-volumes into"), (1, "non-uniform output of")):
             for index, edges in sides[side].items():
                 family = self.families[index]
-                if family.kind is not NodeKind.TASK:
+                if family.kind is not NodeKind.TASK and (family.kind is not NodeKind.BUFFER or side == 1):
                     continue
                 seen = [(value, edge.via) for edge in edges for value in self.seen_volumes(index, edge, rule)]
                 if len({sympy.srepr(value) for value, _ in seen}) < 2:
                     continue
-                fixed = [value for value, via in seen if not via]
+                fixed = [value for value, via in seen if not via or family.kind is NodeKind.BUFFER]
                 target = fixed[0] if fixed else self.largest(index, [value for value, _ in seen])
                 for value, via in seen:
                     condition = self.differ(index, value, target)
                     if condition is sympy.false:
                         continue
-                    if not via:
-                        raise DAGContractError(
-                            f"symbolic metrics: task '{family.label}' has {'in' if side == 0 else 'out'}-edges from "
-                            f"or into buffers with different volumes ({target} and {value}); no repair applies"
-                        )
+                    if not via or family.kind is NodeKind.BUFFER:
+                        raise _unrepairable(family, side, target, value, condition)
                     for data in sorted(via):
                         found.setdefault(data, Fault(f"{what} task {family.label}", condition))
         return found
@@ -578,6 +576,17 @@ class SymbolicGraph:
             for i, substitution in enumerate(substitutions[index])
         }
         return nodes, edges, produced
+
+
+def _unrepairable(family: _Family, side: int, a, b, condition: sympy.Basic) -> DcaccelError:
+    """The error for unequal volumes on edges from or into buffers (no repair applies): a
+    :class:`DAGContractError` when they always differ, else the sizes must be given."""
+    edges = f"{family.kind.value} '{family.label}' has {'in' if side == 0 else 'out'}-edges"
+    if condition is sympy.true:
+        return DAGContractError(f"symbolic metrics: {edges} with different volumes ({_plain(a)} and {_plain(b)})")
+    return DcaccelError(
+        f"symbolic metrics: {edges} whose volumes differ when {_plain(condition)}; pass the sizes (symbols=...)"
+    )
 
 
 def _plain(value):

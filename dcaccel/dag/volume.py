@@ -53,6 +53,28 @@ def product(values: Iterable[Volume]) -> Volume:
     return sympy.Mul(*(as_expr(v) for v in values))
 
 
+def maximum(a, b):
+    """max(a, b) for numbers (ints, ``Fraction``), ``sympy.Max`` as soon as one side is symbolic."""
+    if isinstance(a, int | Fraction) and isinstance(b, int | Fraction):
+        return a if a >= b else b
+    return sympy.Max(a, b)
+
+
+def total(terms: Iterable[Volume]) -> Volume:
+    """The sum of ``terms``: an int when all are ints, else a SymPy sum."""
+    terms = list(terms)
+    if all(isinstance(t, int) for t in terms):
+        return sum(terms)
+    return sympy.Add(*terms)
+
+
+def ratio(num: Volume, den: Volume) -> Fraction | sympy.Expr:
+    """``num / den``: an exact ``Fraction`` for ints, a SymPy expression otherwise."""
+    if isinstance(num, int) and isinstance(den, int):
+        return Fraction(num, den)
+    return sympy.Mul(num, sympy.Pow(den, -1))
+
+
 def count(begin: Volume, end: Volume, step: Volume) -> Volume:
     """The number of iterations of the inclusive range ``begin:end:step``: ⌊(end − begin)/step⌋ + 1."""
     if not any(is_symbolic(v) for v in (begin, end, step)):

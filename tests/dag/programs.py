@@ -156,3 +156,32 @@ def loop_program(size: int = 8) -> dace.SDFG:
     sdfg = looped.to_sdfg(simplify=True)
     _program_io(sdfg, "A", "B")
     return sdfg
+
+
+def prefix_program(n, k) -> dace.SDFG:
+    """``Inc`` writes C[i] and the transient t[i] (i < n); ``Head`` reads only the prefix t[0:k] (k <= n)
+    into D. Inc's out-edges carry n (into C) and k (to Head through t), equal only when k = n."""
+    sdfg = dace.SDFG("prefix")
+    sdfg.add_array("A", (n,), dace.float32)
+    sdfg.add_array("C", (n,), dace.float32)
+    sdfg.add_array("D", (k,), dace.float32)
+    sdfg.add_transient("t", (n,), dace.float32)
+    _program_io(sdfg, "A", "C", "D")
+    state, nodes = sdfg.add_state("prefix"), {}
+    elementwise(state, "Inc", n, {"a": ("A", "i")}, "b = a + 1\nc = a + 1", {"b": ("C", "i"), "c": ("t", "i")}, nodes)
+    elementwise(state, "Head", k, {"a": ("t", "i")}, "b = a", {"b": ("D", "i")}, nodes)
+    return sdfg
+
+
+def split_program(n, k) -> dace.SDFG:
+    """``Low`` writes t[0:n], ``High`` t[n:n+k]; ``Sum`` reads all of t: its in-edges carry n and k."""
+    sdfg = dace.SDFG("split")
+    sdfg.add_array("A", (n + k,), dace.float32)
+    sdfg.add_array("B", (n + k,), dace.float32)
+    sdfg.add_transient("t", (n + k,), dace.float32)
+    _program_io(sdfg, "A", "B")
+    state, nodes = sdfg.add_state("split"), {}
+    elementwise(state, "Low", n, {"a": ("A", "i")}, "b = a", {"b": ("t", "i")}, nodes)
+    elementwise(state, "High", k, {"a": ("A", f"i + {n}")}, "b = a", {"b": ("t", f"i + {n}")}, nodes)
+    elementwise(state, "Sum", n + k, {"a": ("t", "i")}, "b = a", {"b": ("B", "i")}, nodes)
+    return sdfg

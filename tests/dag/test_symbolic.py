@@ -1,9 +1,12 @@
 """Closed-form metrics of programs with symbolic sizes (dcaccel.dag.symbolic).
 
 The closed forms are checked against the concrete extraction (dcaccel.dag.extract with the sizes
-substituted, then dcaccel.dag.metrics) at several sizes, degenerate ones included.
+substituted, then dcaccel.dag.metrics) at several sizes, degenerate ones included, and for every
+built-in workload at its default sizes under every granularity and both edge-volume rules: the two
+back-ends of the one walk must give the same DAG.
 """
 
+import dace
 import pytest
 import sympy
 
@@ -11,7 +14,8 @@ from dcaccel import workloads
 from dcaccel.dag import metrics
 from dcaccel.dag.extract import extract
 from dcaccel.dag.symbolic import SymbolicMetrics, symbolic_metrics
-from dcaccel.errors import DcaccelError
+from dcaccel.errors import DAGContractError, DcaccelError
+from tests.dag import programs
 
 SHAPES = ("mv", "op", "lmv")
 SIZES = [
@@ -100,3 +104,102 @@ def test_unknown_symbol(mmm_lowered):
 def test_tiles_need_concrete_sizes(mmm_lowered):
     with pytest.raises(DcaccelError, match="tiles"):
         symbolic_metrics(mmm_lowered["mv"], ("tiles", 2))
+
+
+#: Lowering these takes 10-30 s and the task DAG of mobilenetv2-block has 600,000 tasks: marked slow.
+SLOW_WORKLOADS = {"resnet18", "mobilenetv2-block"}
+GRANULARITIES = ["task", "coarse", ("tiles", 3)]
+
+
+@pytest.fixture(scope="module")
+def lowered_workloads():
+    """Each built-in workload lowered with its default implementations, lowered on first use."""
+    cache = {}
+
+    def lowered(name):
+        if name not in cache:
+            cache[name] = workloads.get(name).lower()
+        return cache[name]
+
+    return lowered
+
+
+def _workload_cases():
+    for name in workloads.names():
+        for granularity in GRANULARITIES:
+            if name == "resnet18" and granularity != "coarse":
+                continue
+            marks = [pytest.mark.slow] if name in SLOW_WORKLOADS else []
+            yield pytest.param(name, granularity, marks=marks, id=f"{name}-{granularity}")
+
+
+@pytest.mark.filterwarnings("ignore:extract. ")
+@pytest.mark.parametrize("rule", ["exact", "reference"])
+@pytest.mark.parametrize(("name", "granularity"), list(_workload_cases()))
+def test_closed_form_of_every_workload_equals_its_dag(lowered_workloads, name, granularity, rule):
+    """The closed form evaluated at the default sizes gives the metrics of the DAG ``extract`` builds
+    (tiles need concrete iteration counts: the sizes are then fixed before the walk)."""
+    lowered = lowered_workloads(name)
+    sizes = lowered.workload.symbols
+    closed = symbolic_metrics(lowered, granularity, rule, symbols=sizes if isinstance(granularity, tuple) else None)
+    evaluated = closed.evaluate(**{s.name: sizes[s.name] for s in closed.symbols})
+    dag = extract(lowered, granularity, rule)
+    assert {name: getattr(evaluated, name) for name in concrete_metrics(dag)} == concrete_metrics(dag)
+
+
+@pytest.mark.filterwarnings("ignore:extract. container")
+@pytest.mark.parametrize("rule", ["exact", "reference"])
+@pytest.mark.parametrize(
+    "build",
+    [
+        programs.chain_program,
+        programs.two_state_program,
+        programs.in_place_program,
+        programs.reread_program,
+        programs.halves_program,
+        programs.two_outputs_program,
+        lambda: programs.prefix_program(6, 4),
+        lambda: programs.split_program(4, 4),
+    ],
+    ids=["chain", "two-states", "in-place", "reread", "halves", "two-outputs", "prefix", "split"],
+)
+def test_closed_form_of_each_rule_equals_its_dag(build, rule):
+    """Every extraction rule (collapsed streams, versions, re-reads, unequal volumes repaired, the pseudo
+    sink) gives the same metrics in both back-ends."""
+    closed = symbolic_metrics(build(), edge_volume=rule)
+    assert closed.assumptions == ()
+    assert {name: getattr(closed, name) for name in concrete_metrics(extract(build(), edge_volume=rule))} == (
+        concrete_metrics(extract(build(), edge_volume=rule))
+    )
+
+
+@pytest.mark.filterwarnings("ignore:extract. container")
+@pytest.mark.parametrize(("n", "k", "repaired"), [(6, 4, True), (6, 1, True), (6, 6, False), (1, 1, False)])
+def test_non_uniform_output_is_repaired_in_closed_form(n, k, repaired):
+    """Inc sends n elements into C and k through t: unequal unless k = n, and then t becomes a buffer.
+    The closed form keeps the condition k != n and refuses sizes that break it."""
+    closed = symbolic_metrics(programs.prefix_program(dace.symbol("n"), dace.symbol("k")))
+    assert len(closed.assumptions) == 1
+    dag = extract(programs.prefix_program(n, k))
+    assert any(dag.node(b).meta.get("inserted_buffer") for b in dag.buffers) == repaired
+    if not repaired:
+        with pytest.raises(DcaccelError, match="assumes"):
+            closed.evaluate(n=n, k=k)
+        return
+    evaluated = closed.evaluate(n=n, k=k)
+    assert {name: getattr(evaluated, name) for name in concrete_metrics(dag)} == concrete_metrics(dag)
+
+
+def test_an_undecidable_repair_is_refused():
+    """Sum's in-edges carry n and k: which one the repair keeps depends on the sizes."""
+    with pytest.raises(DcaccelError, match="^symbolic metrics: cannot decide .* 'Sum_map' is the largest"):
+        symbolic_metrics(programs.split_program(dace.symbol("n"), dace.symbol("k")))
+
+
+@pytest.mark.filterwarnings("ignore:extract. container")
+def test_unequal_volumes_into_a_buffer_are_refused_like_validate():
+    """Unequal halves make t a buffer whose in-edges differ: no repair, in closed form as in extract."""
+    with pytest.raises(DAGContractError, match="buffer 't' has in-edges with different volumes"):
+        symbolic_metrics(programs.split_program(4, 3))
+    with pytest.raises(DAGContractError, match="^extract: buffer 3 't' has in-edges with different volumes"):
+        extract(programs.split_program(4, 3))
