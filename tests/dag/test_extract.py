@@ -459,3 +459,39 @@ def test_origins_survive_fusion():
 
 def _task_metas(dag: TaskDAG) -> list[dict]:
     return [dict(dag.node(v).meta) for v in dag.tasks]
+
+
+#: The built-in workloads with convolutions; the last two take 10-30 s to lower.
+CONV_WORKLOADS = ["conv-seed", "lenet", pytest.param("mobilenetv2-block", marks=pytest.mark.slow)]
+CONV_WORKLOADS.append(pytest.param("resnet18", marks=pytest.mark.slow))
+
+
+@pytest.mark.filterwarnings("ignore:extract. ")
+@pytest.mark.parametrize("implementation", ["mv", "op", "lmv", "direct"])
+@pytest.mark.parametrize("name", CONV_WORKLOADS)
+def test_every_conv_implementation_extracts_a_valid_dag(name, implementation):
+    """extract validates what it returns; every Conv lowering gives a DAG that meets the contract
+    (the direct conv with a bias used to read B once per output beside patch-times X and W)."""
+    dag = extract(workloads.get(name).lower({"Conv": implementation}))
+    dag.validate()
+    conv_tasks = {dag.node(v).meta["implementation"] for v in dag.tasks if dag.node(v).meta.get("op") == "Conv"}
+    assert conv_tasks == {implementation}
+
+
+def test_direct_conv_with_bias_is_a_conv_task_and_a_bias_task(seed):
+    """Conv reads the 25-element window of X and W for each of the 3,456 outputs; AddBias reads each
+    output once with its bias."""
+    dag = extract(seed.lower({"Conv": "direct"}))
+    rename = seed_names(seed)
+    assert edge_table(dag, rename) == Counter(
+        {
+            ("pseudo-source", "X", 86400): 1,
+            ("pseudo-source", "W", 86400): 1,
+            ("pseudo-source", "B", 3456): 1,
+            ("X", "Conv", 86400): 1,
+            ("W", "Conv", 86400): 1,
+            ("Conv", "AddBias", 3456): 1,
+            ("B", "AddBias", 3456): 1,
+            ("AddBias", "Y", 3456): 1,
+        }
+    )
