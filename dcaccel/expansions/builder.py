@@ -148,7 +148,7 @@ class ExpansionBuilder:
     state, so steps added later see the results of earlier ones; it writes into the container's
     latest access node while no step has read that node yet, else into a new one.
 
-    Map labels are ``<prefix>_<label>`` (just ``label`` without a prefix). Tasklet connectors are
+    Map labels are ``label``, or ``<prefix>_<label>_map`` with a prefix (see :meth:`label`). Tasklet connectors are
     the keys of a step's inputs and outputs prefixed with ``__`` (see :func:`connector`); Python
     code is rewritten accordingly, C++ code must use the prefixed names.
     """
@@ -168,8 +168,9 @@ class ExpansionBuilder:
         return state
 
     def label(self, label: str) -> str:
-        """The map label of step ``label``."""
-        return f"{self.prefix}_{label}" if self.prefix else label
+        """The map label of step ``label``: ``label`` itself, or with a prefix ``<prefix>_<label>_map`` (the
+        label DaCe's ``add_mapped_tasklet`` gives the map of tasklet ``<prefix>_<label>``)."""
+        return f"{self.prefix}_{label}_map" if self.prefix else label
 
     # -- containers
     def argument(self, name: str, desc: dace.data.Data, streamed: bool = False) -> str:
@@ -312,7 +313,7 @@ class ExpansionBuilder:
         if language == dace.Language.Python:
             code = _renamed(code, names)
         tasklet = state.add_tasklet(
-            maps[-1][0] if len(maps) == 1 else maps[0][0],
+            maps[0][0].removesuffix("_map") if self.prefix else maps[0][0],
             {names[n] for n in inputs},
             {names[n] for n in outputs},
             code,

@@ -108,6 +108,7 @@ def _forward_expansion(forward: type, node_class: type) -> type:
         @classmethod
         def expansion(cls, node, state, sdfg, **kwargs):
             node.validate(sdfg, state)
+            cls.forward_impl.check(node, state, sdfg)
             return cls.forward_impl.forward(node, state, sdfg, **kwargs)
 
     Expansion.__name__ = Expansion.__qualname__ = f"{node_class.__name__}_Expansion_{forward.__name__}"

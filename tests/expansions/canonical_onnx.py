@@ -95,7 +95,9 @@ def canonical_model(model: onnx.ModelProto, name: str):
     from dace.libraries.onnx.nodes.onnx_op import ONNXOp
     from dace.ml import ONNXModel
 
-    import dcaccel.expansions  # noqa: F401  (registers the canonical implementations)
+    from dcaccel.expansions import register
+
+    register()
 
     imported = ONNXModel(name, model, onnx_simplify=False)
     for node, _ in imported.sdfg.all_nodes_recursive():
@@ -161,3 +163,19 @@ def assert_flat_maps(sdfg) -> list[TopLevelScope]:
         assert scope.kind == "map", f"{scope.label} is a top-level {scope.kind}, not a map"
         assert scope.body == {"Tasklet"}, f"map {scope.label} holds {sorted(scope.body)}, not one tasklet"
     return scopes
+
+
+def buffer_copies(sdfg) -> list[tuple[str, str, str]]:
+    """The plain copies (access node to access node, no task) into a buffer of ``sdfg``: (source, buffer, reason)."""
+    from dace.sdfg import nodes
+
+    from dcaccel.buffers import buffer_reason
+
+    return [
+        (edge.src.data, edge.dst.data, buffer_reason(sdfg.arrays[edge.dst.data]).value)
+        for state in sdfg.states()
+        for edge in state.edges()
+        if isinstance(edge.src, nodes.AccessNode)
+        and isinstance(edge.dst, nodes.AccessNode)
+        and buffer_reason(sdfg.arrays[edge.dst.data]) is not None
+    ]

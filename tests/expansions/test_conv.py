@@ -114,7 +114,7 @@ SEED_MARKS = {
     "op": {
         "W_col": BufferReason.WEIGHTS,
         "X_col": None,
-        "Y_col": BufferReason.ACCUMULATE,
+        "Y_col": BufferReason.REORDER,
         "Y_col_bias": BufferReason.LAYER_OUTPUT,
     },
     "lmv": {
@@ -161,14 +161,23 @@ def test_seed_structure(implementation):
     assert volumes[("Y_col_bias", "ReshapeOut")] == 3456
 
 
-def test_direct_is_one_flat_task():
+def test_direct_is_one_conv_task_then_a_bias_task():
     lowered = _lower_single("seed", "direct")
     state = _state(lowered.sdfg)
-    (conv,) = _top_level_maps(state)
-    assert conv.map.label == "Conv" and not _is_task_map(state, conv)
-    assert conv.map.range.num_elements() == 6 * 24 * 24
-    reads = {e.data.data: e.data.volume for e in state.in_edges(conv)}
-    assert reads == {"x_seed": 3456 * 25, "w_seed": 3456 * 25, "b_seed": 3456}
+    conv, bias = _top_level_maps(state)
+    assert (conv.map.label, bias.map.label) == ("Conv", "AddBias")
+    assert not _is_task_map(state, conv) and conv.map.range.num_elements() == 6 * 24 * 24
+    assert {e.data.data: e.data.volume for e in state.in_edges(conv)} == {"x_seed": 3456 * 25, "w_seed": 3456 * 25}
+    assert sorted(e.data.volume for e in state.in_edges(bias)) == [3456, 3456]  # the convolution's stream and B
+
+
+def test_direct_dag_keeps_the_contract():
+    """Regression: the bias read inside the convolution's task gave it in-edges of 86,400 and 3,456."""
+    from dcaccel.dag import extract
+
+    dag = extract(_lower_single("seed", "direct"))
+    dag.validate()
+    assert [dag.label(t) for t in dag.tasks] == ["Conv", "AddBias"]
 
 
 @pytest.mark.parametrize("implementation", IM2COL)

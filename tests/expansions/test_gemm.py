@@ -87,9 +87,7 @@ def test_gemm_structure(case, labels):
     assert _top_level_labels(_state(lowered.sdfg)) == labels
 
 
-@pytest.mark.parametrize(
-    "shape, reason", [("mv", None), ("op", BufferReason.ACCUMULATE), ("lmv", BufferReason.REORDER)]
-)
+@pytest.mark.parametrize("shape, reason", [("mv", None), ("op", BufferReason.REORDER), ("lmv", BufferReason.REORDER)])
 def test_gemm_product_mark_follows_the_mmm_order(shape, reason):
     sdfg = build_gemm_sdfg(3, 4, 5, dace.float32, shape, trans_b=True, c_shape=(5,))
     assert buffer_reason(sdfg.arrays["Y_mm"]) is reason

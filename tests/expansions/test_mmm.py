@@ -15,9 +15,6 @@ from dcaccel.dag.symbolic import symbolic_metrics
 from dcaccel.errors import DcaccelError
 from dcaccel.expansions.mmm import (
     MMM,
-    ExpandLMV,
-    ExpandMV,
-    ExpandOP,
     MMMOperands,
     Order,
     buffer_reason_between,
@@ -218,13 +215,6 @@ def test_broadcast_operand_is_buffered_once():
     assert expanded.arrays["_b_copy"].shape == (5, 4, 2)
     (op_state,) = expanded.states()
     assert _top_level_maps(op_state)["OP"].map.range.num_elements() == 2 * 5 * 4
-
-
-def test_declared_orders():
-    assert (ExpandMV.consumes_a, ExpandMV.consumes_b, ExpandMV.produces) == (Order.ROW, Order.ANY, Order.ROW)
-    assert (ExpandOP.consumes_a, ExpandOP.consumes_b, ExpandOP.produces) == (Order.ANY, Order.ANY, Order.ACCUMULATED)
-    assert (ExpandLMV.consumes_a, ExpandLMV.consumes_b, ExpandLMV.produces) == (Order.ANY, Order.ROW, Order.COLUMN)
-    assert MMM.implementations == {"mv": ExpandMV, "op": ExpandOP, "lmv": ExpandLMV}
 
 
 @pytest.mark.parametrize(

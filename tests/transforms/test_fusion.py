@@ -80,15 +80,17 @@ def test_extract_fuses_a_copy():
 
 @pytest.mark.filterwarnings("ignore:extract. container .* re-reads")
 def test_lenet_relu_and_gemm_epilogues_fuse():
-    """In LeNet each Relu fuses into the element-wise task before it (ReshapeOut of the convolutions,
-    Gather + AddBias of the Gemms); under the exact rule the fused Gemm epilogue reads one column
-    per MV task and the bias whole, so the MV outputs become buffer nodes."""
+    """In LeNet the Relus of the Gemms fuse into the element-wise task before them (Gather + AddBias);
+    under the exact rule the fused Gemm epilogue reads one column per MV task and the bias whole, so
+    the MV outputs become buffer nodes. The Relus of the convolutions stay: ReshapeOut iterates another
+    index space (groups and batch apart) and the MaxPool after them reads a buffer filled by a plain copy,
+    which is no task to fuse with."""
     lowered = workloads.get("lenet").lower()
     before = extract(lowered)
     with pytest.warns(UserWarning, match="unequal in-volumes"):
         after = extract(lowered, fusion=True)
     after.validate()
     fused = {after.node(v).meta["map"] for v in after.tasks}
-    assert not any("relu" in label.lower() for label in fused)
+    assert sorted(label for label in fused if "relu" in label.lower()) == ["Relu_0_relu_map", "Relu_1_relu_map"]
     assert len(after.tasks) < len(before.tasks)
     assert metrics.work(after) < metrics.work(before)

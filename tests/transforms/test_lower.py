@@ -115,10 +115,19 @@ def test_implementation_that_does_not_apply_is_unsupported():
         [_value("u", (4,)), _value("v", (4,))],
         [_value("d", ())],
     )
+    sdfg = ONNXModel("dot", model).sdfg
+    before = sdfg.to_json()
     with pytest.raises(
-        UnsupportedOpError, match=r"unsupported op MatMul \(node 'dot'\): implementation 'mv' does not apply"
+        UnsupportedOpError, match=r"^unsupported op MatMul \(node 'dot'\): a dot product of two vectors$"
     ):
-        lower(ONNXModel("dot", model).sdfg)
+        lower(sdfg)
+    assert sdfg.to_json() == before
+
+
+@pytest.mark.parametrize("choices", [["Conv"], "Conv=op", ("Conv", "op")])
+def test_choices_that_are_not_a_mapping_are_one_line_errors(conv_seed, choices):
+    with pytest.raises(DcaccelError, match=r"^lower: choices must map op types or node names to implementation names"):
+        lower(conv_seed, choices)
 
 
 def test_simplify_would_remove_the_im2col_container_so_lower_skips_that_pass(two_convs_and_a_matmul):
@@ -177,7 +186,7 @@ def test_program_workload_lowers_its_matrix_product(mmm, shape):
     [
         # mv: Xr, Wr, BcastA, MV, Gather, AddBias, ReshapeOut; no bias: no AddBias; MatMul: BcastA, MV, Gather
         ({}, {"conv1": 7, "conv2": 6, "mm": 3}),
-        ({"Conv": "direct"}, {"conv1": 1, "conv2": 1, "mm": 3}),
+        ({"Conv": "direct"}, {"conv1": 2, "conv2": 1, "mm": 3}),  # with a bias: Conv, AddBias
     ],
 )
 def test_every_top_level_map_knows_the_node_it_lowers(two_convs_and_a_matmul, choices, maps):
@@ -213,7 +222,7 @@ def test_lowering_again_reuses_expansions_and_gives_the_same_program():
         assert extract(lowered).to_json() == extract(fresh).to_json()
         assert lowered.implementations == fresh.implementations
         sizes.append(len(workload.expansion_cache))
-    # first: conv1-2, fc1-3 (mv), Relu_0-3, MaxPool_0-1, Softmax_0 = 12 (Reshape removes its constant
-    # input from the parent state, so it is never cached); then conv1-2 under op and fc1-3 under lmv
-    assert sizes == [12, 17, 17, 17]
+    # first: conv1-2, fc1-3 (mv), Relu_0-3, MaxPool_0-1, Softmax_0, Reshape_0 = 13 (Reshape disconnects
+    # its constant shape input: a reuse disconnects it again); then conv1-2 under op and fc1-3 under lmv
+    assert sizes == [13, 18, 18, 18]
     assert {key for key in workload.expansion_cache if key[0] == "conv1"} == {("conv1", "mv"), ("conv1", "op")}
