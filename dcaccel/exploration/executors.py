@@ -17,6 +17,11 @@ pool, up to :data:`RETRIES` times); when the retries are spent the assignment is
 
 DaCe is not thread-safe: workers are processes (Dask workers should run one thread each, and a lock
 serialises evaluations in a worker process that has more).
+
+Pool workers never outlive the sweep: each watches the sweep's process and exits as soon as it ends,
+however it ends (Ctrl-C, SIGTERM, SIGKILL); the fork server then exits by itself. Ctrl-C reaches the
+sweep only (workers ignore SIGINT); a pool closed by an exception terminates its workers instead of
+waiting for their assignments.
 """
 
 from __future__ import annotations
@@ -25,7 +30,10 @@ import dataclasses
 import logging
 import multiprocessing
 import os
+import select
+import signal
 import threading
+import time
 import traceback
 from collections.abc import Iterator, Sequence
 from concurrent.futures import FIRST_COMPLETED, ProcessPoolExecutor, wait
@@ -140,8 +148,47 @@ def _evaluate_source(source: WorkloadSource, evaluation: Evaluation, assignment:
     return evaluate(evaluation, source.build(), assignment)
 
 
-def _install(source: WorkloadSource, started) -> None:
-    """Process-pool initializer: build the worker's workload once; keep the queue starts are reported on."""
+def _alive(pid: int) -> bool:
+    """Whether the process ``pid`` exists."""
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    except PermissionError:
+        return True
+    return True
+
+
+def _watch(pid: int) -> None:
+    """Return when the process ``pid`` has ended: wait on a pidfd where the system has them (Linux), else
+    poll once a second."""
+    try:
+        handle = os.pidfd_open(pid)
+    except (AttributeError, OSError):  # no pidfd here, or the process is already gone
+        while _alive(pid):
+            time.sleep(1.0)
+        return
+    with os.fdopen(handle) as pidfd:
+        select.select([pidfd], [], [])
+
+
+def exit_with(pid: int) -> threading.Thread:
+    """Make this process exit as soon as the process ``pid`` ends (a daemon thread waits for it)."""
+
+    def wait_then_exit() -> None:
+        _watch(pid)
+        os._exit(1)
+
+    watcher = threading.Thread(target=wait_then_exit, name=f"exit-with-{pid}", daemon=True)
+    watcher.start()
+    return watcher
+
+
+def _install(source: WorkloadSource, started, sweep: int) -> None:
+    """Process-pool initializer: leave Ctrl-C to the sweep, exit when the sweep process ``sweep`` ends,
+    build the worker's workload once and keep the queue starts are reported on."""
+    signal.signal(signal.SIGINT, signal.SIG_IGN)
+    exit_with(sweep)
     _INSTALLED[:] = [source.build(), started]
 
 
@@ -222,7 +269,7 @@ class ProcessExecutor(Executor):
                 max_workers=self.workers,
                 mp_context=self._context,
                 initializer=_install,
-                initargs=(self.source, self._started),
+                initargs=(self.source, self._started, os.getpid()),
             )
         return self._pool
 
@@ -285,6 +332,18 @@ class ProcessExecutor(Executor):
 
     def close(self) -> None:
         self._discard_pool()
+
+    def terminate(self) -> None:
+        """Stop the workers now, abandoning the assignments they run."""
+        if self._pool is not None:
+            # ProcessPoolExecutor has no public way to stop busy workers before Python 3.14
+            for process in list(self._pool._processes.values()):
+                process.terminate()
+
+    def __exit__(self, kind, *exc) -> None:
+        if kind is not None:
+            self.terminate()
+        self.close()
 
 
 class DaskExecutor(Executor):

@@ -1,6 +1,7 @@
 """Executors: the same sweep gives the same rows locally, in a process pool and on a Dask cluster; a
 failing assignment is reported without stopping the others; a worker that dies has its assignment
-retried; greedy exploration evaluates the candidates of one node together.
+retried; greedy exploration evaluates the candidates of one node together; no worker outlives its
+sweep, however the sweep ends.
 
 The process-pool tests use :class:`Stub`, an evaluation that needs no lowering and fails or kills
 its worker on request. The Dask tests share one ``LocalCluster`` of two single-threaded
@@ -9,9 +10,12 @@ worker processes on loopback, shut down at the end of the module.
 
 import os
 import signal
+import subprocess
+import sys
 import threading
 import time
 from dataclasses import dataclass
+from pathlib import Path
 from types import SimpleNamespace
 
 import pytest
@@ -30,6 +34,7 @@ from dcaccel.exploration.points import ExplorationPoint, columns
 
 SHAPES = {"Conv": ["mv", "op", "lmv"]}
 TIMING = [name for name in columns() if name.endswith("_seconds")]
+ROOT = Path(__file__).resolve().parents[2]
 
 
 @dataclass(frozen=True)
@@ -52,6 +57,31 @@ class Stub:
         values.update(workload=workload.name, assignment=str(assignment), granularity="task", scheduler="list")
         values.update(makespan=len(name), speedup=0.0, utilisation=0.0, area=0.0, power=0.0)
         return [ExplorationPoint(**values)]
+
+
+@dataclass(frozen=True)
+class Sleeper:
+    """An evaluation that marks its start with a file in ``folder``, then sleeps for ten minutes."""
+
+    folder: str
+
+    def points(self, workload, assignment: Assignment) -> list[ExplorationPoint]:
+        open(os.path.join(self.folder, f"{assignment.as_dict()['Conv']}.started"), "w").close()
+        time.sleep(600)
+        return []
+
+
+#: A sweep of three sleeping assignments on two pool workers (run with the folder of the start marks).
+SLEEPING_SWEEP = """
+import signal, sys
+from types import SimpleNamespace
+from dcaccel.exploration.executors import ProcessExecutor, WorkloadSource
+from tests.exploration.test_executors import Sleeper, conv
+
+signal.signal(signal.SIGINT, signal.default_int_handler)
+with ProcessExecutor(WorkloadSource("stub", SimpleNamespace(name="stub")), Sleeper(sys.argv[1]), 2) as pool:
+    list(pool.map(conv("a", "b", "c")))
+"""
 
 
 def conv(*names: str) -> list[Assignment]:
@@ -239,3 +269,52 @@ def test_a_killed_worker_loses_no_point(conv_seed, local_results, cluster, tmp_p
 
     resumed = explore("conv-seed", SHAPES, pes=[1, 16, 128], executor="dask", results=path, resume=True)
     assert resumed.equals(results)
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("signum", [signal.SIGKILL, signal.SIGTERM, signal.SIGINT], ids=["KILL", "TERM", "INT"])
+def test_no_worker_outlives_its_sweep(signum, tmp_path):
+    import psutil
+
+    sweep = subprocess.Popen([sys.executable, "-c", SLEEPING_SWEEP, str(tmp_path)], cwd=ROOT, stderr=subprocess.PIPE)
+    descendants = []
+    try:
+        deadline = time.monotonic() + 120
+        while len(list(tmp_path.glob("*.started"))) < 2:
+            assert sweep.poll() is None and time.monotonic() < deadline
+            time.sleep(0.1)
+        descendants = psutil.Process(sweep.pid).children(recursive=True)
+        assert len([p for p in descendants if p.ppid() != sweep.pid]) == 2  # the workers, under the fork server
+        sweep.send_signal(signum)
+        sweep.wait(timeout=30)
+        _, alive = psutil.wait_procs(descendants, timeout=10)
+        assert alive == []
+    finally:
+        for process in [*descendants, sweep]:
+            if process.poll() is None if process is sweep else process.is_running():
+                process.kill()
+    assert sweep.returncode == -signum
+
+
+@pytest.mark.slow
+def test_ctrl_c_keeps_the_finished_points_and_stops_the_workers(monkeypatch, tmp_path):
+    import psutil
+
+    from dcaccel.exploration.store import ResultStore, read_points
+    from dcaccel.exploration.sweep import explore
+
+    original = ResultStore.add
+
+    def add_then_interrupt(self, points):
+        original(self, points)
+        raise KeyboardInterrupt
+
+    monkeypatch.setattr(ResultStore, "add", add_then_interrupt)
+    path = tmp_path / "r.sqlite"
+    options = {"pes": [4], "scheduler": "list", "executor": "process", "workers": 2, "progress": False}
+    with pytest.raises(KeyboardInterrupt):
+        explore("conv-seed", SHAPES, results=path, **options)
+    workers = [p for p in psutil.Process().children(recursive=True) if p.ppid() != os.getpid()]
+    _, alive = psutil.wait_procs(workers, timeout=5)
+    assert alive == []
+    assert len(read_points(path)) == 1
