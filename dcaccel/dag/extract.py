@@ -53,6 +53,7 @@ from dcaccel.dag.walk import (
     Granularity,
     Node,
     Rows,
+    add_edge,
     box_size,
     check_options,
     iteration_points,
@@ -166,14 +167,7 @@ class ConcreteGraph:
         return len(self.nodes) - 1
 
     def add_edge(self, src: int, dst: int, exact, reference, via: str | None = None) -> None:
-        edge = self.edges.get((src, dst))
-        if edge is None:
-            self.edges[(src, dst)] = edge = Edge(exact, reference)
-        else:
-            edge.exact += exact
-            edge.reference += reference
-        if via is not None:
-            edge.via.add(via)
+        add_edge(self.edges, src, dst, exact, reference, via)
 
     def add_buffer(self, data: str, meta: dict[str, Any]) -> int:
         return self.add_node(NodeKind.BUFFER, data, meta)

@@ -41,6 +41,7 @@ from dcaccel.dag.walk import (
     Fault,
     Granularity,
     Node,
+    add_edge,
     check_options,
     tiles_of,
     walk_program,
@@ -177,20 +178,6 @@ class _Box:
 
 
 @dataclass
-class _EdgeFamily:
-    """Edges from family ``src`` to family ``dst``, one per iteration of ``over`` (a family id, or
-    None for one edge), with the volume of each under both rules and the collapsed containers crossed."""
-
-    exact: sympy.Expr
-    reference: sympy.Expr
-    over: int | None
-    via: set[str] = field(default_factory=set)
-
-    def volume(self, rule: str) -> sympy.Expr:
-        return self.exact if rule == "exact" else self.reference
-
-
-@dataclass
 class _FamilyGroup:
     """The families one task scope becomes (one, or one per tile) and their accesses per container."""
 
@@ -260,7 +247,7 @@ class SymbolicGraph:
     def __init__(self, granularity: Granularity):
         self.granularity = granularity
         self.families: list[_Family] = []
-        self.edges: dict[tuple[int, int], _EdgeFamily] = {}
+        self.edges: dict[tuple[int, int], Edge] = {}
         self.produced: dict[int, sympy.Expr] = {}
 
     # -- nodes and edges
@@ -269,15 +256,9 @@ class SymbolicGraph:
         return len(self.families) - 1
 
     def add_edge(self, src: int, dst: int, exact, reference, via: str | None = None) -> None:
+        """Edges from ``src`` to ``dst``: one, or one per iteration of the family at the multiple end."""
         over = src if self.families[src].multiple else dst if self.families[dst].multiple else None
-        edge = self.edges.get((src, dst))
-        if edge is None:
-            self.edges[(src, dst)] = edge = _EdgeFamily(vol.as_expr(exact), vol.as_expr(reference), over)
-        else:
-            edge.exact += exact
-            edge.reference += reference
-        if via is not None:
-            edge.via.add(via)
+        add_edge(self.edges, src, dst, vol.as_expr(exact), vol.as_expr(reference), via, over)
 
     def add_buffer(self, data: str, meta: dict[str, Any]) -> int:
         return self.add(_Family(NodeKind.BUFFER, data, meta))
@@ -403,7 +384,7 @@ class SymbolicGraph:
         return (tuple(p for p, _ in moved), tuple(b for _, b in moved)) if moved else None
 
     # -- contract repair
-    def seen_volumes(self, index: int, edge: _EdgeFamily, rule: str) -> list[sympy.Expr]:
+    def seen_volumes(self, index: int, edge: Edge, rule: str) -> list[sympy.Expr]:
         """The volumes of ``edge`` as one node of family ``index`` sees them: one expression (in the
         family's parameters) or, for an edge family over the other end, one per iteration of it."""
         volume = vol.as_expr(edge.volume(rule))
@@ -458,7 +439,7 @@ class SymbolicGraph:
         of one, decided in closed form (a difference that holds only for some sizes is a conditional fault).
         Unequal volumes that no repair can fix (from or into buffers) raise, as ``TaskDAG.validate`` would."""
         found: dict[str, Fault] = {}
-        sides: tuple[dict[int, list[_EdgeFamily]], dict[int, list[_EdgeFamily]]] = ({}, {})
+        sides: tuple[dict[int, list[Edge]], dict[int, list[Edge]]] = ({}, {})
         for (src, dst), edge in self.edges.items():
             sides[0].setdefault(dst, []).append(edge)
             sides[1].setdefault(src, []).append(edge)
@@ -485,8 +466,8 @@ class SymbolicGraph:
     # -- results
     def metrics(self, rule: str, sink: str, assumptions: tuple[sympy.Basic, ...]) -> SymbolicMetrics:
         """The metrics of the DAG the families stand for, with a pseudo sink by the rule of ``extract``."""
-        first_in: dict[int, _EdgeFamily] = {}
-        first_out: dict[int, _EdgeFamily] = {}
+        first_in: dict[int, Edge] = {}
+        first_out: dict[int, Edge] = {}
         for (src, dst), edge in self.edges.items():
             first_in.setdefault(dst, edge)
             first_out.setdefault(src, edge)
@@ -528,7 +509,7 @@ class SymbolicGraph:
             raise DAGContractError("symbolic metrics: the DAG has several exits and sink='never'")
         return several
 
-    def seen_from(self, index: int, edge: _EdgeFamily | None, rule: str) -> sympy.Expr | None:
+    def seen_from(self, index: int, edge: Edge | None, rule: str) -> sympy.Expr | None:
         """The volume of ``edge`` as one node of family ``index`` sees it (its first such edge)."""
         if edge is None:
             return None

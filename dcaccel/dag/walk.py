@@ -199,15 +199,33 @@ class Fault:
 
 @dataclass(slots=True)
 class Edge:
-    """An edge under construction: its volume under both rules, and the collapsed containers it
-    comes through (empty for an edge from or into a buffer node)."""
+    """An edge under construction: its volume under both rules, the collapsed containers it comes
+    through (empty for an edge from or into a buffer node) and, in the closed-form back-end, the
+    family of tasks it stands for one edge per iteration of (``over``; None for a single edge)."""
 
     exact: Any
     reference: Any
     via: set[str] = field(default_factory=set)
+    over: int | None = None
 
     def volume(self, rule: str):
         return self.exact if rule == "exact" else self.reference
+
+
+def add_edge(
+    edges: dict[tuple[int, int], Edge], src: int, dst: int, exact, reference, via: str | None, over: int | None = None
+) -> None:
+    """Add the edge ``src`` → ``dst`` with volumes ``exact``/``reference``; when the pair already has one
+    (a consumer reading two containers a producer wrote), add the volumes to it. ``via``: the collapsed
+    container crossed; ``over``: see :class:`Edge`."""
+    known = edges.get((src, dst))
+    if known is None:
+        edges[(src, dst)] = known = Edge(exact, reference, set(), over)
+    else:
+        known.exact += exact
+        known.reference += reference
+    if via is not None:
+        known.via.add(via)
 
 
 @dataclass(slots=True)
