@@ -15,7 +15,6 @@ from contextlib import ExitStack
 from dataclasses import asdict, dataclass
 
 import pandas as pd
-from dace.sdfg.nodes import LibraryNode
 from tqdm import tqdm
 
 from dcaccel.dag.extract import EDGE_VOLUME_RULES, Granularity, extract
@@ -26,6 +25,7 @@ from dcaccel.exploration.cost import CostModel
 from dcaccel.exploration.executors import Executor, Failure, Outcome, WorkloadSource, check_executor, make_executor
 from dcaccel.exploration.points import ExplorationPoint, metrics, to_frame
 from dcaccel.exploration.store import ResultStore
+from dcaccel.frontend.ops import library_nodes
 from dcaccel.scheduler import PARTITIONINGS, SCHEDULERS, schedule
 from dcaccel.transforms.lower import available_implementations, op_type
 
@@ -193,14 +193,10 @@ def fingerprint(workload) -> dict[str, object]:
     }
 
 
-def _library_nodes(workload) -> list[LibraryNode]:
-    return [node for node, _ in workload.sdfg.all_nodes_recursive() if isinstance(node, LibraryNode)]
-
-
 def nodes_by_op_type(workload) -> dict[str, list[str]]:
     """Names of the workload's library nodes per op type, in program order."""
     found: dict[str, list[str]] = {}
-    for node in _library_nodes(workload):
+    for node, _ in library_nodes(workload.sdfg):
         found.setdefault(op_type(node), []).append(node.label)
     return found
 
@@ -208,7 +204,7 @@ def nodes_by_op_type(workload) -> dict[str, list[str]]:
 def default_implementations(workload) -> dict[str, list[str]]:
     """Per op type of ``workload``, dcaccel's implementations, for the op types that have a choice."""
     choices: dict[str, list[str]] = {}
-    for node in _library_nodes(workload):
+    for node, _ in library_nodes(workload.sdfg):
         available = available_implementations(node)
         if len(available) > 1:
             choices.setdefault(op_type(node), available)
@@ -218,7 +214,7 @@ def default_implementations(workload) -> dict[str, list[str]]:
 def check_implementations(workload, implementations: Mapping[str, Sequence[str]]) -> None:
     """Raise :class:`DcaccelError` for an implementation a node named by ``implementations`` (through its
     op type or its name) does not have, before anything is lowered."""
-    for node in _library_nodes(workload):
+    for node, _ in library_nodes(workload.sdfg):
         op = op_type(node)
         names = [*implementations.get(op, ()), *implementations.get(node.label, ())]
         available = available_implementations(node)
