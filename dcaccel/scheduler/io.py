@@ -7,14 +7,14 @@
   and read back, each side on chip when its end node is placed on chip, off chip otherwise.
 * On-chip placement (§7.3): per block, the buffer nodes of the block compete for the on-chip
   capacity (in elements): a 0/1 knapsack with the buffer's input volume as weight and its total
-  traffic as value. Each block gets the whole capacity.
+  traffic as value. Each block gets the whole capacity; the knapsack's cost follows the number of
+  distinct weights the block's buffers can add up to, never the capacity.
 """
 
 from __future__ import annotations
 
+import bisect
 from dataclasses import dataclass
-
-import numpy as np
 
 from dcaccel.scheduler.graph import CanonicalGraph
 from dcaccel.scheduler.order import python_set_order
@@ -50,24 +50,41 @@ def onchip_placement(g: CanonicalGraph, blocks: list[list[int]], capacity: int) 
 
 def _knapsack(weights: list[int], values: list[int], capacity: int) -> list[int]:
     """Indices of the items the 0/1 knapsack DP table takes, traced back from the last item (an item
-    is taken where its row improves on the previous one)."""
+    is taken where its row improves on the previous one).
+
+    Row i of the table, ``best_i(c)`` (the most value of the first i items within weight c), is a
+    non-decreasing step function of c and is kept as its steps (weights where it rises, and its
+    values there), so that time and memory follow the number of steps, never the capacity."""
     if sum(weights) <= capacity:
         return list(range(len(weights)))
-    best = np.zeros(capacity + 1, dtype=np.int64)
-    improves = np.zeros((len(weights), capacity + 1), dtype=bool)
-    for i, (weight, value) in enumerate(zip(weights, values, strict=True)):
+    rows = [([0], [0])]  # best_0: 0 from weight 0 on
+    for weight, value in zip(weights, values, strict=True):
+        at, best = rows[-1]
         if weight > capacity:
+            rows.append(rows[-1])
             continue
-        with_item = best[: capacity + 1 - weight] + value
-        improves[i, weight:] = with_item > best[weight:]
-        best[weight:] = np.maximum(best[weight:], with_item)
+        candidates = sorted({*at, *(c + weight for c in at if c + weight <= capacity)})
+        steps_at, steps_best = [], []
+        for c in candidates:
+            reached = max(_step(at, best, c), _step(at, best, c - weight) + value if c >= weight else -1)
+            if not steps_best or reached > steps_best[-1]:
+                steps_at.append(c)
+                steps_best.append(reached)
+        rows.append((steps_at, steps_best))
     taken = []
     room = capacity
     for i in range(len(weights) - 1, -1, -1):
-        if improves[i, room]:
+        at, best = rows[i]
+        weight = weights[i]
+        if weight <= room and _step(at, best, room - weight) + values[i] > _step(at, best, room):
             taken.append(i)
-            room -= weights[i]
+            room -= weight
     return taken
+
+
+def _step(at: list[int], best: list[int], c: int) -> int:
+    """The value of the step function (``at``, ``best``) at weight ``c`` >= 0."""
+    return best[bisect.bisect_right(at, c) - 1]
 
 
 def global_io(g: CanonicalGraph, streaming: bytearray, onchip: set[int]) -> tuple[int, int, int]:
