@@ -59,7 +59,6 @@ from dcaccel.dag.walk import (
     iteration_points,
     iteration_rows,
     single_rows,
-    tile_count,
     tiles_of,
     walk_program,
 )
@@ -68,7 +67,7 @@ from dcaccel.errors import DAGContractError
 if TYPE_CHECKING:
     from dcaccel.dag.scopes import Access, TaskScope
 
-__all__ = ["EDGE_VOLUME_RULES", "SINK_MODES", "ConcreteGraph", "Granularity", "extract", "tile_count"]
+__all__ = ["EDGE_VOLUME_RULES", "SINK_MODES", "ConcreteGraph", "Granularity", "extract"]
 
 #: Largest number of (producer, consumer) box pairs intersected in one NumPy operation.
 _PAIR_CHUNK = 1 << 21

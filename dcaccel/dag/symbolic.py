@@ -103,16 +103,11 @@ class SymbolicMetrics:
                 raise DcaccelError(f"symbolic metrics: the closed form assumes {condition}, false for {values}")
             if holds is not sympy.true:
                 remaining.append(holds)
-        metrics = {name: _value(getattr(self, name), substitution) for name in _METRICS}
+        metrics = {name: vol.evaluate(vol.as_expr(getattr(self, name)), values) for name in _METRICS}
         return SymbolicMetrics(**metrics, assumptions=tuple(remaining))
 
 
 _METRICS = tuple(f.name for f in fields(SymbolicMetrics) if f.name != "assumptions")
-
-
-def _value(expr, substitution):
-    result = vol.as_expr(expr).xreplace(substitution).doit()
-    return int(result) if result.is_Integer else sympy.simplify(result)
 
 
 # -- families ----------------------------------------------------------------------------------

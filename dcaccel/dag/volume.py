@@ -143,11 +143,6 @@ def provably_le(a: Volume, b: Volume) -> bool:
     return decide(sympy.Le(as_expr(a), as_expr(b))) is True
 
 
-def is_zero(value) -> bool:
-    """Whether ``value`` is provably 0."""
-    return value == 0 if not isinstance(value, sympy.Basic) else value.is_zero is True
-
-
 def key(value) -> int | str:
     """A volume as an int, or the canonical text of a symbolic one (to compare and count volumes)."""
     if type(value) is int:
