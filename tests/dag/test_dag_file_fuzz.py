@@ -169,15 +169,17 @@ def _listing(folder: Path) -> set[str]:
     document=dag_documents(),
     pes=st.sampled_from(["1", "3", "100000000"]),
     scheduler=st.sampled_from(["streaming", "list"]),
+    onchip=st.sampled_from(["0", "4", "4096", str(10**18)]),
     gantt=st.sampled_from([None] * 9 + ["chart.png"]),
     as_json=st.booleans(),
 )
-def test_cli(capsys, document, pes, scheduler, gantt, as_json):
+def test_cli(capsys, document, pes, scheduler, onchip, gantt, as_json):
     with tempfile.TemporaryDirectory() as folder:
         folder = Path(folder)
         path = folder / "dag.json"
         path.write_text(json.dumps(document))
-        argv = ["schedule", str(path), "--pes", pes, "--scheduler", scheduler] + ["--json"] * as_json
+        argv = ["schedule", str(path), "--pes", pes, "--scheduler", scheduler, "--onchip", onchip]
+        argv += ["--json"] * as_json
         if gantt:
             argv += ["--gantt", str(folder / gantt)]
         before = _listing(folder)
