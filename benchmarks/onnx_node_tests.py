@@ -359,6 +359,7 @@ class Runner:
         """Outcomes of all ``selected`` cases: dry runs first, then batched compiles per opset."""
         import dcaccel.expansions
 
+        dcaccel.expansions.register()
         outcomes, runnable = [], defaultdict(list)
         for op, case in selected:
             implementations = dcaccel.expansions.implementations(op)
