@@ -1,39 +1,72 @@
 """Plots of exploration results (matplotlib). Each function returns the Figure; ``save(fig, path)``
 writes PNG or SVG by the path's suffix."""
 
+import math
 from pathlib import Path
 
 import matplotlib.colors
 import matplotlib.pyplot as plt
 import pandas as pd
+from matplotlib.lines import Line2D
 
 from dcaccel.exploration.pareto import pareto_front
+
+#: Line style and marker of each scheduler's series.
+SCHEDULER_STYLES = {"streaming": "-o", "list": "--s"}
+
+#: Legend entries per column; a longer legend gets more columns (and the figure more width).
+LEGEND_ROWS = 30
+
+#: Width of one character of a small-font legend label, in inches (to size the figure around the legend).
+_CHARACTER_WIDTH = 0.075
 
 
 def _series_label(assignment: str, scheduler: str, schedulers: int) -> str:
     return f"{assignment} ({scheduler})" if schedulers > 1 else assignment
 
 
+def colours(names: list[str]) -> dict[str, tuple]:
+    """A distinct colour per name: the default colour cycle for up to 10 names, ``tab20`` for up to 20,
+    else evenly spaced along ``turbo``."""
+    if len(names) <= 10:
+        return {name: matplotlib.colors.to_rgba(f"C{i}") for i, name in enumerate(names)}
+    if len(names) <= 20:
+        return {name: plt.get_cmap("tab20")(i) for i, name in enumerate(names)}
+    turbo = plt.get_cmap("turbo")
+    return {name: turbo(i / (len(names) - 1)) for i, name in enumerate(names)}
+
+
 def plot_makespan(results: pd.DataFrame, onchip_memory: int | None = None) -> plt.Figure:
     """Makespan against the number of PEs, one colour per assignment, solid for the streaming
-    scheduler and dashed for the list scheduler, log-log axes."""
+    scheduler and dashed for the list scheduler, log-log axes.
+
+    The legend sits outside the axes, on the right: one entry per assignment (its colour) and one per
+    scheduler (its line style), in columns of at most :data:`LEGEND_ROWS`; the figure widens to hold it.
+    """
     data = _one_memory(results, onchip_memory)
-    fig, ax = plt.subplots(figsize=(7, 4.5))
-    schedulers = data["scheduler"].nunique()
-    colours = {name: f"C{i}" for i, name in enumerate(data["assignment"].unique())}
+    assignments = list(data["assignment"].unique())
+    schedulers = list(data["scheduler"].unique())
+    colour = colours(assignments)
+    handles = [Line2D([], [], color=colour[name], linewidth=2, label=name) for name in assignments]
+    if len(schedulers) > 1:
+        for name in schedulers:
+            style = SCHEDULER_STYLES[name]
+            handles.append(Line2D([], [], color="black", linestyle=style[:-1], marker=style[-1], label=name))
+    columns = math.ceil(len(handles) / LEGEND_ROWS)
+    rows = math.ceil(len(handles) / columns)
+    column_width = _CHARACTER_WIDTH * max(len(handle.get_label()) for handle in handles) + 0.8
+    fig, ax = plt.subplots(figsize=(6 + columns * column_width, max(4.5, 0.2 * rows + 1.2)), layout="constrained")
     for (assignment, scheduler), group in data.groupby(["assignment", "scheduler"], sort=False):
         group = group.sort_values("pes")
-        style = "-o" if scheduler == "streaming" else "--s"
-        label = _series_label(assignment, scheduler, schedulers)
-        ax.plot(group["pes"], group["makespan"], style, color=colours[assignment], label=label)
+        label = _series_label(assignment, scheduler, len(schedulers))
+        ax.plot(group["pes"], group["makespan"], SCHEDULER_STYLES[scheduler], color=colour[assignment], label=label)
     ax.set_xscale("log", base=2)
     ax.set_yscale("log")
     ax.set_xlabel("processing elements (P)")
     ax.set_ylabel("makespan (cycles)")
     ax.set_title(f"{_title(data)}: makespan vs P")
     ax.grid(True, which="both", alpha=0.3)
-    ax.legend(fontsize="small")
-    fig.tight_layout()
+    fig.legend(handles=handles, loc="outside right upper", ncols=columns, fontsize="small")
     return fig
 
 

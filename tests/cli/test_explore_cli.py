@@ -243,3 +243,18 @@ def test_resume_refuses_an_edited_model(capsys, tmp_path):
     assert status == 2 and out == ""
     assert err.startswith(f"dcaccel explore: error: results file {results} was written with program of ")
     assert len(err.splitlines()) == 1
+
+
+@pytest.mark.parametrize(
+    ("count", "others"), [(1, ""), (4, "a1: 101, a2: 102, a3: 103"), (250, "a1: 101, a2: 102, a3: 103, +246 more")]
+)
+def test_summary_names_at_most_three_others(count, others):
+    from dcaccel.cli.explore import best_per_column
+
+    rows = [
+        {"assignment": f"a{i}", "pes": 4, "scheduler": "list", "onchip_memory": 0, "makespan": 100 + i}
+        | {"lower_bound": 50, "utilisation": 0.5, "io_volume": 7}
+        for i in range(count)
+    ]
+    (best,) = best_per_column(pd.DataFrame(rows))
+    assert (best.best, best.makespan, best.others) == ("a0", 100, others)

@@ -62,3 +62,24 @@ def test_save_writes_the_format_of_the_suffix(suffix, results, tmp_path):
     path = save(plot_makespan(results), tmp_path / f"sweep{suffix}")
     head = path.read_bytes()[:64]
     assert head.startswith(b"\x89PNG") if suffix == ".png" else b"<svg" in path.read_bytes()[:2000]
+
+
+@pytest.mark.parametrize("count", [1, 9, 18, 61])
+def test_makespan_legend_is_outside_the_axes_with_an_entry_per_assignment(count):
+    names = [f"conv1=mv,conv2=op,fc{i}=lmv" for i in range(count)]
+    results = to_frame(
+        [
+            _point(name, pes, scheduler, 1000 + i)
+            for i, name in enumerate(names)
+            for scheduler in ("streaming", "list")
+            for pes in (1, 4)
+        ]
+    )
+    fig = plot_makespan(results)
+    fig.canvas.draw()
+    (legend,) = fig.legends
+    (axes,) = fig.axes
+    box, frame = legend.get_window_extent(), axes.get_window_extent()
+    assert box.x0 >= frame.x1 and box.x1 <= fig.bbox.x1 and box.y0 >= fig.bbox.y0
+    assert [text.get_text() for text in legend.get_texts()] == [*names, "streaming", "list"]
+    assert len({line.get_color() for line in axes.lines}) == count
