@@ -19,6 +19,8 @@ import sympy
 #: A volume, an element count or a bound: an int, or a SymPy expression in the program's sizes.
 Volume = int | sympy.Expr
 
+_INTEGERS = (int, np.integer)
+
 #: Functions DaCe writes into subset and volume expressions, for evaluation with NumPy.
 _NUMPY_FUNCTIONS = {
     "int_floor": np.floor_divide,
@@ -37,7 +39,7 @@ def as_expr(value) -> sympy.Expr:
     """``value`` (an int, a ``Fraction`` or an in-process SymPy/DaCe expression) as a SymPy expression."""
     if isinstance(value, Fraction):
         return sympy.Rational(value.numerator, value.denominator)
-    if isinstance(value, int | np.integer):
+    if isinstance(value, _INTEGERS):
         return sympy.Integer(int(value))
     return sympy.sympify(value)
 
@@ -45,7 +47,7 @@ def as_expr(value) -> sympy.Expr:
 def product(values: Iterable[Volume]) -> Volume:
     """The product of ``values`` (1 for none): an int when all are ints."""
     values = list(values)
-    if all(isinstance(v, int | np.integer) for v in values):
+    if all(isinstance(v, _INTEGERS) for v in values):
         result = 1
         for v in values:
             result *= int(v)
@@ -102,7 +104,9 @@ def share(volume: Volume, part: Volume, whole: Volume) -> Fraction | sympy.Expr:
 def rounded(value) -> Volume:
     """A volume as a Python int when concrete (a fraction rounded half up, a positive one to at least 1),
     else a simplified SymPy expression."""
-    if isinstance(value, int | np.integer):
+    if type(value) is int:
+        return value
+    if isinstance(value, _INTEGERS):
         return int(value)
     if isinstance(value, Fraction):
         if value.denominator == 1:
