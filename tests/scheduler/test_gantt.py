@@ -29,15 +29,22 @@ def test_bars_and_blocks(shape, pes):
     result = schedule(dag, pes)
     ax = Figure().add_subplot()
     draw_gantt(result, ax)
-    bars = [bar for container in ax.containers for bar in container]
-    timed = [v for v in range(dag.num_nodes) if result.timing.end[v] > result.timing.start[v]]
-    assert len(bars) == len(timed)
-    assert sorted((b.get_x(), b.get_width()) for b in bars) == sorted(
-        (result.timing.start[v], result.timing.end[v] - result.timing.start[v]) for v in timed
-    )
+    t = result.timing
+    timed = [v for v in range(dag.num_nodes) if t.end[v] > t.start[v]]
+    assert sorted(_task_bars(ax)) == sorted((t.pe[v], t.start[v], t.end[v] - t.start[v]) for v in timed)
     shaded_blocks = {i for i, block in enumerate(result.blocks) if any(v in timed for v in block)}
     labels = {t.get_text() for t in ax.texts if t.get_text()[0] == "B" and t.get_text()[1:].isdigit()}
     assert labels == {f"B{i}" for i in shaded_blocks}
+
+
+def _task_bars(ax) -> list[tuple[int, float, float]]:
+    """(PE, start, duration) of every task bar drawn on ``ax`` (one collection of bars per PE)."""
+    bars = []
+    for collection in ax.collections:
+        for path in collection.get_paths():
+            xs, ys = path.vertices[:, 0], path.vertices[:, 1]
+            bars.append((round((ys.min() + ys.max()) / 2), xs.min(), xs.max() - xs.min()))
+    return bars
 
 
 def _layers(widths: list[int], volume: int = 8) -> TaskDAG:
@@ -63,7 +70,7 @@ def test_legend_outside_and_colours_by_model_node():
     legend = ax.get_legend()
     assert [t.get_text() for t in legend.get_texts()] == ["layer0 (Conv)", "layer1 (Relu)", "layer2 (Conv)"]
     assert legend.get_bbox_to_anchor().x0 > ax.bbox.x1  # right of the axes, not over the bars
-    colours = {bar.get_facecolor() for container in ax.containers for bar in container}
+    colours = {tuple(colour) for collection in ax.collections for colour in collection.get_facecolor()}
     assert len(colours) == 3
 
 
