@@ -30,6 +30,7 @@ from dcaccel.dag.extract import Granularity
 from dcaccel.errors import DcaccelError
 from dcaccel.exploration.assignments import STRATEGIES
 from dcaccel.exploration.executors import EXECUTORS
+from dcaccel.exploration.store import MAX_INTEGER
 from dcaccel.exploration.store import SUFFIXES as RESULT_SUFFIXES
 from dcaccel.scheduler import SCHEDULERS
 
@@ -41,6 +42,8 @@ WRITERS = {
     ".json": lambda results, path: results.to_json(path, orient="records", indent=1),
 }
 PLOT_SUFFIXES = (".png", ".svg")
+#: The most PEs a sweep schedules on (the schedulers keep per-PE state: 2**20 PEs take a few seconds).
+MAX_PES = 2**20
 #: How many other assignments a summary row names before "+N more".
 OTHERS_SHOWN = 3
 
@@ -74,7 +77,11 @@ def register(subparsers) -> None:
         "repeatable, repeats of a key merge",
     )
     parser.add_argument(
-        "--pes", type=bounded_ints(1), default=None, metavar="P[,P...]", help="PE counts (default: 1,2,4,…,128)"
+        "--pes",
+        type=bounded_ints(1, MAX_PES),
+        default=None,
+        metavar="P[,P...]",
+        help=f"PE counts, at most {MAX_PES} (default: 1,2,4,…,128)",
     )
     parser.add_argument(
         "--scheduler",
@@ -85,7 +92,7 @@ def register(subparsers) -> None:
     )
     parser.add_argument(
         "--onchip",
-        type=bounded_ints(0),
+        type=bounded_ints(0, MAX_INTEGER),
         default=[0],
         metavar="ELEMENTS[,ELEMENTS...]",
         help="on-chip memory per block, in elements (default: 0)",
@@ -242,7 +249,7 @@ def _implementations(text: str) -> tuple[str, list[str]]:
     """One ``--impl KEY=NAME[,NAME...]``."""
     key, sep, names = text.partition("=")
     if not sep or not key.strip() or not _names(names):
-        raise argparse.ArgumentTypeError(f"expected KEY=NAME[,NAME...], got '{text}'")
+        raise argparse.ArgumentTypeError(f"expected KEY=NAME[,NAME...], got {text!r}")
     return key.strip(), _names(names)
 
 
@@ -254,11 +261,11 @@ def _schedulers(text: str) -> list[str]:
     """``--scheduler NAME[,NAME...]``, each one of :data:`SCHEDULERS`."""
     names = _names(text)
     if not names:
-        raise argparse.ArgumentTypeError(f"expected {','.join(SCHEDULERS)} or one of them, got '{text}'")
+        raise argparse.ArgumentTypeError(f"expected {','.join(SCHEDULERS)} or one of them, got {text!r}")
     for name in names:
         if name not in SCHEDULERS:
             raise argparse.ArgumentTypeError(
-                f"unknown scheduler '{name}' (expected {', '.join(SCHEDULERS)}){suggest(name, SCHEDULERS)}"
+                f"unknown scheduler {name!r} (expected {', '.join(SCHEDULERS)}){suggest(name, SCHEDULERS)}"
             )
     return list(dict.fromkeys(names))
 

@@ -38,6 +38,9 @@ from dcaccel.exploration.points import ExplorationPoint, columns, inconsistency,
 #: The columns that identify a design point.
 KEY = ("workload", "assignment", "granularity", "pes", "scheduler", "onchip_memory")
 
+#: The largest integer a result file holds (SQLite's INTEGER is 64-bit signed).
+MAX_INTEGER = 2**63 - 1
+
 #: The file name suffixes of a result file.
 SUFFIXES = (".sqlite", ".sqlite3", ".db")
 
@@ -86,7 +89,7 @@ def _sqlite_errors(path: Path) -> Iterator[None]:
     """Turn an SQLite error on the result file ``path`` into a one-line :class:`DcaccelError`."""
     try:
         yield
-    except sqlite3.Error as err:
+    except (sqlite3.Error, OverflowError) as err:  # OverflowError: an integer past SQLite's 64 bits
         reason = str(err).splitlines()[0] if str(err) else type(err).__name__
         what = _SQLITE_ERRORS.get(getattr(err, "sqlite_errorname", ""), "cannot be used")
         raise DcaccelError(f"results file {path}: {what} ({reason})") from None
