@@ -30,6 +30,7 @@ import dataclasses
 import logging
 import multiprocessing
 import os
+import pickle
 import select
 import signal
 import threading
@@ -105,6 +106,14 @@ class WorkloadSource:
         )
         return cls(workload.name, lowering_view)
 
+    def __reduce__(self):
+        """Pickle a carried workload as bytes that :func:`_carrying` loads once DaCe has built its ONNX
+        node classes: a worker process has not built them yet when it receives the source, and the
+        workload's ONNX nodes are instances of them."""
+        if self.workload is None:
+            return WorkloadSource, (self.name,)
+        return _carrying, (self.name, pickle.dumps(self.workload))
+
     def build(self) -> Workload:
         """The workload, built at most once per process for a built-in name."""
         if self.workload is not None:
@@ -114,6 +123,15 @@ class WorkloadSource:
 
             _BUILT[self.name] = workloads.get(self.name)
         return _BUILT[self.name]
+
+
+def _carrying(name: str, workload: bytes) -> WorkloadSource:
+    """The source of the pickled ``workload``, loaded after registering dcaccel's implementations (which
+    builds DaCe's ONNX node classes)."""
+    from dcaccel.expansions.registry import register
+
+    register()
+    return WorkloadSource(name, pickle.loads(workload))
 
 
 #: Built-in workloads built in this (worker) process, by name.

@@ -224,7 +224,9 @@ def local_results(conv_seed):
 
 
 @pytest.mark.slow
-@pytest.mark.parametrize(("executor", "by_name"), [("process", True), ("dask", True), ("dask", False)])
+@pytest.mark.parametrize(
+    ("executor", "by_name"), [("process", True), ("process", False), ("dask", True), ("dask", False)]
+)
 def test_every_executor_gives_the_same_rows(executor, by_name, conv_seed, local_results, cluster):
     from dcaccel.exploration.sweep import explore
 
