@@ -9,9 +9,10 @@ without it a local cluster runs on loopback); ``--results FILE`` streams points 
 as they finish, and ``--resume`` continues it. When assignments fail (some or all), the others'
 summary is printed, the failures are listed on stderr and the exit status is 1.
 
-Every argument is checked before the model is loaded: a sweep never runs and then fails on an
-output path, a number or an ``--impl`` key (a key naming no node or op type of the model is an
-error, with the closest name suggested). Repeated ``--impl`` for one key merge their names.
+Every argument is checked before the sweep starts (all but the ``--impl`` keys before the model is
+loaded): a sweep never runs and then fails on an output path, a number or an ``--impl`` key (a key
+naming no node or op type of the model is an error, with the closest name suggested). Repeated
+``--impl`` for one key merge their names.
 """
 
 import argparse
@@ -172,7 +173,7 @@ def run(args: argparse.Namespace) -> int:
             pes=args.pes or DEFAULT_PES,
             scheduler=args.scheduler,
             onchip_memory=args.onchip,
-            granularity=_granularity(args.granularity),
+            granularity=args.granularity,
             strategy=args.strategy,
             edge_volume=args.edge_volume,
             executor=args.executor,
