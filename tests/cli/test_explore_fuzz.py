@@ -11,7 +11,7 @@ import io
 import tempfile
 from pathlib import Path
 
-from hypothesis import HealthCheck, event, given, settings
+from hypothesis import HealthCheck, event, example, given, settings
 from hypothesis import strategies as st
 
 from dcaccel.cli import main
@@ -38,32 +38,51 @@ def _paths(suffixes: tuple[str, ...]):
     return st.builds(lambda f, n, s: f"{f}{n}{s}", folder, name, suffix) | HOSTILE
 
 
-#: Per flag, the values drawn for it (valid ones among them).
-FLAGS = {
-    "--impl": st.sampled_from(["MatMul=mv", "MatMul=mv,lmv", "_MatMult_=op", "matmul=mv", "MatMul=tiled"]) | HOSTILE,
+#: Per flag, valid values (``mmm`` has one MatMul node, ``_MatMult_``).
+VALID = {
+    "--impl": st.sampled_from(["MatMul=mv", "MatMul=mv,lmv", "_MatMult_=op", "MatMul=op,op"]),
+    "--pes": st.sampled_from(["1", "2,4", "64", "1048576"]),
+    "--onchip": st.sampled_from(["0", "16,0", str(2**63 - 1)]),
+    "--scheduler": st.sampled_from(["list", "streaming", "streaming,list"]),
+    "--granularity": st.sampled_from(["task", "coarse", "tiles=2"]),
+    "--strategy": st.sampled_from(["per-op-type", "per-node", "greedy"]),
+    "--edge-volume": st.sampled_from(["exact", "reference"]),
+    "--executor": st.just("local"),
+    "--workers": st.sampled_from(["1", "2"]),
+    "--results": st.sampled_from(["r.sqlite", "r.db"]),
+    "--out": st.sampled_from(["r.csv", "r.json", "r.parquet"]),
+    "--plot": st.sampled_from(["p.png", "p.svg"]),
+}
+
+#: Per flag, values that are wrong (out of range, malformed, unwritable) or hostile.
+BAD = {
+    "--impl": st.sampled_from(["matmul=mv", "MatMul=tiled", "Conv=mv", "=mv", "MatMul=", "MatMul=,"]) | HOSTILE,
     "--pes": _numbers(1, 2**20) | HOSTILE,
     "--onchip": _numbers(0, 2**63 - 1) | HOSTILE,
-    "--scheduler": st.sampled_from(["list", "streaming", "list,streaming", "heft", "List", ",,"]) | HOSTILE,
-    "--granularity": st.sampled_from(["task", "coarse", "tiles=2", "tiles=0", "tiles=abc", "tiles=", "fine"]) | HOSTILE,
-    "--strategy": st.sampled_from(["per-op-type", "per-node", "greedy", "random"]) | HOSTILE,
-    "--edge-volume": st.sampled_from(["exact", "reference", "max"]) | HOSTILE,
-    "--executor": st.sampled_from(["local", "threads"]) | HOSTILE,
-    "--address": st.sampled_from(["tcp://127.0.0.1:1"]) | HOSTILE,
-    "--workers": _numbers(1, 4) | HOSTILE,
+    "--scheduler": st.sampled_from(["heft", "List", ",,", "list,heft"]) | HOSTILE,
+    "--granularity": st.sampled_from(["tiles=0", "tiles=abc", "tiles=", "tiles=-1", "fine", "Task"]) | HOSTILE,
+    "--strategy": st.sampled_from(["random", "per-node "]) | HOSTILE,
+    "--edge-volume": st.sampled_from(["max", "Exact"]) | HOSTILE,
+    "--executor": st.sampled_from(["threads", "Local"]) | HOSTILE,
+    "--address": st.sampled_from(["tcp://127.0.0.1:1", "10.0.0.5"]) | HOSTILE,
+    "--workers": _numbers(1, 2**20) | HOSTILE,
     "--results": _paths((".sqlite", ".db")),
     "--out": _paths((".csv", ".json", ".parquet")),
     "--plot": _paths((".png", ".svg")),
 }
 OUTPUTS = ("--results", "--out", "--plot")
 
-#: A run's arguments: the model, then flags with values (each flag at most once) and maybe --resume.
-ARGUMENTS = st.tuples(
-    st.sampled_from(["mmm"]) | st.sampled_from(["no-such-model", "x.onnx", "m.py:f", "--demo"]) | HOSTILE,
-    st.dictionaries(st.sampled_from(list(FLAGS)), st.none(), max_size=5).flatmap(
-        lambda chosen: st.fixed_dictionaries({flag: FLAGS[flag] for flag in chosen})
-    ),
-    st.booleans(),
-)
+
+@st.composite
+def arguments(draw) -> tuple[str, dict[str, str], bool]:
+    """The model (mostly ``mmm``), flags with valid values of which at most two are spoiled, and
+    whether ``--resume`` is given."""
+    good = draw(st.booleans()) or draw(st.booleans())
+    model = "mmm" if good else draw(st.sampled_from(["no-such-model", "x.onnx", "m.py:f", "--demo"]) | HOSTILE)
+    flags = {flag: draw(VALID[flag]) for flag in draw(st.lists(st.sampled_from(list(VALID)), unique=True, max_size=5))}
+    for flag in draw(st.lists(st.sampled_from(list(BAD)), unique=True, max_size=2)):
+        flags[flag] = draw(BAD[flag])
+    return model, flags, draw(st.booleans())
 
 
 def _run(argv: list[str]) -> tuple[int, str]:
@@ -78,9 +97,17 @@ def _run(argv: list[str]) -> tuple[int, str]:
 
 
 @settings(max_examples=200, deadline=None, database=None, suppress_health_check=[HealthCheck.too_slow])
-@given(ARGUMENTS)
-def test_explore_arguments_fail_in_one_line_or_work(arguments):
-    model, flags, resume = arguments
+@given(arguments())
+@example(("mmm", {"--pes": ""}, False))
+@example(("mmm", {"--onchip": "-5"}, False))
+@example(("mmm", {"--granularity": "tiles=abc"}, False))
+@example(("mmm", {"--out": "/nonexistent/dir/x.csv", "--impl": "MatMul=mv"}, False))
+@example(("mmm", {"--plot": "x.jpg2", "--impl": "MatMul=mv"}, False))
+@example(("mmm", {"--impl": "matmul=mv,lmv"}, False))
+@example(("mmm", {"--pes": str(10**12), "--impl": "MatMul=mv"}, False))
+@example(("mmm", {"--onchip": str(10**23), "--impl": "MatMul=mv", "--results": "r.sqlite"}, False))
+def test_explore_arguments_fail_in_one_line_or_work(drawn):
+    model, flags, resume = drawn
     argv = ["explore", model, *(item for flag, value in flags.items() for item in (flag, value))]
     argv += ["--resume"] if resume else []
     with tempfile.TemporaryDirectory() as folder, contextlib.chdir(folder):
