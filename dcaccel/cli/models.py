@@ -67,15 +67,12 @@ def implementation_choices(pairs: list[tuple[str, str]]) -> dict[str, str]:
 def check_choice_keys(workload: Workload, keys: Iterable[str]) -> None:
     """Refuse ``--impl`` keys that name neither a library node nor an op type of ``workload``'s SDFG.
 
-    Node names and op types are those :func:`dcaccel.transforms.lower.op_type` and ``node.label`` give;
+    Node names and op types are those of :func:`dcaccel.frontend.ops.choice_keys`;
     the error names the first unknown key and suggests the closest known name.
     """
-    from dace.sdfg.nodes import LibraryNode
+    from dcaccel.frontend.ops import choice_keys
 
-    from dcaccel.transforms.lower import op_type
-
-    library_nodes = [node for node, _ in workload.sdfg.all_nodes_recursive() if isinstance(node, LibraryNode)]
-    known = list(dict.fromkeys([op_type(node) for node in library_nodes] + [node.label for node in library_nodes]))
+    known = choice_keys(workload.sdfg)
     for key in keys:
         if key not in known:
             raise DcaccelError(f"--impl {key}: no node or op type '{key}' in {workload.name}{suggest(key, known)}")

@@ -25,6 +25,7 @@ from dcaccel.exploration.cost import CostModel
 from dcaccel.exploration.executors import Executor, Failure, Outcome, WorkloadSource, check_executor, make_executor
 from dcaccel.exploration.points import ExplorationPoint, metrics, to_frame
 from dcaccel.exploration.store import ResultStore
+from dcaccel.frontend import ops
 from dcaccel.frontend.ops import library_nodes
 from dcaccel.scheduler import PARTITIONINGS, SCHEDULERS, schedule
 from dcaccel.transforms.lower import available_implementations, op_type
@@ -195,10 +196,7 @@ def fingerprint(workload) -> dict[str, object]:
 
 def nodes_by_op_type(workload) -> dict[str, list[str]]:
     """Names of the workload's library nodes per op type, in program order."""
-    found: dict[str, list[str]] = {}
-    for node, _ in library_nodes(workload.sdfg):
-        found.setdefault(op_type(node), []).append(node.label)
-    return found
+    return ops.nodes_by_op_type(workload.sdfg)
 
 
 def default_implementations(workload) -> dict[str, list[str]]:
@@ -225,16 +223,10 @@ def check_implementations(workload, implementations: Mapping[str, Sequence[str]]
                 )
 
 
-def known_keys(workload) -> list[str]:
-    """The keys an assignment of ``workload`` can use: its op types and node names, in program order."""
-    nodes = nodes_by_op_type(workload)
-    return [*nodes, *(node for names in nodes.values() for node in names)]
-
-
 def drop_unknown_keys(workload, implementations: Mapping[str, Sequence[str]]) -> dict[str, list[str]]:
     """``implementations`` without the keys that name no op type or node of ``workload`` (with one
     warning naming them), each key's implementations without repeats, in order."""
-    known = set(known_keys(workload))
+    known = set(ops.choice_keys(workload.sdfg))
     unknown = [key for key in implementations if key not in known]
     if unknown:
         warnings.warn(

@@ -31,6 +31,21 @@ def library_nodes(sdfg: dace.SDFG) -> list[tuple[dace.nodes.LibraryNode, dace.SD
     return [(node, state) for node, state in sdfg.all_nodes_recursive() if isinstance(node, dace.nodes.LibraryNode)]
 
 
+def nodes_by_op_type(sdfg: dace.SDFG) -> dict[str, list[str]]:
+    """Names of the library nodes of ``sdfg`` per op type, in program order."""
+    found: dict[str, list[str]] = {}
+    for node, _ in library_nodes(sdfg):
+        found.setdefault(op_type(node), []).append(node.label)
+    return found
+
+
+def choice_keys(sdfg: dace.SDFG) -> list[str]:
+    """The keys an implementation choice for ``sdfg`` can use: its op types, then its node names, in
+    program order."""
+    nodes = nodes_by_op_type(sdfg)
+    return [*nodes, *(node for names in nodes.values() for node in names)]
+
+
 def operators(sdfg: dace.SDFG) -> list[OpInfo]:
     """The operators of ``sdfg``: one :class:`OpInfo` per library node, with the shapes of its operands."""
     infos = []
