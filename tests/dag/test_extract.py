@@ -1,7 +1,7 @@
 """Extraction of the canonical task DAG (dcaccel.dag.extract; rules in docs/dag.md).
 
 The seed anchor: ``conv-seed`` under the three MMM shapes must give the reference tool's DAGs
-(``/work/shared/vectors/seedconv_*.json``, written down below in our container names) and the seed
+(``tests/data/vectors/seedconv_*.json``, written down below in our container names) and the seed
 table's I/O volumes 129,474 / 222,936 / 150,936; scheduled, the "reference" DAGs give the seed's
 makespans. Nothing here compiles an SDFG.
 """

@@ -2,7 +2,7 @@
 
 The seed table (seed 003) lists, for Conv(1→6, 5×5) on 1×1×28×28: I/Os MV 129,474, OP 222,936,
 LMV 150,936 and streaming makespans at 16/128 PEs MV 145,730/35,138, OP 194,113/107,713,
-LMV 35,715/35,715 — exact outputs of the reference tool (shared/vectors/seedconv_*.json). The
+LMV 35,715/35,715 — exact outputs of the reference tool (tests/data/vectors/seedconv_*.json). The
 makespans are reproduced under the reference edge-volume rule; the default "exact" rule gives
 smaller MV/OP makespans (docs/dag.md explains why).
 """
