@@ -25,7 +25,7 @@ from dace import Memlet
 from dace.sdfg.utils import in_desc_with_name, out_desc_with_name
 
 from dcaccel.buffers import BufferReason
-from dcaccel.expansions.builder import FLOAT_TYPES, ExpansionBuilder
+from dcaccel.expansions.builder import FLOAT_TYPES, WCR_SUM, ExpansionBuilder, literal
 from dcaccel.expansions.mmm import MMM, Order, buffer_reason_between
 from dcaccel.expansions.node import CanonicalForward, onnx_pads, unsupported
 from dcaccel.expansions.registry import Implementation
@@ -179,13 +179,13 @@ def _add_im2col(builder: ExpansionBuilder, geometry: ConvGeometry, dtype) -> Non
     )
 
 
-def _add_bias(builder: ExpansionBuilder, geometry: ConvGeometry, ranges: dict, index: str, source: str, target: str):
+def _add_bias(builder: ExpansionBuilder, filters_per_group: int, ranges: dict, index: str, source: str, target: str):
     """``AddBias``: target[index] = source[index] + B[g·F/G + f] over ``ranges`` (which include ``__g`` and ``__f``),
     in the order the source is produced."""
     builder.flat_map(
         "AddBias",
         ranges,
-        {"v": Memlet(f"{source}[{index}]"), "bias": Memlet(f"B[{geometry.filters_per_group} * __g + __f]")},
+        {"v": Memlet(f"{source}[{index}]"), "bias": Memlet(f"B[{filters_per_group} * __g + __f]")},
         "out = v + bias",
         {"out": Memlet(f"{target}[{index}]")},
     )
@@ -220,9 +220,16 @@ def im2col_marks(implementation: str, has_bias: bool) -> dict[str, BufferReason 
     return marks
 
 
+def _builder_with(name: str, dtype: dace.typeclass, shapes: dict[str, tuple]) -> ExpansionBuilder:
+    """A builder with one argument of element type ``dtype`` per entry of ``shapes`` (name -> shape)."""
+    builder = ExpansionBuilder(name)
+    for argument, shape in shapes.items():
+        builder.argument(argument, dace.data.Array(dtype, shape))
+    return builder
+
+
 def _conv_builder(geometry: ConvGeometry, dtype: dace.typeclass, has_bias: bool, name: str) -> ExpansionBuilder:
     """A builder with the convolution's arguments ``X``, ``W`` (``B`` with a bias) and ``Y``."""
-    builder = ExpansionBuilder(name)
     shapes = {
         "X": (geometry.batch, geometry.channels, *geometry.in_sizes),
         "W": (geometry.filters, geometry.channels_per_group, *geometry.kernel),
@@ -230,9 +237,7 @@ def _conv_builder(geometry: ConvGeometry, dtype: dace.typeclass, has_bias: bool,
     }
     if has_bias:
         shapes["B"] = (geometry.filters,)
-    for argument, shape in shapes.items():
-        builder.argument(argument, dace.data.Array(dtype, shape))
-    return builder
+    return _builder_with(name, dtype, shapes)
 
 
 def build_im2col_sdfg(
@@ -262,7 +267,7 @@ def build_im2col_sdfg(
     if has_bias:
         layer_output = "Y_col_bias"
         ranges = _map_ranges(["__g", "__f", "__m"], (g, fg, m))
-        _add_bias(builder, geometry, ranges, "__g, __f, __m", "Y_col", layer_output)
+        _add_bias(builder, geometry.filters_per_group, ranges, "__g, __f, __m", "Y_col", layer_output)
     _add_output_reshape(builder, geometry, layer_output)
     return builder.sdfg
 
@@ -327,7 +332,7 @@ def build_direct_sdfg(geometry: ConvGeometry, dtype: dace.typeclass, has_bias: b
         language=dace.Language.CPP,
     )
     if has_bias:
-        _add_bias(builder, geometry, ranges, index, output, "Y")
+        _add_bias(builder, geometry.filters_per_group, ranges, index, output, "Y")
     return builder.sdfg
 
 
@@ -378,7 +383,282 @@ class DirectConv(CanonicalForward):
         )
 
 
+@dataclass(frozen=True)
+class ConvTransposeGeometry:
+    """Sizes of a transposed convolution ``Y = convᵀ(X, W) + B`` with explicit begin pads.
+
+    Input position ``i`` and kernel offset ``y`` contribute to output position
+    ``stride·i + dilation·y - pad`` (dropped when outside the output). W is (C, F/G, kernel...).
+    """
+
+    batch: int
+    channels: int
+    filters: int
+    groups: int
+    in_sizes: tuple[int, ...]
+    kernel: tuple[int, ...]
+    out_sizes: tuple[int, ...]
+    strides: tuple[int, ...]
+    dilations: tuple[int, ...]
+    pads_begin: tuple[int, ...]
+
+    @property
+    def channels_per_group(self) -> int:
+        return self.channels // self.groups
+
+    @property
+    def filters_per_group(self) -> int:
+        return self.filters // self.groups
+
+    @property
+    def rows(self) -> int:
+        """The rows of W_col and Y_col: filters per group × kernel size."""
+        return self.filters_per_group * math.prod(self.kernel)
+
+    @property
+    def columns(self) -> int:
+        """The columns of X_col and Y_col: batch × input size."""
+        return self.batch * math.prod(self.in_sizes)
+
+    @property
+    def dims(self) -> range:
+        return range(len(self.kernel))
+
+    def kernel_params(self) -> list[str]:
+        return [f"__y{d}" for d in self.dims]
+
+    def in_params(self) -> list[str]:
+        return [f"__i{d}" for d in self.dims]
+
+    def row_index(self) -> str:
+        """Row of W_col / Y_col of filter ``f`` (within its group) and kernel offset ``y...``."""
+        return _flat_index(["__f", *self.kernel_params()], (self.filters_per_group, *self.kernel))
+
+    def column_index(self) -> str:
+        """Column of X_col / Y_col of batch element ``b`` and input position ``i...``."""
+        return _flat_index(["__b", *self.in_params()], (self.batch, *self.in_sizes))
+
+    def output_position(self, d: int) -> str:
+        """Output coordinate in spatial dimension ``d`` that input ``i_d`` and kernel offset ``y_d`` add to."""
+        return f"{self.strides[d]} * __i{d} + {self.dilations[d]} * __y{d} - {self.pads_begin[d]}"
+
+    def is_cropped(self, d: int) -> bool:
+        """Whether some (input, kernel offset) pair falls outside the output in spatial dimension ``d``."""
+        last = self.strides[d] * (self.in_sizes[d] - 1) + self.dilations[d] * (self.kernel[d] - 1)
+        return self.pads_begin[d] > 0 or last - self.pads_begin[d] >= self.out_sizes[d]
+
+
+def conv_transpose_geometry(node, state: dace.SDFGState, sdfg: dace.SDFG) -> ConvTransposeGeometry:
+    """The geometry of the ONNX ConvTranspose ``node``; :class:`UnsupportedOpError` for what it cannot lower
+    (``auto_pad`` other than NOTSET, an explicit ``output_shape``, symbolic sizes, non-float types)."""
+    x = in_desc_with_name(node, state, sdfg, "X")
+    w = in_desc_with_name(node, state, sdfg, "W")
+    y = out_desc_with_name(node, state, sdfg, "Y")
+    if x.dtype not in FLOAT_TYPES or w.dtype != x.dtype:
+        raise unsupported(node, f"element types X {x.dtype}, W {w.dtype}")
+    if (node.auto_pad or "NOTSET") != "NOTSET":
+        raise unsupported(node, f"auto_pad='{node.auto_pad}' (only explicit pads)")
+    if node.output_shape:
+        raise unsupported(node, f"output_shape={list(node.output_shape)} (only pads and output_padding)")
+    if len(x.shape) < 3 or len(w.shape) != len(x.shape):
+        raise unsupported(node, f"X shape {tuple(x.shape)} with W shape {tuple(w.shape)}")
+    try:
+        shapes = [tuple(int(s) for s in desc.shape) for desc in (x, w, y)]
+    except TypeError:
+        raise unsupported(node, "symbolic tensor sizes") from None
+    (batch, channels, *in_sizes), (w_channels, filters_per_group, *kernel), (_, filters, *out_sizes) = shapes
+    n_dims = len(kernel)
+    groups = int(node.group or 1)
+    if w_channels != channels or channels % groups or filters != filters_per_group * groups:
+        raise unsupported(node, f"X {shapes[0]}, W {shapes[1]}, Y {shapes[2]} do not split into {groups} groups")
+    strides = _ints(node.strides, 1, n_dims)
+    dilations = _ints(node.dilations, 1, n_dims)
+    pads = _ints(node.pads, 0, 2 * n_dims)
+    output_padding = _ints(node.output_padding, 0, n_dims)
+    expected = tuple(
+        strides[d] * (in_sizes[d] - 1)
+        + output_padding[d]
+        + dilations[d] * (kernel[d] - 1)
+        + 1
+        - pads[d]
+        - pads[n_dims + d]
+        for d in range(n_dims)
+    )
+    if expected != tuple(out_sizes):
+        raise unsupported(node, f"output sizes {tuple(out_sizes)} are not the attributes' {expected}")
+    return ConvTransposeGeometry(
+        batch,
+        channels,
+        filters,
+        groups,
+        tuple(in_sizes),
+        tuple(kernel),
+        tuple(out_sizes),
+        strides,
+        dilations,
+        pads[:n_dims],
+    )
+
+
+def conv_transpose_marks(implementation: str) -> dict[str, BufferReason | None]:
+    """Buffer reasons of the col2im transients under the MMM shape ``implementation`` (None: streams)."""
+    expansion = MMM.implementations[implementation]
+    return {
+        "W_col": BufferReason.WEIGHTS,
+        "X_col": buffer_reason_between(Order.ROW, expansion.consumes_b),
+        "Y_col": buffer_reason_between(expansion.produces, Order.ROW),
+        "Y_acc": BufferReason.ACCUMULATE,
+    }
+
+
+def _add_transposed_weight_reshape(builder: ExpansionBuilder, geometry: ConvTransposeGeometry) -> None:
+    """``Wr``: W[g·C/G + c, f, y...] → W_col[g, f·kernel size + y..., c], row by row of W_col."""
+    kernel_params = geometry.kernel_params()
+    builder.flat_map(
+        "Wr",
+        _map_ranges(
+            ["__g", "__f", *kernel_params, "__c"],
+            (geometry.groups, geometry.filters_per_group, *geometry.kernel, geometry.channels_per_group),
+        ),
+        {"v": Memlet(f"W[{geometry.channels_per_group} * __g + __c, __f, {', '.join(kernel_params)}]")},
+        "out = v",
+        {"out": Memlet(f"W_col[__g, {geometry.row_index()}, __c]")},
+    )
+
+
+def _add_input_reshape(builder: ExpansionBuilder, geometry: ConvTransposeGeometry) -> None:
+    """``Xr``: X[b, g·C/G + c, i...] → X_col[g, c, b·in size + i...], row by row of X_col."""
+    in_params = geometry.in_params()
+    builder.flat_map(
+        "Xr",
+        _map_ranges(
+            ["__g", "__c", "__b", *in_params],
+            (geometry.groups, geometry.channels_per_group, geometry.batch, *geometry.in_sizes),
+        ),
+        {"v": Memlet(f"X[__b, {geometry.channels_per_group} * __g + __c, {', '.join(in_params)}]")},
+        "out = v",
+        {"out": Memlet(f"X_col[__g, __c, {geometry.column_index()}]")},
+    )
+
+
+def _add_col2im(builder: ExpansionBuilder, geometry: ConvTransposeGeometry, dtype) -> None:
+    """``Col2im``: Y_acc[b, g·F/G + f, stride·i + dilation·y - pad] += Y_col[g, f·kernel size + y..., b·in size +
+    i...], reading Y_col row by row; a position outside the output adds zero to a clamped element."""
+    positions, inside = [], []
+    for d in geometry.dims:
+        position = geometry.output_position(d)
+        if geometry.is_cropped(d):
+            inside.append(f"({position} >= 0) and ({position} < {geometry.out_sizes[d]})")
+            position = f"max(0, min({geometry.out_sizes[d] - 1}, {position}))"
+        positions.append(position)
+    code = f"out = v if ({' and '.join(inside)}) else dace.{dtype.to_string()}(0)" if inside else "out = v"
+    builder.flat_map(
+        "Col2im",
+        _map_ranges(
+            ["__g", "__f", *geometry.kernel_params(), "__b", *geometry.in_params()],
+            (geometry.groups, geometry.filters_per_group, *geometry.kernel, geometry.batch, *geometry.in_sizes),
+        ),
+        {"v": Memlet(f"Y_col[__g, {geometry.row_index()}, {geometry.column_index()}]")},
+        code,
+        {"out": Memlet(f"Y_acc[__b, {geometry.filters_per_group} * __g + __f, {', '.join(positions)}]", wcr=WCR_SUM)},
+    )
+
+
+def build_col2im_sdfg(
+    geometry: ConvTransposeGeometry,
+    dtype: dace.typeclass,
+    implementation: str,
+    has_bias: bool,
+    name: str = "conv_transpose_col2im",
+) -> dace.SDFG:
+    """The col2im lowering of a transposed convolution as a nested SDFG with inputs ``X``, ``W`` (and ``B``),
+    output ``Y``.
+
+    The transposed convolution is the adjoint of im2col: every input column (one input position of one batch
+    element) times the weights gives the contribution of that position to a kernel-sized window of the output,
+    and col2im adds these windows up. In one state (after an initialisation state setting ``Y_acc`` to zero):
+
+    - ``Wr``: W → W_col [G, F/G·kernel size, C/G] (row by row; a WEIGHTS buffer);
+    - ``Xr``: X → X_col [G, C/G, batch·in size] (row by row: streams into every MMM shape);
+    - one ``MMM`` node per group, Y_col[g] = W_col[g] · X_col[g] with ``implementation`` (K = C/G);
+    - ``Col2im``: Y_col, read row by row (a REORDER buffer when the MMM produces it column by column), is
+      added with WCR into ``Y_acc`` [batch, F, out...] (an ACCUMULATE buffer);
+    - ``AddBias`` (Y = Y_acc + B[f]) or, without a bias, ``WriteOut`` (Y = Y_acc), row-major.
+
+    Unlike the zero-inserted-input im2col, no multiplication by an inserted zero is counted: the MMMs do
+    C/G · F/G · kernel size · batch · in size multiply-adds per group, as many as the op has.
+    """
+    g, rows, cg, columns = geometry.groups, geometry.rows, geometry.channels_per_group, geometry.columns
+    shapes = {
+        "X": (geometry.batch, geometry.channels, *geometry.in_sizes),
+        "W": (geometry.channels, geometry.filters_per_group, *geometry.kernel),
+        "Y": (geometry.batch, geometry.filters, *geometry.out_sizes),
+    }
+    if has_bias:
+        shapes["B"] = (geometry.filters,)
+    builder = _builder_with(name, dtype, shapes)
+    transients = {"W_col": (g, rows, cg), "X_col": (g, cg, columns), "Y_col": (g, rows, columns), "Y_acc": shapes["Y"]}
+    for container, reason in conv_transpose_marks(implementation).items():
+        builder.transient(container, transients[container], dtype, reason)
+    _add_transposed_weight_reshape(builder, geometry)
+    _add_input_reshape(builder, geometry)
+    for group in range(g):
+        mmm = MMM(f"MMM_g{group}" if g > 1 else "MMM")
+        mmm.implementation = implementation
+        builder.library_node(
+            mmm,
+            {"_a": Memlet(f"W_col[{group}, 0:{rows}, 0:{cg}]"), "_b": Memlet(f"X_col[{group}, 0:{cg}, 0:{columns}]")},
+            {"_c": Memlet(f"Y_col[{group}, 0:{rows}, 0:{columns}]")},
+        )
+    builder.init("Y_acc", literal(0, dtype))
+    _add_col2im(builder, geometry, dtype)
+    out_params = [f"__o{d}" for d in geometry.dims]
+    ranges = _map_ranges(
+        ["__b", "__g", "__f", *out_params], (geometry.batch, g, geometry.filters_per_group, *geometry.out_sizes)
+    )
+    index = f"__b, {geometry.filters_per_group} * __g + __f, {', '.join(out_params)}"
+    if has_bias:
+        _add_bias(builder, geometry.filters_per_group, ranges, index, "Y_acc", "Y")
+    else:
+        builder.flat_map(
+            "WriteOut", ranges, {"v": Memlet(f"Y_acc[{index}]")}, "out = v", {"out": Memlet(f"Y[{index}]")}
+        )
+    return builder.sdfg
+
+
+class _Col2imConvTranspose(CanonicalForward):
+    """col2im + MMM lowering of ConvTranspose; subclasses fix the MMM shape."""
+
+    mmm_implementation: str
+
+    @staticmethod
+    def check(node, state, sdfg) -> None:
+        conv_transpose_geometry(node, state, sdfg)
+
+    @classmethod
+    def forward(cls, node, state, sdfg):
+        return build_col2im_sdfg(
+            conv_transpose_geometry(node, state, sdfg),
+            _element_type(node, state, sdfg),
+            cls.mmm_implementation,
+            "B" in node.in_connectors,
+            f"{node.label}_col2im_{cls.mmm_implementation}",
+        )
+
+
+def _col2im_conv_transpose(shape: str) -> type[_Col2imConvTranspose]:
+    """The col2im ConvTranspose whose MMM has ``shape``."""
+    doc = (
+        f"ConvTranspose as MMM ``{shape}`` + col2im (see :func:`build_col2im_sdfg`); the containers are marked by "
+        ":func:`conv_transpose_marks`."
+    )
+    return type(
+        f"ConvTransposeCol2im{shape.upper()}", (_Col2imConvTranspose,), {"mmm_implementation": shape, "__doc__": doc}
+    )
+
+
 IMPLEMENTATIONS = (
     *(Implementation("Conv", shape, _im2col_conv(shape)) for shape in MMM.implementations),
     Implementation("Conv", "direct", DirectConv),
+    *(Implementation("ConvTranspose", shape, _col2im_conv_transpose(shape)) for shape in MMM.implementations),
 )
