@@ -46,6 +46,8 @@ PARAMETER_INPUTS = {
     "ReduceMean": (1,),
     "ReduceSum": (1,),
     "ReduceMax": (1,),
+    "ReduceMin": (1,),
+    "ReduceL2": (1,),
 }
 """Input positions per op that the canonical implementations need as constants (shape parameters)."""
 

@@ -1,14 +1,18 @@
-"""Canonical reductions: ReduceMean, ReduceSum, ReduceMax (and, through :func:`add_reduction`, the global pools).
+"""Canonical reductions: ReduceMean, ReduceSum, ReduceMax, ReduceMin, ReduceL2 (and, through
+:func:`add_reduction`, the global pools), and ArgMax.
 
 A reduction is two flat map steps: the input is read once, row-major, and accumulated with WCR
 into an accumulator shaped like the output (an ACCUMULATE buffer, set to the identity by an
-initialisation map); then one map writes the output from the accumulator, row-major.
+initialisation map); then one map writes the output from the accumulator, row-major. ArgMax adds
+one step: the maximum first, then the index of the first (or last) element equal to it.
 """
 
+import enum
 import math
 from dataclasses import dataclass
 
 import dace
+import numpy as np
 from dace import SDFG, Memlet, SDFGState
 
 from dcaccel.buffers import BufferReason
@@ -35,21 +39,51 @@ from dcaccel.expansions.node import (
 )
 from dcaccel.expansions.registry import CANONICAL, Implementation
 
+WCR_MIN = "lambda a, b: min(a, b)"
+
+
+def min_identity(dtype: dace.typeclass) -> str:
+    """A C++ expression for the identity of a min reduction over ``dtype``: +infinity, or the highest value."""
+    if np.issubdtype(dtype.type, np.floating):
+        return f"std::numeric_limits<{dtype.ctype}>::infinity()"
+    return f"std::numeric_limits<{dtype.ctype}>::max()"
+
+
+class Identity(enum.Enum):
+    """The value a reduction's accumulator starts from."""
+
+    ZERO = "zero"
+    LOWEST = "lowest"  # -infinity, or the lowest value of the type (max reductions)
+    HIGHEST = "highest"  # +infinity, or the highest value of the type (min reductions)
+
+    def code(self, dtype: dace.typeclass) -> tuple[str, dace.Language]:
+        """The initialisation expression over ``dtype`` and its language."""
+        if self is Identity.LOWEST:
+            return max_identity(dtype), dace.Language.CPP
+        if self is Identity.HIGHEST:
+            return min_identity(dtype), dace.Language.CPP
+        return literal(0, dtype), dace.Language.Python
+
 
 @dataclass(frozen=True)
 class Reduction:
-    """How a reduction combines elements (``wcr``), starts (``identity``) and ends (``mean`` divides by the count)."""
+    """How a reduction maps each element (``element``, of the element ``v``), combines the results
+    (``wcr``), starts (``identity``) and ends (``result``, of the accumulator ``a``, where ``{count}`` stands
+    for the number of reduced elements)."""
 
     op: str
     wcr: str
-    max_identity: bool
-    mean: bool
+    identity: Identity
+    element: str = "v"
+    result: str = "a"
 
 
 REDUCTIONS = (
-    Reduction("ReduceMean", WCR_SUM, max_identity=False, mean=True),
-    Reduction("ReduceSum", WCR_SUM, max_identity=False, mean=False),
-    Reduction("ReduceMax", WCR_MAX, max_identity=True, mean=False),
+    Reduction("ReduceMean", WCR_SUM, Identity.ZERO, result="a / {count}"),
+    Reduction("ReduceSum", WCR_SUM, Identity.ZERO),
+    Reduction("ReduceMax", WCR_MAX, Identity.LOWEST),
+    Reduction("ReduceMin", WCR_MIN, Identity.HIGHEST),
+    Reduction("ReduceL2", WCR_SUM, Identity.ZERO, element="v * v", result="sqrt(a)"),
 )
 
 
@@ -63,10 +97,10 @@ def add_reduction(
 ) -> None:
     """Add the steps reducing ``source`` over ``axes`` into ``output`` (with or without the reduced axes).
 
-    1. ``reduce``: ``acc[kept] = wcr(acc[kept], source[i])`` over the input, row-major; ``acc``
-       (an ACCUMULATE buffer) starts at the identity;
-    2. ``output``: ``output = acc`` (divided by the count of reduced elements for a mean),
-       row-major.
+    1. ``reduce``: ``acc[kept] = wcr(acc[kept], element(source[i]))`` over the input, row-major;
+       ``acc`` (an ACCUMULATE buffer) starts at the identity;
+    2. ``output``: ``output = result(acc)`` (e.g. divided by the count of reduced elements for a
+       mean), row-major.
     """
     in_shape = onnx_shape(steps.desc(source))
     dtype = steps.desc(output).dtype
@@ -74,26 +108,22 @@ def add_reduction(
     kept_shape = [1 if d in axes else s for d, s in enumerate(in_shape)]
     kept = ["0" if d in axes else p for d, p in enumerate(params)]
     accumulator = steps.transient("accumulator", kept_shape, dtype, BufferReason.ACCUMULATE)
-    if reduction.max_identity:
-        steps.init(accumulator, max_identity(dtype), dace.Language.CPP)
-    else:
-        steps.init(accumulator, literal(0, dtype))
+    steps.init(accumulator, *reduction.identity.code(dtype))
     steps.flat_map(
         "reduce",
         index_ranges(params, in_shape),
         {"v": Memlet(f"{source}[{subscript(params)}]")},
-        "a = v",
+        f"a = {reduction.element}",
         {"a": Memlet(f"{accumulator}[{subscript(kept)}]", wcr=reduction.wcr)},
     )
     out_params = [p for d, p in enumerate(params) if d not in axes]
     out_index = kept if keepdims else out_params
-    count = math.prod(in_shape[d] for d in axes)
-    value = f"a / {literal(count, dtype)}" if reduction.mean else "a"
+    count = literal(math.prod(in_shape[d] for d in axes), dtype)
     steps.flat_map(
         "output",
         index_ranges(out_params, [s for d, s in enumerate(in_shape) if d not in axes]),
         {"a": Memlet(f"{accumulator}[{subscript(kept)}]")},
-        f"out = {value}",
+        f"out = {reduction.result.format(count=count)}",
         {"out": Memlet(f"{output}[{subscript(out_index)}]")},
     )
 
@@ -149,11 +179,86 @@ def _implementation(reduction: Reduction) -> Implementation:
 
     Forward.__name__ = Forward.__qualname__ = f"Canonical{reduction.op}"
     Forward.__doc__ = (
-        f"Canonical {reduction.op} over the ``axes`` (all if none; a copy with ``noop_with_empty_axes``). "
-        "Two flat maps: a WCR reduction of the input, read row-major, into an ACCUMULATE buffer, then "
-        "the output, produced row-major (see :func:`add_reduction`)."
+        f"Canonical {reduction.op} over the ``axes`` (all if none; a copy with ``noop_with_empty_axes``): "
+        f"``reduced = {reduction.result}`` where ``a`` accumulates ``{reduction.element}`` of every element "
+        f"``v`` with ``{reduction.wcr}``. Two flat maps: a WCR reduction of the input, read row-major, into an "
+        "ACCUMULATE buffer, then the output, produced row-major (see :func:`add_reduction`)."
     )
     return Implementation(reduction.op, CANONICAL, Forward)
 
 
-IMPLEMENTATIONS = tuple(_implementation(reduction) for reduction in REDUCTIONS)
+class CanonicalArgMax(CanonicalForward):
+    """Canonical ArgMax along ``axis`` (``keepdims``, ``select_last_index``), as three flat map steps.
+
+    With ``row`` the index of the input without ``axis`` and ``k`` the position along it:
+
+    1. ``max``: ``row_max[row] = max(data)`` (WCR max; ``row_max`` starts at -infinity or the
+       lowest value);
+    2. ``index``: ``index[row] = min(k where data == row_max[row])`` (WCR min; the last index:
+       WCR max). An element that is not the maximum contributes the index that never wins
+       (the last one, or 0 for the last index), so a row of NaNs yields that index;
+    3. ``output``: ``reduced = index``, produced row-major (int64).
+
+    Steps 1 and 2 read the input row-major. ``row_max`` is re-read once per element of its row
+    (REUSE buffer), ``index`` is accumulated into (ACCUMULATE buffer). The input is read by two
+    steps; if another task produces it, it is copied into a REUSE buffer first.
+    """
+
+    @staticmethod
+    def check(node, state: SDFGState, sdfg: SDFG) -> None:
+        shape = input_shape(node, state, sdfg, "data")
+        if not shape:
+            raise unsupported(node, "a rank-0 input has no axis")
+        axis = normalize_axis(node.axis, len(shape), node)
+        if shape[axis] == 0:
+            raise unsupported(node, f"axis {axis} is empty: no index to return")
+
+    @staticmethod
+    def forward(node, state: SDFGState, sdfg: SDFG) -> SDFG:
+        steps = node_builder(node, state, sdfg)
+        shape = onnx_shape(steps.desc("data"))
+        axis = normalize_axis(node.axis, len(shape), node)
+        dtype, index_dtype = steps.desc("data").dtype, steps.desc("reduced").dtype
+        params = index_params(len(shape))
+        ranges = index_ranges(params, shape)
+        element = subscript(params)
+        row_shape = [1 if d == axis else s for d, s in enumerate(shape)]
+        row = subscript(["0" if d == axis else p for d, p in enumerate(params)])
+        last = bool(getattr(node, "select_last_index", 0))
+        never_wins = literal(0 if last else shape[axis] - 1, index_dtype)
+
+        source = steps.operand("data", reused=True)
+        row_max = steps.transient("row_max", row_shape, dtype, BufferReason.REUSE)
+        index = steps.transient("index", row_shape, index_dtype, BufferReason.ACCUMULATE)
+        steps.init(row_max, max_identity(dtype), dace.Language.CPP)
+        steps.init(index, never_wins)
+        steps.flat_map(
+            "max",
+            ranges,
+            {"v": Memlet(f"{source}[{element}]")},
+            "m = v",
+            {"m": Memlet(f"{row_max}[{row}]", wcr=WCR_MAX)},
+        )
+        steps.flat_map(
+            "index",
+            ranges,
+            {"v": Memlet(f"{source}[{element}]"), "m": Memlet(f"{row_max}[{row}]")},
+            f"k = {params[axis]} if v == m else {never_wins}",
+            {"k": Memlet(f"{index}[{row}]", wcr=WCR_MAX if last else WCR_MIN)},
+        )
+        out_params = [p for d, p in enumerate(params) if d != axis]
+        out_index = row if node.keepdims else subscript(out_params)
+        steps.flat_map(
+            "output",
+            index_ranges(out_params, [s for d, s in enumerate(shape) if d != axis]),
+            {"k": Memlet(f"{index}[{row}]")},
+            "out = k",
+            {"out": Memlet(f"reduced[{out_index}]")},
+        )
+        return steps.sdfg
+
+
+IMPLEMENTATIONS = (
+    *(_implementation(reduction) for reduction in REDUCTIONS),
+    Implementation("ArgMax", CANONICAL, CanonicalArgMax),
+)
