@@ -12,9 +12,19 @@ import math
 import dace
 import numpy as np
 from dace import SDFG, Memlet, SDFGState
+from dace.sdfg.utils import out_desc_with_name
 
 from dcaccel.buffers import BufferReason
-from dcaccel.expansions.builder import ExpansionBuilder, connector, index_params, index_ranges, literal, subscript
+from dcaccel.expansions.builder import (
+    ExpansionBuilder,
+    broadcast_indices,
+    connector,
+    index_params,
+    index_ranges,
+    is_broadcast,
+    literal,
+    subscript,
+)
 from dcaccel.expansions.node import (
     CanonicalForward,
     constant_input,
@@ -203,6 +213,163 @@ class CanonicalConcat(CanonicalForward):
         return steps.sdfg
 
 
+def _split_sizes(node, state: SDFGState, sdfg: SDFG, size: int, count: int) -> list[int]:
+    """The part sizes of a Split of an axis of ``size`` into ``count`` outputs (ONNX rules of every opset)."""
+    if node.schema.since_version < 13:
+        sizes = list(getattr(node, "split", None) or [])
+    else:
+        sizes = constant_ints(node, state, sdfg, "split")
+        if sizes is None and input_edge(node, state, "split") is not None:
+            raise unsupported(node, "'split' must be a constant")
+        sizes = sizes or []
+    if sizes:
+        return sizes
+    parts = getattr(node, "num_outputs", None) or count
+    if node.schema.since_version >= 18 and getattr(node, "num_outputs", None):
+        step = -(-size // parts)
+        return [min(step, size - k * step) for k in range(parts)]
+    if size % parts:
+        raise unsupported(node, f"an axis of {size} elements into {parts} equal parts")
+    return [size // parts] * parts
+
+
+def _split_outputs(node, state: SDFGState) -> list[str]:
+    """The output connectors of a Split node, in order."""
+    return sorted((e.src_conn for e in state.out_edges(node)), key=lambda c: int(c.partition("__")[2] or 0))
+
+
+class CanonicalSplit(CanonicalForward):
+    """Canonical Split along ``axis``: output k is the block of the input at offset ``sum(split[:k])``.
+
+    Sizes from the ``split`` attribute (opset < 13) or constant input, ``num_outputs`` (opset 18:
+    parts of ceil(size / n), the last smaller), else equal parts. One copy map per output, each
+    reading its block of the input once, row-major; each output is produced row-major, the outputs
+    one after the other.
+    """
+
+    @staticmethod
+    def check(node, state: SDFGState, sdfg: SDFG) -> None:
+        shape = input_shape(node, state, sdfg, "input")
+        axis = normalize_axis(node.axis, len(shape), node)
+        outputs = _split_outputs(node, state)
+        sizes = _split_sizes(node, state, sdfg, shape[axis], len(outputs))
+        if len(sizes) != len(outputs) or sum(sizes) != shape[axis]:
+            raise unsupported(node, f"split {sizes} of an axis of {shape[axis]} into {len(outputs)} outputs")
+        for name, size in zip(outputs, sizes, strict=True):
+            expected = [size if d == axis else s for d, s in enumerate(shape)]
+            if list(output_shape(node, state, sdfg, name)) != expected:
+                raise unsupported(node, f"imported shape of {name} {list(output_shape(node, state, sdfg, name))}")
+
+    @staticmethod
+    def forward(node, state: SDFGState, sdfg: SDFG) -> SDFG:
+        drop = ("split",) if input_edge(node, state, "split") is not None else ()
+        steps = node_builder(node, state, sdfg, drop=drop)
+        shape = onnx_shape(steps.desc("input"))
+        axis = normalize_axis(node.axis, len(shape), node)
+        offset = 0
+        for k, name in enumerate(_split_outputs(node, state)):
+            out_shape = onnx_shape(steps.desc(name))
+            if math.prod(out_shape) > 0:
+                params = index_params(len(out_shape))
+                in_index = list(params)
+                in_index[axis] = f"{params[axis]} + {offset}" if offset else params[axis]
+                steps.flat_map(
+                    f"split_{k}",
+                    index_ranges(params, out_shape),
+                    {"v": Memlet(f"input[{subscript(in_index)}]")},
+                    "out = v",
+                    {"out": Memlet(f"{name}[{subscript(params)}]")},
+                )
+            offset += out_shape[axis]
+        return steps.sdfg
+
+
+class CanonicalExpand(CanonicalForward):
+    """Canonical Expand: ``output = input`` broadcast (numpy rules) to the shape the ``shape`` input gives.
+
+    ``shape`` is a shape parameter, not data: it is disconnected (the imported output shape is the
+    broadcast shape). One flat map over the output, produced row-major; an input that is read more
+    than once (broadcast) and produced by another task is first copied into a REUSE buffer.
+    """
+
+    @staticmethod
+    def check(node, state: SDFGState, sdfg: SDFG) -> None:
+        in_shape, out_shape = input_shape(node, state, sdfg, "input"), output_shape(node, state, sdfg, "output")
+        target = constant_ints(node, state, sdfg, "shape")
+        try:
+            expected = np.broadcast_shapes(tuple(in_shape), tuple(target if target is not None else out_shape))
+        except ValueError:
+            expected = None
+        if expected != tuple(out_shape):
+            raise unsupported(node, f"imported output shape {list(out_shape)} is not {list(in_shape)} expanded")
+
+    @staticmethod
+    def forward(node, state: SDFGState, sdfg: SDFG) -> SDFG:
+        steps = node_builder(node, state, sdfg, drop=("shape",))
+        in_shape, out_shape = onnx_shape(steps.desc("input")), onnx_shape(steps.desc("output"))
+        if math.prod(out_shape) == 0:
+            return steps.sdfg
+        params = index_params(len(out_shape))
+        source = steps.operand("input", reused=is_broadcast(in_shape, out_shape))
+        steps.flat_map(
+            "expand",
+            index_ranges(params, out_shape),
+            {"v": Memlet(f"{source}[{subscript(broadcast_indices(in_shape, out_shape, params))}]")},
+            "out = v",
+            {"out": Memlet(f"output[{subscript(params)}]")},
+        )
+        return steps.sdfg
+
+
+class CanonicalRange(CanonicalForward):
+    """Canonical Range: ``output[i] = start + i * delta`` for the ``max(ceil((limit - start) / delta), 0)`` elements.
+
+    Constant ``start`` and ``delta`` are folded into the tasklet (``limit`` only sets the length, which
+    the import knows); inputs that are data are read by every element (a REUSE buffer if another task
+    produces them). One flat map, produced in order.
+    """
+
+    @staticmethod
+    def check(node, state: SDFGState, sdfg: SDFG) -> None:
+        (size,) = output_shape(node, state, sdfg, "output")
+        if dace.symbolic.issymbolic(size):
+            raise unsupported(node, f"output length {size} unknown at import (constant inputs are needed)")
+        values = [constant_input(node, state, sdfg, c) for c in ("start", "limit", "delta")]
+        if all(v is not None for v in values):
+            start, limit, delta = (v.reshape(()).item() for v in values)
+            expected = max(math.ceil((limit - start) / delta), 0) if delta else None
+            if expected != size:
+                raise unsupported(node, f"imported length {size} is not that of range({start}, {limit}, {delta})")
+
+    @staticmethod
+    def forward(node, state: SDFGState, sdfg: SDFG) -> SDFG:
+        dtype = out_desc_with_name(node, state, sdfg, "output").dtype
+        folded = {}
+        for name in ("start", "delta"):
+            value = constant_input(node, state, sdfg, name)
+            if value is not None:
+                folded[name] = literal(value.reshape(()).item(), dtype)
+        steps = node_builder(node, state, sdfg, drop=("limit", *folded))
+        (size,) = onnx_shape(steps.desc("output"))
+        if size == 0:
+            return steps.sdfg
+        inputs = {
+            name: Memlet(f"{steps.operand(name, reused=size > 1)}[0]")
+            for name in ("start", "delta")
+            if name not in folded
+        }
+        start, delta = folded.get("start", "start"), folded.get("delta", "delta")
+        (index,) = index_params(1)
+        steps.flat_map(
+            "range",
+            {index: f"0:{size}"},
+            inputs,
+            f"out = {start} + dace.{dtype.to_string()}({index}) * {delta}",
+            {"out": Memlet(f"output[{index}]")},
+        )
+        return steps.sdfg
+
+
 def _slice_ranges(node, state: SDFGState, sdfg: SDFG, shape) -> dict[int, tuple[int, int, int]]:
     """Per sliced axis: (first index, step, element count), following the ONNX clamping rules."""
     if node.schema.since_version < 10:
@@ -268,34 +435,72 @@ class CanonicalSlice(CanonicalForward):
         return steps.sdfg
 
 
+def _affine_indices(indices: np.ndarray) -> tuple[int, list[int]] | None:
+    """``(first, steps)`` such that ``indices[j] == first + sum(steps[k] * j[k])`` for every position ``j``, or None."""
+    first = int(indices.reshape(-1)[0]) if indices.size else 0
+    steps = [
+        int(indices[tuple(1 if d == k else 0 for d in range(indices.ndim))]) - first if size > 1 else 0
+        for k, size in enumerate(indices.shape)
+    ]
+    if indices.ndim == 0:
+        return first, []
+    expected = first + np.dot(steps, np.indices(indices.shape).reshape(indices.ndim, -1))
+    return (first, steps) if np.array_equal(expected, indices.reshape(-1)) else None
+
+
+def _gather_indices(node, state: SDFGState, sdfg: SDFG) -> np.ndarray | None:
+    """The constant indices of a Gather node, negative ones wrapped, checked to be in range; None if they are data."""
+    constant = constant_input(node, state, sdfg, "indices")
+    if constant is None:
+        return None
+    shape = input_shape(node, state, sdfg, "data")
+    size = shape[normalize_axis(node.axis, len(shape), node)]
+    if constant.size and (constant.min() < -size or constant.max() >= size):
+        raise unsupported(node, f"indices outside [-{size}, {size})")
+    return np.where(constant < 0, constant + size, constant).astype(np.int64)
+
+
 class CanonicalGather(CanonicalForward):
     """Canonical Gather along ``axis``: ``output[a, j, b] = data[a, indices[j], b]`` (negative indices wrap).
 
-    One flat map over the output, produced row-major. With a constant scalar index the input
-    element is known (a static memlet); otherwise each output reads its index and one element of
-    ``data`` at a data-dependent position (a dynamic memlet of volume 1), so ``data`` produced by
-    another task is first copied into a REUSE buffer.
+    One flat map over the output, produced row-major. Constant indices that are an affine function of
+    their position (a scalar, a range of any step, a repeated index) are folded into the memlet: the
+    input element is known (a static memlet). Otherwise each output reads its index and one element
+    of ``data`` at a data-dependent position (a dynamic memlet of volume 1). An input that is read more
+    than once (REUSE) or out of order (REORDER, a static gather whose indices do not increase), and
+    that another task produces, is first copied into a buffer.
     """
 
     @staticmethod
     def check(node, state: SDFGState, sdfg: SDFG) -> None:
         normalize_axis(node.axis, len(input_shape(node, state, sdfg, "data")), node)
+        _gather_indices(node, state, sdfg)
 
     @staticmethod
     def forward(node, state: SDFGState, sdfg: SDFG) -> SDFG:
-        constant = constant_input(node, state, sdfg, "indices")
-        static = constant is not None and constant.size == 1 and constant.ndim == 0
-        steps = node_builder(node, state, sdfg, drop=("indices",) if static else ())
+        constant = _gather_indices(node, state, sdfg)
+        affine = _affine_indices(constant) if constant is not None else None
+        steps = node_builder(node, state, sdfg, drop=("indices",) if affine is not None else ())
         data_shape = onnx_shape(steps.desc("data"))
         out_shape = onnx_shape(steps.desc("output"))
+        if math.prod(out_shape) == 0:
+            return steps.sdfg
         axis = normalize_axis(node.axis, len(data_shape), node)
         size = data_shape[axis]
         params = index_params(len(out_shape))
         index_rank = len(out_shape) - len(data_shape) + 1
         before, chosen, after = params[:axis], params[axis : axis + index_rank], params[axis + index_rank :]
-        if static:
-            index = int(constant) % size
-            memlet = Memlet(f"data[{subscript([*before, index, *after])}]")
+        if affine is not None:
+            first, strides = affine
+            flat = constant.reshape(-1)
+            repeated = len(np.unique(flat)) < flat.size
+            if repeated or np.any(np.diff(flat) < 0):
+                reason = BufferReason.REUSE if repeated else BufferReason.REORDER
+                source = steps.operand("data", reused=True, reason=reason)
+            else:
+                source = "data"
+            terms = [str(first)] * bool(first) + [f"{s} * {p}" for s, p in zip(strides, chosen, strict=True) if s]
+            memlet = Memlet(f"{source}[{subscript([*before, ' + '.join(terms) or '0', *after])}]")
             steps.flat_map("gather", index_ranges(params, out_shape), {"v": memlet}, "out = v", {"out": _write(params)})
             return steps.sdfg
         source = steps.operand("data", reused=True)
@@ -395,6 +600,9 @@ IMPLEMENTATIONS = (
     Implementation("Concat", CANONICAL, CanonicalConcat),
     Implementation("Slice", CANONICAL, CanonicalSlice),
     Implementation("Gather", CANONICAL, CanonicalGather),
+    Implementation("Split", CANONICAL, CanonicalSplit),
+    Implementation("Expand", CANONICAL, CanonicalExpand),
+    Implementation("Range", CANONICAL, CanonicalRange),
     Implementation("Shape", CANONICAL, CanonicalShape),
     Implementation("Size", CANONICAL, CanonicalSize),
     Implementation("ConstantOfShape", CANONICAL, CanonicalConstantOfShape),
