@@ -1,4 +1,4 @@
-"""Matrix products through the canonical MMM node: ONNX ``Gemm`` and ``MatMul``, and DaCe's ``MatMul``.
+"""Matrix products through the canonical MMM node: ONNX ``Gemm``, ``MatMul`` and ``Einsum``, and DaCe's ``MatMul``.
 
 Each expands into a nested SDFG in one state holding one MMM node with the chosen shape (``mv``,
 ``op``, ``lmv``), which expands in turn into its task maps:
@@ -11,6 +11,10 @@ Each expands into a nested SDFG in one state holding one MMM node with the chose
   leading dimensions are batch dimensions broadcast against each other; one batched MMM node, whose
   task map ranges over the batch and the task index (Y[b] = A[b]·B[b], see
   :mod:`dcaccel.expansions.mmm.operands`).
+- ``Einsum`` of two operands in a matrix-product form (``bij,bjk->bik``, ``bhqd,bhkd->bhqk``, ``bid,jd->bij``,
+  ...; see :func:`einsum_product`): ``TransA`` / ``TransB`` tasks write an operand whose matrix dimensions
+  are swapped in the equation transposed, row by row, then one batched MMM node writes the output; any
+  other equation raises :class:`UnsupportedOpError` naming it.
 - DaCe's ``dace.libraries.blas`` ``MatMul`` (what ``@`` becomes in a ``@dace.program``, on 2-D and on
   batched 3-D operands alike) lowers like ONNX MatMul, symbolic batch sizes included; implementations
   ``mv``, ``op``, ``lmv`` are registered on that class.
@@ -29,7 +33,8 @@ from dace.libraries.blas.nodes.matmul import MatMul
 from dace.sdfg.utils import in_desc_with_name, in_edge_with_name, out_desc_with_name, out_edge_with_name
 from dace.transformation.transformation import ExpandTransformation
 
-from dcaccel.expansions.builder import FLOAT_TYPES, ExpansionBuilder, whole
+from dcaccel.buffers import BufferReason
+from dcaccel.expansions.builder import FLOAT_TYPES, ExpansionBuilder, is_broadcast, whole
 from dcaccel.expansions.mmm import MMM, Order, buffer_reason_between
 from dcaccel.expansions.node import CanonicalForward, unsupported
 from dcaccel.expansions.registry import Implementation
@@ -58,16 +63,24 @@ def _add_mmm(builder: ExpansionBuilder, implementation: str, a: Memlet, b: Memle
     return builder.library_node(mmm, {"_a": a, "_b": b}, {"_c": c})
 
 
-def _add_transpose(builder: ExpansionBuilder, label: str, source: str, rows, columns, dtype, consumed: Order) -> str:
-    """A task writing sourceᵀ (rows × columns) row by row into a new transient; a buffer when the MMM
-    consumes it in another order (see :func:`buffer_reason_between`)."""
-    transposed = builder.transient(f"{source}_t", (rows, columns), dtype, buffer_reason_between(Order.ROW, consumed))
+def _add_transpose(
+    builder: ExpansionBuilder, label: str, source: str, shape: tuple, dtype, reason: BufferReason | None
+) -> str:
+    """A task writing the transpose of the last two dimensions of ``source`` (``shape``: the result's, batch
+    dimensions first, then rows × columns) row by row into a new transient, one matrix after the other,
+    marked as a buffer for ``reason`` (None: it streams into the MMM)."""
+    transposed = builder.transient(f"{source}_t", shape, dtype, reason)
+    batch = [f"__b{d}" for d in range(len(shape) - 2)]
     builder.flat_map(
         label,
-        {"__i": f"0:{rows}", "__j": f"0:{columns}"},
-        {"v": Memlet(f"{source}[__j, __i]")},
+        {
+            **{p: f"0:{size}" for p, size in zip(batch, shape, strict=False)},
+            "__i": f"0:{shape[-2]}",
+            "__j": f"0:{shape[-1]}",
+        },
+        {"v": Memlet(f"{source}[{', '.join([*batch, '__j', '__i'])}]")},
         "out = v",
-        {"out": Memlet(f"{transposed}[__i, __j]")},
+        {"out": Memlet(f"{transposed}[{', '.join([*batch, '__i', '__j'])}]")},
     )
     return transposed
 
@@ -104,8 +117,9 @@ def build_gemm_sdfg(
     builder = _builder(name, dtype, *operands)
     uses_c = c_shape is not None and beta != 0
     expansion = MMM.implementations[implementation]
-    a = _add_transpose(builder, "TransA", "A", n, k, dtype, expansion.consumes_a) if trans_a else "A"
-    b = _add_transpose(builder, "TransB", "B", k, m, dtype, expansion.consumes_b) if trans_b else "B"
+    a_reason, b_reason = (buffer_reason_between(Order.ROW, c) for c in (expansion.consumes_a, expansion.consumes_b))
+    a = _add_transpose(builder, "TransA", "A", (n, k), dtype, a_reason) if trans_a else "A"
+    b = _add_transpose(builder, "TransB", "B", (k, m), dtype, b_reason) if trans_b else "B"
     a_memlet, b_memlet = Memlet(f"{a}[0:{n}, 0:{k}]"), Memlet(f"{b}[0:{k}, 0:{m}]")
     if not uses_c and alpha == 1:
         _add_mmm(builder, implementation, a_memlet, b_memlet, Memlet(f"Y[0:{n}, 0:{m}]"))
@@ -234,6 +248,147 @@ class _OnnxMatMul(CanonicalForward):
         )
 
 
+@dataclass(frozen=True)
+class EinsumProduct:
+    """An Einsum equation that is a (batched) matrix product Y[..., i, j] = Σ_k A'[..., i, k]·B'[..., k, j],
+    with A' = A or A with its last two dimensions swapped (``transpose_a``), likewise B'."""
+
+    transpose_a: bool
+    transpose_b: bool
+
+
+def _einsum_terms(equation: str, ranks: tuple[int, ...]) -> tuple[list[list[str]], list[str]]:
+    """The labels of each input term and of the output of ``equation`` (whitespace ignored). An ellipsis
+    stands for the dimensions its operand has beyond its letters, labelled ``...0``, ``...1``, ... aligned from
+    the right across the operands (numpy broadcasting); without ``->`` the output is the ellipsis, then the
+    letters used once, in alphabetical order (numpy's implicit mode). Raises ValueError if malformed."""
+    equation = "".join(equation.split())
+    inputs, arrow, output = equation.partition("->")
+    terms = inputs.split(",")
+    if len(terms) != len(ranks):
+        raise ValueError(f"{len(terms)} terms for {len(ranks)} operands")
+    ellipsis_ranks = [rank - len(term.replace("...", "")) for term, rank in zip(terms, ranks, strict=True)]
+    widest = max([r for r, t in zip(ellipsis_ranks, terms, strict=True) if "..." in t], default=0)
+
+    def labels(term: str, ellipsis_rank: int) -> list[str]:
+        before, dots, after = term.partition("...")
+        if (
+            not all(c.isalpha() for c in before + after)
+            or "..." in after
+            or (ellipsis_rank < 0 if dots else ellipsis_rank != 0)
+        ):
+            raise ValueError(f"term '{term}' does not fit its operand")
+        covered = [f"...{d}" for d in range(widest - ellipsis_rank, widest)] if dots else []
+        return [*before, *covered, *after]
+
+    operands = [labels(t, r) for t, r in zip(terms, ellipsis_ranks, strict=True)]
+    if not arrow:
+        letters = [label for term in operands for label in term if not label.startswith("...")]
+        once = sorted(label for label in set(letters) if letters.count(label) == 1)
+        return operands, [f"...{d}" for d in range(widest)] + once
+    return operands, labels(output, widest if "..." in output else 0)
+
+
+def einsum_product(node, equation: str, ranks: tuple[int, int]) -> EinsumProduct:
+    """``equation`` over operands of ``ranks`` as a batched matrix product, or :class:`UnsupportedOpError`
+    naming the equation.
+
+    The matrix-product forms: the output's last two labels are a row label ``i`` of A only and a column label
+    ``j`` of B only, one label ``k`` of A and B is summed over, and each operand is its batch labels (the
+    trailing ones of the output's, in its order; missing ones broadcast) followed by ``i, k`` or ``k, i``
+    (A), ``k, j`` or ``j, k`` (B). E.g. ``ij,jk->ik``, ``bij,bjk->bik``, ``bhqd,bhkd->bhqk``, ``bid,jd->bij``.
+    """
+    try:
+        (a, b), y = _einsum_terms(equation, ranks)
+    except ValueError as error:
+        raise unsupported(node, f"equation '{equation}': {error}") from None
+    summed = [label for label in a if label in b and label not in y]
+    forms = "operands [batch..., i, k] and [batch..., k, j] (either pair transposed) -> [batch..., i, j]"
+    if (
+        any(len(set(term)) != len(term) for term in (a, b, y))
+        or len(summed) != 1
+        or len(y) < 2
+        or not (y[-2] in a and y[-2] not in b and y[-1] in b and y[-1] not in a)
+    ):
+        raise unsupported(node, f"equation '{equation}' is not a matrix product ({forms})")
+    row, inner, column, batch = y[-2], summed[0], y[-1], y[:-2]
+    matrices = {
+        "A": (a, {(row, inner): False, (inner, row): True}),
+        "B": (b, {(inner, column): False, (column, inner): True}),
+    }
+    transposed = {}
+    for name, (term, orders) in matrices.items():
+        leading = term[:-2]
+        if tuple(term[-2:]) not in orders or leading != batch[len(batch) - len(leading) :]:
+            raise unsupported(node, f"equation '{equation}': operand {name} is not {forms}")
+        transposed[name] = orders[tuple(term[-2:])]
+    return EinsumProduct(transposed["A"], transposed["B"])
+
+
+EINSUM_INPUTS = ("Inputs__0", "Inputs__1")
+
+
+def _swap_last(shape: tuple) -> tuple:
+    return (*shape[:-2], shape[-1], shape[-2])
+
+
+def build_einsum_sdfg(
+    a: Operand, b: Operand, y: Operand, product: EinsumProduct, dtype: dace.typeclass, implementation: str, name: str
+) -> dace.SDFG:
+    """Y = A'·B' (an Einsum's :class:`EinsumProduct`) as a nested SDFG: ``TransA`` / ``TransB`` (when that
+    operand is transposed) write A' / B' row by row, matrix after matrix, then one batched MMM node with
+    ``implementation`` writes Y, in the shape's order. A transposed operand is a buffer when the MMM consumes
+    it in another order (REORDER), or reads it once per batch element it is broadcast over (REUSE: ``mv``'s
+    ``BcastA``, ``lmv``'s ``BcastB``); ``op`` and the other operands copy it into a buffer of their own."""
+    builder = _builder(name, dtype, a, b, y)
+    expansion = MMM.implementations[implementation]
+    operands = []
+    for operand, label, transposed, consumed in (
+        (a, "TransA", product.transpose_a, expansion.consumes_a),
+        (b, "TransB", product.transpose_b, expansion.consumes_b),
+    ):
+        shape = _swap_last(operand.shape) if transposed else operand.shape
+        reason = buffer_reason_between(Order.ROW, consumed)
+        if reason is None and consumed is not Order.ANY and is_broadcast(shape[:-2], y.shape[:-2]):
+            reason = BufferReason.REUSE
+        source = _add_transpose(builder, label, operand.name, shape, dtype, reason) if transposed else operand.name
+        operands.append(Memlet(data=source, subset=whole(shape)))
+    _add_mmm(builder, implementation, *operands, Memlet(data=y.name, subset=whole(y.shape)))
+    return builder.sdfg
+
+
+def _einsum_operands(node, state, sdfg) -> tuple[Operand, Operand, Operand, EinsumProduct]:
+    """The operands A, B, Y of the Einsum ``node`` and the product its equation makes of them;
+    :class:`UnsupportedOpError` if it is not a matrix product of two floating-point operands."""
+    if sorted(node.in_connectors) != list(EINSUM_INPUTS):
+        raise unsupported(node, f"equation '{node.equation}' on {len(node.in_connectors)} operands (two only)")
+    _check_element_types(node, state, sdfg, *EINSUM_INPUTS)
+    a, b = (tuple(in_desc_with_name(node, state, sdfg, c).shape) for c in EINSUM_INPUTS)
+    y = tuple(out_desc_with_name(node, state, sdfg, "Output").shape)
+    product = einsum_product(node, node.equation, (len(a), len(b)))
+    a_matrix = _swap_last(a) if product.transpose_a else a
+    b_matrix = _swap_last(b) if product.transpose_b else b
+    check_matmul_shapes(node, a_matrix, b_matrix, y)
+    return Operand(EINSUM_INPUTS[0], a), Operand(EINSUM_INPUTS[1], b), Operand("Output", y), product
+
+
+class _OnnxEinsum(CanonicalForward):
+    """ONNX Einsum of the matrix-product forms through MMM (see :func:`einsum_product`); subclasses fix the shape."""
+
+    mmm_implementation: str
+
+    @staticmethod
+    def check(node, state, sdfg) -> None:
+        _einsum_operands(node, state, sdfg)
+
+    @classmethod
+    def forward(cls, node, state, sdfg):
+        a, b, y, product = _einsum_operands(node, state, sdfg)
+        dtype = in_desc_with_name(node, state, sdfg, EINSUM_INPUTS[0]).dtype
+        name = f"{node.label}_einsum_{cls.mmm_implementation}"
+        return build_einsum_sdfg(a, b, y, product, dtype, cls.mmm_implementation, name)
+
+
 def _blas_operands(node, state, sdfg) -> tuple[Operand, Operand, Operand]:
     """The windows of the memlets on ``_a``, ``_b``, ``_c`` with the strides of their containers."""
     edges = [in_edge_with_name(node, state, "_a"), in_edge_with_name(node, state, "_b")]
@@ -282,6 +437,7 @@ def _by_shape(base: type, prefix: str, summary: str) -> dict[str, type]:
 IMPLEMENTATIONS = (
     *(Implementation("Gemm", s, cls) for s, cls in _by_shape(_OnnxGemm, "Gemm", "ONNX Gemm as MMM").items()),
     *(Implementation("MatMul", s, cls) for s, cls in _by_shape(_OnnxMatMul, "MatMul", "ONNX MatMul as MMM").items()),
+    *(Implementation("Einsum", s, cls) for s, cls in _by_shape(_OnnxEinsum, "Einsum", "ONNX Einsum as MMM").items()),
     *(
         Implementation("MatMul", s, dace.library.expansion(cls), MatMul)
         for s, cls in _by_shape(_BlasMatMulExpansion, "BlasMatMul", "``@`` as MMM").items()
