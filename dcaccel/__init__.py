@@ -16,6 +16,7 @@ import importlib
 __version__ = "0.1.0"
 
 _EXPORTS = {
+    "Architecture": "dcaccel.architecture",
     "load": "dcaccel.frontend",
     "Workload": "dcaccel.frontend",
     "TaskDAG": "dcaccel.dag",
@@ -32,7 +33,7 @@ __all__ = sorted(_EXPORTS)
 
 
 #: Sub-packages reachable as attributes (``dcaccel.workloads.get("lenet")``).
-_SUBPACKAGES = {"dag", "expansions", "exploration", "frontend", "scheduler", "transforms", "workloads"}
+_SUBPACKAGES = {"architecture", "dag", "expansions", "exploration", "frontend", "scheduler", "transforms", "workloads"}
 
 
 def __getattr__(name: str):

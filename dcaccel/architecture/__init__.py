@@ -1,0 +1,28 @@
+"""Accelerator descriptions: compute units, memories and links as a graph (``Architecture``),
+validated from YAML (``dcaccel/architectures/*.yaml`` ships the designs) or built in Python.
+
+Importing this package does not import DaCe; the schedulers read an architecture to cost a
+schedule (:mod:`dcaccel.scheduler.architecture`).
+"""
+
+from dcaccel.architecture.graph import Architecture, ArchitectureError, all_to_all, bus, mesh_2d
+from dcaccel.architecture.load import DEFAULT, load, names
+from dcaccel.architecture.schema import ArchitectureSpec, Link, Memory, MemoryLevel, Topology, TopologyKind, Unit
+
+__all__ = [
+    "DEFAULT",
+    "Architecture",
+    "ArchitectureError",
+    "ArchitectureSpec",
+    "Link",
+    "Memory",
+    "MemoryLevel",
+    "Topology",
+    "TopologyKind",
+    "Unit",
+    "all_to_all",
+    "bus",
+    "load",
+    "mesh_2d",
+    "names",
+]

@@ -1,0 +1,49 @@
+"""Loading architectures: the shipped designs by name (``dcaccel/architectures/*.yaml``) and
+user files. YAML is read with ``yaml.safe_load`` only: a file is data, never code."""
+
+from __future__ import annotations
+
+from importlib import resources
+from pathlib import Path
+
+from dcaccel.architecture.graph import Architecture, ArchitectureError
+
+#: The architecture every schedule assumes when none is given (the seed's model).
+DEFAULT = "abstract"
+
+#: A description file larger than this is refused before it is parsed.
+MAX_FILE_BYTES = 1 << 20
+
+
+def _shipped() -> dict[str, resources.abc.Traversable]:
+    folder = resources.files("dcaccel") / "architectures"
+    return {entry.name.removesuffix(".yaml"): entry for entry in folder.iterdir() if entry.name.endswith(".yaml")}
+
+
+def names() -> list[str]:
+    """The shipped architectures, sorted."""
+    return sorted(_shipped())
+
+
+def load(name_or_path: str | Path | Architecture) -> Architecture:
+    """A shipped architecture by name, or a YAML file by path (an :class:`Architecture` is returned as is)."""
+    if isinstance(name_or_path, Architecture):
+        return name_or_path
+    shipped = _shipped()
+    text = str(name_or_path)
+    if text in shipped:
+        return Architecture.from_yaml(shipped[text].read_text(encoding="utf-8"), text)
+    path = Path(text)
+    if path.suffix not in (".yaml", ".yml"):
+        raise ArchitectureError(
+            f"unknown architecture '{text}' (shipped: {', '.join(sorted(shipped))}; or a .yaml file)"
+        )
+    if not path.is_file():
+        raise ArchitectureError(f"architecture file {text} does not exist")
+    if path.stat().st_size > MAX_FILE_BYTES:
+        raise ArchitectureError(f"architecture file {text} is larger than {MAX_FILE_BYTES} bytes")
+    try:
+        content = path.read_text(encoding="utf-8")
+    except (OSError, UnicodeDecodeError) as err:
+        raise ArchitectureError(f"architecture file {text} cannot be read ({type(err).__name__})") from None
+    return Architecture.from_yaml(content, text)
