@@ -39,6 +39,12 @@ from onnx.backend.test.case.test_case import TestCase
 
 PARAMETER_INPUTS = {
     "ConstantOfShape": (0,),
+    "Expand": (1,),
+    "Pad": (1, 3),
+    "Range": (0, 1, 2),
+    "Resize": (1, 2, 3),
+    "Split": (1,),
+    "Upsample": (1,),
     "Reshape": (1,),
     "Slice": (1, 2, 3, 4),
     "Squeeze": (1,),
