@@ -16,7 +16,9 @@ from dataclasses import dataclass
 
 import dace
 import numpy as np
+import onnx
 from dace import SDFG, SDFGState
+from dace.libraries.onnx.converters import onnx_tensor_type_to_typeclass
 from dace.sdfg.utils import out_desc_with_name
 
 from dcaccel.expansions.builder import broadcast_indices, index_params, index_ranges, is_broadcast, literal, subscript
@@ -90,6 +92,38 @@ def _select(pick: str) -> Callable[[Operands, str, object], str]:
     return formula
 
 
+def _cast(x: Operands, T: str, node) -> str:
+    """Cast is the tasklet's conversion on assignment (C++: truncation towards zero from float to int,
+    non-zero to true for bool); only targets DaCe has a type for."""
+    try:
+        onnx_tensor_type_to_typeclass(node.to)
+    except ValueError:
+        raise unsupported(node, f"to={onnx.TensorProto.DataType.Name(node.to)} (no DaCe type)") from None
+    return x["input"]
+
+
+def _leaky(value: str, slope: str, T: str) -> str:
+    """``value`` where it is not negative, else ``slope * value`` (LeakyRelu, PRelu).
+
+    Products are converted back to ``T``: in C++ a product of two float16 values is a float.
+    """
+    return f"({value} if {value} >= {T}(0) else {T}({slope} * {value}))"
+
+
+def _hard_sigmoid(value: str, alpha: float, beta: float, T: str) -> str:
+    """``max(0, min(1, alpha * value + beta))`` (HardSigmoid; HardSwish multiplies it by its input)."""
+    return f"max({T}(0), min({T}(1), {T}({T}({alpha!r}) * {value} + {T}({beta!r}))))"
+
+
+def _softplus(value: str, T: str) -> str:
+    """``log(1 + exp(value))`` without overflow: ``value + log(1 + exp(-value))`` for positive values."""
+    return f"({value} + log1p(exp(-{value})) if {value} > {T}(0) else log1p(exp({value})))"
+
+
+def _mean(x: Operands, T: str, node) -> str:
+    return f"({' + '.join(x.values())}) / {T}({len(x)})"
+
+
 ELEMENTWISE_OPS = (
     ElementwiseOp("Relu", lambda x, T, n: f"max({x['X']}, {T}(0))", "Y = max(X, 0)"),
     ElementwiseOp("Sigmoid", lambda x, T, n: f"{T}(1) / ({T}(1) + exp(-{x['X']}))", "Y = 1 / (1 + exp(-X))"),
@@ -99,8 +133,20 @@ ELEMENTWISE_OPS = (
     ElementwiseOp("Erf", lambda x, T, n: f"erf({x['input']})", "output = erf(input)"),
     ElementwiseOp("Neg", lambda x, T, n: f"-{x['X']}", "Y = -X"),
     ElementwiseOp("Reciprocal", lambda x, T, n: f"{T}(1) / {x['X']}", "Y = 1 / X"),
+    ElementwiseOp("LeakyRelu", lambda x, T, n: _leaky(x["X"], f"{T}({n.alpha!r})", T), "Y = X if X >= 0 else alpha X"),
+    ElementwiseOp("PRelu", lambda x, T, n: _leaky(x["X"], x["slope"], T), "Y = X if X >= 0 else slope X"),
+    ElementwiseOp(
+        "HardSigmoid", lambda x, T, n: _hard_sigmoid(x["X"], n.alpha, n.beta, T), "Y = max(0, min(1, alpha X + beta))"
+    ),
+    ElementwiseOp(
+        "HardSwish",
+        lambda x, T, n: f"{x['X']} * {_hard_sigmoid(x['X'], 1 / 6, 0.5, T)}",
+        "Y = X max(0, min(1, X/6 + 1/2))",
+    ),
+    ElementwiseOp("Softplus", lambda x, T, n: _softplus(x["X"], T), "Y = log(1 + exp(X))"),
+    ElementwiseOp("Mish", lambda x, T, n: f"{x['X']} * tanh({_softplus(x['X'], T)})", "Y = X tanh(log(1 + exp(X)))"),
     ElementwiseOp("Identity", lambda x, T, n: x["input"], "output = input (a copy task)"),
-    ElementwiseOp("Cast", lambda x, T, n: x["input"], "output = input converted to the type `to`"),
+    ElementwiseOp("Cast", _cast, "output = input converted to the type `to`"),
     ElementwiseOp("Clip", _clip, "output = min(max(input, min), max)"),
     ElementwiseOp("Gelu", _gelu, "Y = X/2 (1 + erf(X/sqrt 2)), or the tanh approximation"),
     ElementwiseOp("Add", lambda x, T, n: f"{x['A']} + {x['B']}", "C = A + B"),
@@ -111,7 +157,10 @@ ELEMENTWISE_OPS = (
     ElementwiseOp("Sum", lambda x, T, n: " + ".join(x.values()), "sum = data_0 + data_1 + ..."),
     ElementwiseOp("Max", _select(">"), "max = the largest of data_0, data_1, ..."),
     ElementwiseOp("Min", _select("<"), "min = the smallest of data_0, data_1, ..."),
+    ElementwiseOp("Mean", _mean, "mean = (data_0 + data_1 + ...) / number of inputs"),
+    ElementwiseOp("Equal", lambda x, T, n: f"{x['A']} == {x['B']}", "C = A == B"),
     ElementwiseOp("Less", lambda x, T, n: f"{x['A']} < {x['B']}", "C = A < B"),
+    ElementwiseOp("Greater", lambda x, T, n: f"{x['A']} > {x['B']}", "C = A > B"),
     ElementwiseOp(
         "Where", lambda x, T, n: f"({x['X']} if {x['condition']} else {x['Y']})", "output = X if condition else Y"
     ),
