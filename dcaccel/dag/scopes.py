@@ -17,7 +17,12 @@ Rules (architecture.md, Contract 2):
   DaCe's memlet propagation has already summed over the inner maps. Their subsets and volumes are
   expressions in the task map's parameters, read once per scope and substituted per iteration by
   the caller (never re-propagated);
-* a top-level tasklet, library node or nested SDFG is a single task scope;
+* a top-level tasklet, library node or nested SDFG is a single task scope; an *opaque task* (a node
+  carrying the mark of :mod:`dcaccel.transforms.opaque`: an op dcaccel has no canonical
+  implementation of) reads and writes whole tensors: each access's volume is the number of elements
+  of the tensor it moves, raised to the largest of the node's inputs (outputs) when those differ,
+  so that its in-edges (out-edges) carry one volume as the DAG contract requires; its ``meta`` has
+  ``opaque: True`` and ``node`` (``op`` and ``implementation`` come with the lowering's origins);
 * an edge between two access nodes at top level is a :class:`Copy`;
 * a container is a buffer iff its descriptor carries a buffer mark (:mod:`dcaccel.buffers`); the
   non-transient containers of the SDFG (program inputs and outputs) are buffers even when the
@@ -42,6 +47,7 @@ from dace.sdfg.state import ControlFlowRegion, SDFGState
 from dcaccel.buffers import BufferReason, buffer_reason
 from dcaccel.dag import volume as vol
 from dcaccel.errors import DcaccelError
+from dcaccel.transforms.opaque import is_opaque
 
 
 @dataclass(frozen=True)
@@ -254,6 +260,9 @@ class _Reader:
     def node_scope(self, state: SDFGState, node) -> TaskScope:
         reads, writes = self.outer_accesses(state, node)
         meta = {"node_type": type(node).__name__, "scope": node.label, **self.sources.get(node.guid, {})}
+        if is_opaque(node):
+            reads, writes = _whole_tensors(reads), _whole_tensors(writes)
+            meta = {**meta, "node": meta.get("node", node.label), "opaque": True}
         return TaskScope(node.label, state.label, (), (), reads, writes, reads, writes, meta)
 
     def map_scope(self, state: SDFGState, entry: dnodes.MapEntry, children) -> TaskScope:
@@ -295,6 +304,18 @@ class _Reader:
                 subset = memlet.get_src_subset(edge, state) if reading else memlet.get_dst_subset(edge, state)
             accesses.append(self.access(data, subset, memlet, params))
         return _merge(accesses)
+
+
+def _whole_tensors(accesses: tuple[Access, ...]) -> tuple[Access, ...]:
+    """The accesses of an opaque task: each moves its tensor once (volume = its elements), raised to the
+    largest tensor's size when they differ (a smaller input counts as re-read, as a canonical task
+    re-reads a broadcast operand), so that every edge of the task on that side carries one volume."""
+    if not accesses:
+        return accesses
+    volume = sympy.Max(*(access.elements for access in accesses))
+    return tuple(
+        Access(a.data, a.begin, a.end, a.elements, volume, dynamic=False, accumulate=a.accumulate) for a in accesses
+    )
 
 
 def _merge(accesses: list[Access]) -> tuple[Access, ...]:

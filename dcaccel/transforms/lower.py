@@ -16,6 +16,12 @@ class. Library nodes that an expansion creates with an implementation already se
 a Conv) keep it; those created without one are resolved like the workload's own nodes. The chosen
 implementation's ``check`` runs on every node before anything is expanded, so an implementation that
 does not apply raises :class:`UnsupportedOpError` naming the node and why, with the graph untouched.
+
+A node with no dcaccel implementation at all becomes an opaque task (:mod:`dcaccel.transforms.opaque`):
+DaCe's own implementation expands it into one nested SDFG that is kept whole and marked, the
+``LoweredWorkload`` lists it in ``opaque``, and one warning (:class:`OpaqueOpWarning`) names every such
+node. ``strict=True`` refuses it instead, with :class:`UnsupportedOpError`. Naming such a node or its op
+type in ``choices`` is refused likewise (there is nothing to choose).
 """
 
 import contextlib
@@ -36,8 +42,18 @@ from dcaccel.expansions import register
 from dcaccel.expansions.mmm import MMM
 from dcaccel.expansions.registry import CANONICAL, implementation_of, node_implementations
 from dcaccel.frontend.ops import library_nodes, op_type
+from dcaccel.transforms.opaque import OpaqueOpWarning, expand_opaque, fallback_implementation, is_opaque
 
-__all__ = ["LoweredWorkload", "SourceNode", "available_implementations", "expand_all", "lower", "op_type"]
+__all__ = [
+    "LoweredWorkload",
+    "OpaqueOpWarning",
+    "SourceNode",
+    "available_implementations",
+    "expand_all",
+    "lower",
+    "op_type",
+    "opaque_nodes",
+]
 
 # Simplification passes that break the canonical structure: ArrayElimination removes containers that
 # are only copied on as redundant (the im2col X_col copied into the MMM operand buffer ``_b_copy``),
@@ -62,7 +78,8 @@ class LoweredWorkload:
     sdfg: dace.SDFG
     implementations: dict[str, str] = field(default_factory=dict)  # node name -> implementation name
     unused_choices: dict[str, str] = field(default_factory=dict)  # choices naming no node or op type
-    origins: dict[nodes.MapEntry, SourceNode] = field(default_factory=dict)  # map scope -> node it lowers
+    origins: dict[nodes.Node, SourceNode] = field(default_factory=dict)  # map scope / opaque task -> node it lowers
+    opaque: dict[str, str] = field(default_factory=dict)  # node name -> op type, nodes kept as opaque tasks
 
 
 def available_implementations(node: nodes.LibraryNode) -> list[str]:
@@ -79,21 +96,33 @@ def _default_implementation(available: list[str]) -> str | None:
     return None
 
 
-def _resolve(node: nodes.LibraryNode, state: dace.SDFGState, choices: dict[str, str], seen: set[str]) -> str:
+def _resolve(
+    node: nodes.LibraryNode, state: dace.SDFGState, choices: dict[str, str], seen: set[str], strict: bool
+) -> tuple[str, bool]:
     """Choose ``node``'s implementation — its name in ``choices``, else its op type, else the
     implementation already set on it (if dcaccel has it), else the default — and check that it
-    applies; adds the node's name and op type to ``seen``."""
+    applies; adds the node's name and op type to ``seen``. Returns the implementation and whether the
+    node becomes an opaque task (no dcaccel implementation: DaCe's, unless ``strict`` or named in
+    ``choices``)."""
     op = op_type(node)
     seen.update((node.label, op))
     available = available_implementations(node)
     if not available:
-        raise UnsupportedOpError(op, node.label, "no dcaccel implementation")
+        if strict or node.label in choices or op in choices:
+            raise UnsupportedOpError(op, node.label, "no dcaccel implementation")
+        return fallback_implementation(node, state), True
     preset = node.implementation if node.implementation in available else None
     chosen = choices.get(node.label, choices.get(op, preset or _default_implementation(available)))
     if chosen not in available:
         raise DcaccelError(f"{op} node '{node.label}': no implementation '{chosen}'; available: {', '.join(available)}")
     implementation_of(node, chosen).expansion.check(node, state, state.sdfg)
-    return chosen
+    return chosen, False
+
+
+def opaque_nodes(sdfg: dace.SDFG) -> dict[str, str]:
+    """The library nodes of ``sdfg`` that lowering would keep as opaque tasks (no dcaccel implementation),
+    name -> op type, in program order. Nothing is expanded."""
+    return {node.label: op_type(node) for node, _ in library_nodes(sdfg) if not available_implementations(node)}
 
 
 @dataclass(frozen=True)
@@ -105,12 +134,15 @@ class CachedExpansion:
     dropped: frozenset[str]
 
 
-def expand_all(sdfg: dace.SDFG, choices: dict[str, str], cache: dict | None = None) -> tuple[dict[str, str], set[str]]:
+def expand_all(
+    sdfg: dace.SDFG, choices: dict[str, str], cache: dict | None = None, strict: bool = False
+) -> tuple[dict[str, str], set[str], dict[str, str]]:
     """Expand every library node of ``sdfg`` (in place) until none is left.
 
     The nodes present at the start are all resolved; nodes that expansions create are resolved when
-    they carry no implementation. Returns the implementation chosen per resolved node name and the
-    names and op types of the resolved nodes.
+    they carry no implementation. A node without a dcaccel implementation is expanded as an opaque task
+    (refused with ``strict``). Returns the implementation chosen per resolved node name, the names and
+    op types of the resolved nodes, and the nodes kept as opaque tasks (name -> op type).
 
     ``cache`` (owned by the workload whose SDFG this is a copy of) maps (node name, implementation) to a
     :class:`CachedExpansion`. Its rule: every implementation checks that it applies before it touches the
@@ -123,14 +155,30 @@ def expand_all(sdfg: dace.SDFG, choices: dict[str, str], cache: dict | None = No
 
     implementations: dict[str, str] = {}
     seen: set[str] = set()
+    opaque: dict[str, str] = {}
+    fallback: set[nodes.LibraryNode] = set()
+
+    def resolve(node: nodes.LibraryNode, state: dace.SDFGState) -> None:
+        chosen, opaque_task = _resolve(node, state, choices, seen, strict)
+        node.implementation = implementations[node.label] = chosen
+        if opaque_task:
+            fallback.add(node)
+            opaque[node.label] = op_type(node)
+
+    def expand(node: nodes.LibraryNode, state: dace.SDFGState) -> None:
+        if node in fallback:
+            expand_opaque(node, state, node.implementation)
+        else:
+            node.expand(state)
+
     pending = library_nodes(sdfg)
     for node, state in pending:
-        node.implementation = implementations[node.label] = _resolve(node, state, choices, seen)
+        resolve(node, state)
     inputs = {node.label: set(node.in_connectors) for node, _ in pending}
     for node, state in pending:  # in order: each expansion appends its nested SDFG to the state
         cached = None if cache is None else cache.get((node.label, node.implementation))
         if cached is None:
-            node.expand(state)
+            expand(node, state)
             continue
         for connector in sorted(cached.dropped):
             drop_input(node, state, state.sdfg, connector)
@@ -139,8 +187,8 @@ def expand_all(sdfg: dace.SDFG, choices: dict[str, str], cache: dict | None = No
     while pending:
         for node, state in pending:
             if node.implementation is None:
-                node.implementation = implementations[node.label] = _resolve(node, state, choices, seen)
-            node.expand(state)
+                resolve(node, state)
+            expand(node, state)
         pending = library_nodes(sdfg)
     if cache is not None:
         for node, _ in sdfg.all_nodes_recursive():
@@ -148,7 +196,7 @@ def expand_all(sdfg: dace.SDFG, choices: dict[str, str], cache: dict | None = No
                 dropped = frozenset(inputs[node.label] - set(node.in_connectors))
                 key = (node.label, implementations[node.label])
                 cache.setdefault(key, CachedExpansion(copy.deepcopy(node), dropped))
-    return implementations, seen
+    return implementations, seen, opaque
 
 
 def _substitute(state: dace.SDFGState, node: nodes.LibraryNode, expanded: nodes.NestedSDFG) -> None:
@@ -179,10 +227,13 @@ def _without_line_info():
 def map_origins(sdfg: dace.SDFG, sources: dict[str, str], implementations: dict[str, str]) -> dict:
     """The origin of every map scope of the expanded (not yet inlined) ``sdfg``: the top-level node that
     replaced a library node of the source program, named in ``sources`` (name -> op type), holds them.
-    Map scopes keep their identity through inlining, so the table stays valid for the lowered SDFG."""
+    An opaque task (the nested SDFG itself) is its own origin's scope. Map scopes keep their identity
+    through inlining, so the table stays valid for the lowered SDFG."""
     origins = {}
     for state in sdfg.states():
         for node in state.nodes():
+            if is_opaque(node) and node.label in sources:
+                origins[node] = SourceNode(node.label, sources[node.label], implementations[node.label])
             if isinstance(node, nodes.NestedSDFG) and node.label in sources:
                 origin = SourceNode(node.label, sources[node.label], implementations[node.label])
                 origins.update(
@@ -204,14 +255,16 @@ def mark_program_io(sdfg: dace.SDFG) -> None:
             mark_buffer(desc, BufferReason.PROGRAM_IO)
 
 
-def lower(workload, choices: dict[str, str] | None = None) -> LoweredWorkload:
+def lower(workload, choices: dict[str, str] | None = None, *, strict: bool = False) -> LoweredWorkload:
     """Lower ``workload`` (a Workload, or a bare SDFG) to maps with the implementations in ``choices``.
 
     ``choices`` maps an op type or a node name to an implementation name (``{"Conv": "op", "conv2":
     "lmv"}``); a node name wins over its op type. An implementation an op does not have raises
-    :class:`DcaccelError` listing the ones it has; an op without any dcaccel implementation raises
-    :class:`UnsupportedOpError`. Choices naming no node or op type of the workload are returned in
-    ``unused_choices`` with one warning. The workload's SDFG is not modified.
+    :class:`DcaccelError` listing the ones it has. An op without any dcaccel implementation becomes an
+    opaque task (DaCe's expansion, kept whole; listed in ``opaque`` with one :class:`OpaqueOpWarning`),
+    or raises :class:`UnsupportedOpError` with ``strict`` (or when DaCe cannot expand it either).
+    Choices naming no node or op type of the workload are returned in ``unused_choices`` with one
+    warning. The workload's SDFG is not modified.
     """
     if choices is not None and not isinstance(choices, Mapping):
         raise DcaccelError(
@@ -226,11 +279,20 @@ def lower(workload, choices: dict[str, str] | None = None) -> LoweredWorkload:
     with _without_line_info(), warnings.catch_warnings():
         # DaCe's own ExpandTransformation passes connector sets to add_nested_sdfg and warns about it.
         warnings.filterwarnings("ignore", "Using sets for connectors", UserWarning)
-        implementations, seen = expand_all(sdfg, choices, getattr(workload, "expansion_cache", None))
+        implementations, seen, opaque = expand_all(
+            sdfg, choices, getattr(workload, "expansion_cache", None), strict=strict
+        )
         origins = map_origins(sdfg, sources, implementations)
         simplify(sdfg)
     mark_program_io(sdfg)
     sdfg.validate()
+    if opaque:
+        warnings.warn(
+            f"lower {sdfg.name}: {len(opaque)} node(s) with no canonical implementation kept as opaque tasks: "
+            + ", ".join(f"{name} ({op})" for name, op in opaque.items()),
+            OpaqueOpWarning,
+            stacklevel=2,
+        )
     unused = {key: value for key, value in choices.items() if key not in seen}
     if unused:
         warnings.warn(
@@ -244,4 +306,5 @@ def lower(workload, choices: dict[str, str] | None = None) -> LoweredWorkload:
         implementations,
         unused_choices=unused,
         origins=origins,
+        opaque=opaque,
     )

@@ -1,0 +1,98 @@
+"""Opaque tasks: the fallback for a library node that dcaccel has no canonical implementation of.
+
+Such a node does not stop the lowering (unless it is strict): it is expanded with DaCe's own
+implementation (for an ONNX op, the first of DaCe's registered ``ONNXForward`` implementations whose
+``forward_can_be_applied`` accepts the node, e.g. ``pure``; for another library node, the
+implementation set on it or its class's default) into one nested SDFG. Every library node inside
+that nested SDFG is expanded with DaCe's defaults too, so the lowered program stays a real program
+that compiles. The nested SDFG is kept whole (``no_inline``: lowering's inlining and simplification
+leave it alone) and carries the opaque mark ``location["dcaccel.opaque"]``, in a DaCe ``DictProperty``
+that survives ``deepcopy``, inlining of its parents and JSON, as the buffer marks do (never a name).
+DaCe's code generator parses every value of a code node's ``location`` as a symbolic expression, so
+the mark's value is the constant ``"1"``; which op and node the task stands for is in the lowering's
+``origins``. The DAG extraction reads the mark and makes the node one task whose in-edges carry the
+sizes of its input tensors and out-edges the sizes of its outputs (docs/dag.md, "Opaque tasks").
+"""
+
+import dace
+from dace.libraries.onnx.nodes.onnx_op import ONNXOp
+from dace.sdfg import nodes
+
+from dcaccel.errors import UnsupportedOpError
+from dcaccel.frontend.ops import op_type
+
+_KEY = "dcaccel.opaque"
+_MARK = "1"  # a constant: DaCe reads the values of a code node's location as symbolic expressions
+
+
+class OpaqueOpWarning(UserWarning):
+    """Nodes without a canonical implementation were kept as opaque tasks."""
+
+
+def mark_opaque(node: nodes.CodeNode) -> None:
+    """Mark ``node`` (the nested SDFG or tasklet an op was expanded into) as an opaque task."""
+    node.location[_KEY] = _MARK
+
+
+def is_opaque(node: nodes.Node) -> bool:
+    """Whether ``node`` is an opaque task (a code node carrying the mark)."""
+    return isinstance(node, nodes.CodeNode) and _KEY in node.location
+
+
+def fallback_implementation(node: nodes.LibraryNode, state: dace.SDFGState) -> str:
+    """The name of DaCe's implementation that expands ``node`` as an opaque task (the graph is not touched).
+
+    Raises :class:`UnsupportedOpError` naming op and node when DaCe has none that applies.
+    """
+    from dcaccel.expansions.registry import all_implementations
+
+    op = op_type(node)
+    ours = {implementation.name for implementation in all_implementations()}
+    registered = type(node).implementations
+    if isinstance(node, ONNXOp):
+        from dace.libraries.onnx.forward_implementation_abc import ONNXForward
+
+        for name, forward in ONNXForward.registered_implementations(op):
+            if name in ours or name not in registered:
+                continue
+            try:
+                applies = forward.forward_can_be_applied(node, state, state.sdfg)
+            except (KeyError, ValueError, AttributeError):  # DaCe's checks read inputs that may be absent
+                applies = False
+            if applies:
+                return name
+        raise UnsupportedOpError(op, node.label, "no dcaccel implementation, and DaCe has none that applies")
+    for name in (node.implementation, type(node).default_implementation):
+        if name is not None and name in registered and name not in ours:
+            return name
+    raise UnsupportedOpError(op, node.label, "no dcaccel implementation, and DaCe has no default one")
+
+
+def expand_opaque(node: nodes.LibraryNode, state: dace.SDFGState, implementation: str) -> nodes.CodeNode:
+    """Expand ``node`` with DaCe's ``implementation`` into one opaque task (see the module docstring) and
+    return the node that replaced it, marked; raises :class:`UnsupportedOpError` naming op and node when
+    DaCe's expansion fails."""
+    op = op_type(node)
+    before = set(state.nodes())
+    try:
+        node.expand(state, implementation)
+    except Exception as err:  # DaCe raises anything from a failed expansion; the user gets one line
+        detail = str(err).splitlines()[0] if str(err) else type(err).__name__
+        raise UnsupportedOpError(op, node.label, f"DaCe's '{implementation}' expansion failed: {detail}") from err
+    (expanded,) = [new for new in state.nodes() if new not in before]
+    if isinstance(expanded, nodes.LibraryNode):
+        return expand_opaque(expanded, state, fallback_implementation(expanded, state))
+    if isinstance(expanded, nodes.NestedSDFG):
+        expanded.no_inline = True
+        _expand_inner(expanded.sdfg, op, node.label)
+    mark_opaque(expanded)
+    return expanded
+
+
+def _expand_inner(sdfg: dace.SDFG, op: str, label: str) -> None:
+    """Expand every library node inside an opaque task's nested SDFG with DaCe's defaults."""
+    try:
+        sdfg.expand_library_nodes(recursive=True)
+    except Exception as err:  # as in expand_opaque
+        detail = str(err).splitlines()[0] if str(err) else type(err).__name__
+        raise UnsupportedOpError(op, label, f"DaCe cannot expand its inner library nodes: {detail}") from err
