@@ -15,8 +15,15 @@ import pytest
 from dace.sdfg import nodes
 
 from dcaccel.buffers import BufferReason, buffer_reason
-from dcaccel.expansions.conv import ConvGeometry, build_im2col_sdfg, im2col_marks
-from dcaccel.expansions.gemm import build_gemm_sdfg
+from dcaccel.expansions.conv import (
+    ConvGeometry,
+    ConvTransposeGeometry,
+    build_col2im_sdfg,
+    build_im2col_sdfg,
+    conv_transpose_marks,
+    im2col_marks,
+)
+from dcaccel.expansions.gemm import EinsumProduct, Operand, build_einsum_sdfg, build_gemm_sdfg
 from dcaccel.expansions.mmm import MMM, MMMOperands, Order, buffer_reason_between
 
 OPERANDS = {
@@ -27,6 +34,7 @@ OPERANDS = {
 
 SEED = ConvGeometry(1, 1, 6, 1, (28, 28), (5, 5), (24, 24), (1, 1), (1, 1), (0, 0))
 GROUPED = ConvGeometry(2, 4, 6, 2, (6, 7), (3, 2), (2, 3), (2, 2), (1, 2), (1, 0))
+TRANSPOSED = ConvTransposeGeometry(2, 4, 6, 2, (3, 4), (3, 2), (5, 8), (2, 2), (1, 2), (1, 0))
 
 
 def _state(sdfg: dace.SDFG) -> dace.SDFGState:
@@ -107,6 +115,35 @@ def test_gemm_marks_follow_the_derived_orders(shape):
     assert transposed == [Order.ROW, Order.ROW]
     y_mm = buffer_reason_between(derived_order(product, "_c", False), derived_order(state, "Y_mm", True))
     assert buffer_reason(sdfg.arrays["Y_mm"]) is y_mm
+
+
+def _mmm_state(sdfg: dace.SDFG) -> dace.SDFGState:
+    """The state holding the MMM nodes (col2im has an initialisation state before it)."""
+    (state,) = [s for s in sdfg.states() if any(isinstance(n, MMM) for n in s.nodes())]
+    return state
+
+
+@pytest.mark.parametrize("shape", MMM.implementations)
+def test_col2im_marks_follow_the_derived_orders(shape):
+    state = _mmm_state(build_col2im_sdfg(TRANSPOSED, dace.float32, shape, has_bias=True))
+    product = _state(MMM.implementations[shape].build(OPERANDS["general"], shape.upper(), "mmm"))
+    x_col = derived_order(state, "X_col", consumer=False)
+    y_col_read = derived_order(state, "Y_col", consumer=True)
+    assert (derived_order(state, "W_col", consumer=False), x_col, y_col_read) == (Order.ROW, Order.ROW, Order.ROW)
+    marks = conv_transpose_marks(shape)
+    assert marks["X_col"] is buffer_reason_between(x_col, derived_order(product, "_b", consumer=True))
+    assert marks["Y_col"] is buffer_reason_between(derived_order(product, "_c", consumer=False), y_col_read)
+
+
+@pytest.mark.parametrize("shape", MMM.implementations)
+def test_einsum_transposes_are_written_row_by_row(shape):
+    a, b, y = Operand("Inputs__0", (2, 4, 3)), Operand("Inputs__1", (2, 5, 4)), Operand("Output", (2, 3, 5))
+    sdfg = build_einsum_sdfg(a, b, y, EinsumProduct(True, True), dace.float32, shape, "einsum")
+    state = _mmm_state(sdfg)
+    expansion = MMM.implementations[shape]
+    for name, consumed in (("Inputs__0_t", expansion.consumes_a), ("Inputs__1_t", expansion.consumes_b)):
+        assert derived_order(state, name, consumer=False) is Order.ROW
+        assert buffer_reason(sdfg.arrays[name]) is buffer_reason_between(Order.ROW, consumed)
 
 
 def test_an_accumulating_write_is_derived_as_accumulated():
