@@ -13,15 +13,18 @@ import gc
 from collections.abc import Iterator
 from contextlib import contextmanager
 
+from dcaccel.architecture import Architecture
+from dcaccel.architecture import load as load_architecture
 from dcaccel.dag.taskdag import TaskDAG
 from dcaccel.errors import DcaccelError
+from dcaccel.scheduler.architecture import ArchitectureCosts, architecture_costs, validate_costs
 from dcaccel.scheduler.graph import CanonicalGraph
 from dcaccel.scheduler.io import IOVolume
 from dcaccel.scheduler.list import list_schedule
 from dcaccel.scheduler.schedule import Schedule, ScheduleError, TaskEvent
 from dcaccel.scheduler.streaming import streaming_schedule
 
-__all__ = ["IOVolume", "Schedule", "ScheduleError", "TaskEvent", "schedule"]
+__all__ = ["ArchitectureCosts", "IOVolume", "Schedule", "ScheduleError", "TaskEvent", "schedule"]
 
 SCHEDULERS = ("streaming", "list")
 PARTITIONINGS = ("relaxed", "strict")
@@ -41,6 +44,7 @@ def schedule(
     *,
     onchip: int = 0,
     validate: bool = True,
+    arch: Architecture | str | None = None,
     **options,
 ) -> Schedule:
     """Schedule ``dag`` on ``pes`` PEs and return the :class:`Schedule` (``dag`` is not modified).
@@ -51,6 +55,13 @@ def schedule(
     B6, default True). List options: ``insertion`` (fill idle gaps, default True), ``bandwidth``
     (elements per cycle between PEs; None: free communication). With ``validate`` (default) the
     schedule is checked by :meth:`Schedule.validate` before it is returned.
+
+    ``arch`` (an :class:`~dcaccel.architecture.Architecture`, a shipped name such as ``"eyeriss"``,
+    or a YAML file) costs the schedule on that accelerator: :attr:`Schedule.costs` holds the
+    re-timed schedule in cycles and seconds, energy by component, area, power and utilisation per
+    unit kind (:mod:`dcaccel.scheduler.architecture`; checked by ``validate_costs`` with
+    ``validate``). The scheduled placement and every abstract figure (makespan, I/O...) stay as
+    without ``arch``. An ``onchip`` of 0 takes the architecture's on-chip capacity.
 
     Time and memory do not grow with ``pes``: a streaming block holds at most as many PEs as the DAG
     has tasks, and the list scheduler runs on min(``pes``, number of nodes) PEs, which gives the
@@ -70,10 +81,18 @@ def schedule(
         known = ", ".join(OPTIONS[scheduler])
         raise DcaccelError(f"unknown option(s) {', '.join(unknown)} for the {scheduler} scheduler (known: {known})")
     settings = {**OPTIONS[scheduler], **options}
+    architecture = None if arch is None else load_architecture(arch)
+    if architecture is not None and onchip == 0:
+        onchip = architecture.onchip_capacity_elements
     with _without_cycle_collection():
         built = _run(dag, pes, scheduler, partitioning, onchip, settings)
         if validate:
             built.validate()
+        if architecture is not None:
+            bandwidth = settings.get("bandwidth")
+            built.costs = architecture_costs(built, architecture, frozenset(built.io.onchip_buffers), bandwidth)
+            if validate:
+                validate_costs(built, built.costs)
     return built
 
 

@@ -71,6 +71,7 @@ class Schedule:
         self.makespan_before_refinement = makespan_before_refinement
         self.refinement_iterations = refinement_iterations
         self.onchip = onchip
+        self.costs = None  # ArchitectureCosts when scheduled with ``arch`` (dcaccel.scheduler.architecture)
 
     # ------------------------------------------------------------------ per node
 
@@ -79,7 +80,8 @@ class Schedule:
         return self.graph.dag
 
     @cached_property
-    def _block_of(self) -> list[int]:
+    def block_of(self) -> list[int]:
+        """The block index of every node (-1 for list schedules)."""
         block_of = [-1] * self.graph.n
         for index, block in enumerate(self.blocks):
             for v in block:
@@ -91,7 +93,7 @@ class Schedule:
         t = self.timing
         return TaskEvent(
             v, self.dag.label(v), self.dag.kind(v).value, t.pe[v], t.start[v], t.first_output[v], t.end[v],
-            self._block_of[v],
+            self.block_of[v],
         )  # fmt: skip
 
     def events(self) -> list[TaskEvent]:
@@ -197,7 +199,7 @@ class Schedule:
             "refinement_iterations": self.refinement_iterations,
             "streaming_edges": len(self.streaming_edges),
             "buffer_space_deadlock": self.buffer_space_deadlock,
-        }
+        } | ({} if self.costs is None else {"architecture": self.costs.summary()})
 
     # ------------------------------------------------------------------ the check
 

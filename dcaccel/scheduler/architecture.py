@@ -1,0 +1,410 @@
+"""Costs of a schedule on an :class:`~dcaccel.architecture.Architecture`: time, traffic, energy, area.
+
+The scheduler places and orders the nodes in the abstract model (one element per port per cycle,
+free memory); :func:`architecture_costs` keeps that placement and order and re-times it on the
+architecture, node by node in the order of the abstract start times:
+
+* a task runs on the first unit kind whose ``ops`` hold its op (``meta["op"]``, ``"*"`` for every
+  op); its run, scheduled for D abstract cycles, takes ``max(⌈D / throughput⌉, ⌈MACs / MAC rate⌉)``
+  reference cycles, with MACs = ``meta["macs"]`` or its first in-edge's volume (one operation per
+  element read on a port, the canonical model's count);
+* it starts once its inputs are ready under the schedule's own rule (a non-streaming predecessor
+  has ended, a streaming one on another PE has emitted its first element, plus the link's latency;
+  the list scheduler's ``bandwidth`` transfer cycles), its PE has finished the node before it, and,
+  for the streaming scheduler, the previous block has finished;
+* its memory accesses are transfers on the memory they go to, each a slot of ``⌈bytes /
+  bandwidth⌉`` cycles from the task's start or when the memory is free (first come, first served:
+  overlapping transfers share the bandwidth by taking turns, so no memory ever exceeds its
+  bandwidth), and the task ends no earlier than its last slot; a streamed edge makes its consumer
+  end no earlier than ``vol · element_bytes / link bandwidth`` cycles after the first element.
+
+Where each element lives: an edge that streams crosses the link between the two units; any other
+edge is stored in the home of its buffer (the on-chip memory when the schedule placed the buffer
+on chip, off chip otherwise) or off chip (an edge between two tasks, or from the pseudo source);
+the task at each end reads or writes it there. A program input placed on chip is loaded once from
+off chip, an output placed on chip is written back once. Every element a task reads or writes
+passes its unit's local memory once. Energy is accesses × energy per element of each memory, link
+traversals × link energy, and MACs × energy per MAC; area is the units', the local and the
+on-chip memories' (not the off-chip memory's).
+
+Under the ``abstract`` description (one element per cycle, no MAC limit, unlimited bandwidth, no
+latency) every re-timed time equals the scheduled one: the abstract start of every node is the
+earliest time the rules above allow (``docs/architecture_description.md``).
+"""
+
+from __future__ import annotations
+
+import math
+from collections import defaultdict
+from dataclasses import dataclass, field
+from fractions import Fraction
+
+from dcaccel.architecture import Architecture, ArchitectureError
+from dcaccel.scheduler.schedule import ScheduleError
+from dcaccel.scheduler.timeline import Timing
+
+#: Largest denominator a throughput or bandwidth is approximated with (exact for decimal YAML values).
+_DENOMINATOR = 1 << 20
+
+LEVELS = ("offchip", "onchip", "local", "links", "compute")
+
+
+@dataclass(frozen=True)
+class Transfer:
+    """One memory access of a node's run: ``elements`` read or written on ``memory`` during
+    ``[start, end)`` (``end == start`` on a memory of unlimited bandwidth)."""
+
+    memory: str
+    node: int
+    edge: int
+    direction: str  # "read" | "write"
+    elements: int
+    start: int
+    end: int
+
+
+@dataclass(frozen=True)
+class ArchitectureCosts:
+    """What a schedule costs on an architecture; times in cycles of the architecture's clock,
+    energy in pJ (relative units for ``abstract``), area in mm²."""
+
+    architecture: str
+    clock_mhz: float
+    element_bytes: int
+    pes: int
+    timing: Timing
+    unit_of: tuple[str | None, ...]  # unit kind per node (None: buffer or pseudo node)
+    run_cycles: tuple[int, ...]  # the architecture cost of every node's run (0: buffer, pseudo)
+    transfers: tuple[Transfer, ...]
+    accesses: dict[str, tuple[int, int]]  # memory -> (elements read, elements written)
+    energy_pj: dict[str, float]  # component (memory, link "a-b", unit kind's compute) -> pJ
+    component_level: dict[str, str]  # component -> one of LEVELS
+    area_mm2: float
+    unit_counts: dict[str, int]
+    busy_cycles: dict[str, int]  # unit kind -> Σ of its tasks' run cycles
+    compulsory_elements: int  # program inputs read once, outputs written once
+    bandwidths: dict[str, Fraction | None] = field(repr=False, default_factory=dict)
+
+    @property
+    def makespan_cycles(self) -> int:
+        return self.timing.makespan
+
+    @property
+    def makespan_seconds(self) -> float:
+        return self.makespan_cycles / (self.clock_mhz * 1e6)
+
+    @property
+    def energy_total_pj(self) -> float:
+        return sum(self.energy_pj.values())
+
+    @property
+    def energy_by_level(self) -> dict[str, float]:
+        """Energy split into off-chip, on-chip, local memories, links and compute."""
+        totals = dict.fromkeys(LEVELS, 0.0)
+        for component, energy in self.energy_pj.items():
+            totals[self.component_level[component]] += energy
+        return totals
+
+    @property
+    def average_power_w(self) -> float:
+        """Energy over the makespan (0 for an empty schedule)."""
+        seconds = self.makespan_seconds
+        return self.energy_total_pj * 1e-12 / seconds if seconds else 0.0
+
+    @property
+    def utilisation(self) -> dict[str, float]:
+        """Per unit kind: busy cycles over (units of the kind × makespan)."""
+        span = self.makespan_cycles
+        return {
+            unit: (self.busy_cycles[unit] / (count * span) if span else 0.0) for unit, count in self.unit_counts.items()
+        }
+
+    def offchip_elements(self, memory: str) -> int:
+        read, written = self.accesses.get(memory, (0, 0))
+        return read + written
+
+    def summary(self) -> dict:
+        """The figures as a JSON-ready dict."""
+        return {
+            "architecture": self.architecture,
+            "makespan_cycles": self.makespan_cycles,
+            "makespan_seconds": self.makespan_seconds,
+            "energy_pj": self.energy_total_pj,
+            "energy_by_level_pj": self.energy_by_level,
+            "energy_by_component_pj": dict(self.energy_pj),
+            "area_mm2": self.area_mm2,
+            "average_power_w": self.average_power_w,
+            "utilisation": self.utilisation,
+            "accesses": {memory: list(pair) for memory, pair in self.accesses.items()},
+            "compulsory_elements": self.compulsory_elements,
+        }
+
+
+def _ratio(value: float | None) -> Fraction | None:
+    return None if value is None else Fraction(value).limit_denominator(_DENOMINATOR)
+
+
+def _cycles(amount: int, rate: Fraction | None) -> int:
+    """⌈amount / rate⌉ (0 for an unlimited rate)."""
+    if rate is None or amount == 0:
+        return 0
+    return -(-amount * rate.denominator // rate.numerator)
+
+
+def architecture_costs(
+    schedule,
+    arch: Architecture,
+    onchip_buffers: frozenset[int] | set[int],
+    transfer_bandwidth: float | None = None,
+) -> ArchitectureCosts:
+    """Re-time ``schedule`` (a :class:`~dcaccel.scheduler.Schedule`) on ``arch`` and cost it (see the
+    module docstring); ``onchip_buffers`` are the buffer nodes placed on chip, ``transfer_bandwidth``
+    the list scheduler's inter-PE bandwidth option."""
+    g, t = schedule.graph, schedule.timing
+    dag = g.dag
+    n = g.n
+    pes = schedule.pes
+    src, dst, vol, is_buffer, streaming = g.src, g.dst, g.vol, g.is_buffer, schedule.streaming
+    source, sink = g.source, g.pseudo_sink
+    element_bytes = arch.element_bytes
+    offchip = arch.offchip
+    onchip = arch.onchip[0] if arch.onchip else None
+    if onchip_buffers and onchip is None:
+        raise ArchitectureError(f"architecture {arch.name}: buffers are placed on chip but it has no onchip memory")
+    capacity = sum(arch.unit_count(unit, pes) for unit in arch.units)
+    if pes > capacity:
+        raise ArchitectureError(f"architecture {arch.name} has {capacity} units, the schedule uses {pes} PEs")
+
+    # The unit kind, run cycles and MACs of every node.
+    unit_of: list[str | None] = [None] * n
+    run = [0] * n
+    lead = [0] * n  # cycles from the start to the first output
+    macs = [0] * n
+    rates = {unit: (_ratio(arch.throughput(unit)), _ratio(arch.mac_rate(unit))) for unit in arch.units}
+    for v in dag.tasks:
+        meta = dag.meta(v)
+        unit = unit_of[v] = arch.unit_for(meta.get("op"))
+        throughput, mac_rate = rates[unit]
+        macs[v] = int(meta.get("macs", g.in_volume[v]))
+        run[v] = max(_cycles(t.end[v] - t.start[v], throughput), _cycles(macs[v], mac_rate))
+        lead[v] = min(_cycles(t.first_output[v] - t.start[v], throughput), run[v])
+
+    bandwidths = {name: _ratio(memory.bandwidth_bytes_per_cycle) for name, memory in arch.memories.items()}
+    links = {(a, b): arch.link(a, b) for a in arch.units for b in arch.units}
+
+    def home(b: int) -> str:
+        return onchip if b in onchip_buffers else offchip
+
+    # The memory accesses of every node's run: (memory, direction, elements, edge); copies between
+    # memories (loads, write-backs, buffer-to-buffer copies) are charged to the buffer node.
+    work: list[list[tuple[str, str, int, int]]] = [[] for _ in range(n)]
+    copied: dict[tuple[str, str], int] = defaultdict(int)  # (from, to) memory -> elements
+
+    def copy(node: int, origin: str, target: str, volume: int, e: int) -> None:
+        work[node] += [(origin, "read", volume, e), (target, "write", volume, e)]
+        copied[origin, target] += volume
+
+    compulsory = 0
+    for e in range(g.m):
+        p, v, volume = src[e], dst[e], vol[e]
+        if p == source:
+            if v == sink or (is_buffer[v] and all(dst[f] == sink for f in g.out_of(v))):
+                continue  # an input that is only an output: nothing to move
+            compulsory += volume
+            if not is_buffer[v]:
+                work[v].append((offchip, "read", volume, e))
+            elif v in onchip_buffers:  # a program input placed on chip is loaded once
+                copy(v, offchip, onchip, volume, e)
+            continue
+        if v == sink:
+            if not (is_buffer[p] and any(src[f] == source for f in g.into(p))):
+                compulsory += volume
+            if not is_buffer[p]:
+                work[p].append((offchip, "write", volume, e))
+            elif p in onchip_buffers:  # an output placed on chip is written back once
+                copy(p, onchip, offchip, volume, e)
+            continue
+        if v == g.exit and is_buffer[v]:  # the output buffer, without a pseudo sink
+            compulsory += volume
+            if v in onchip_buffers:
+                copy(v, onchip, offchip, volume, e)
+        if streaming[e] and not is_buffer[v]:
+            continue  # over the link between the two units
+        if is_buffer[p] and is_buffer[v]:
+            copy(v, home(p), home(v), volume, e)
+        elif is_buffer[v]:
+            work[p].append((home(v), "write", volume, e))
+        elif is_buffer[p]:
+            work[v].append((home(p), "read", volume, e))
+        else:
+            work[p].append((offchip, "write", volume, e))
+            work[v].append((offchip, "read", volume, e))
+
+    # Re-time in the order of the abstract starts (ends, blocks and the topological order break ties).
+    block_of = schedule.block_of
+    position = [0] * n
+    for index, v in enumerate(dag.topological_order()):
+        position[v] = index
+    order = sorted(range(n), key=lambda v: (t.start[v], t.end[v], block_of[v], position[v]))
+    start, end, first = [0] * n, [0] * n, [0] * n
+    pe = t.pe
+    pe_free: dict[int, int] = {}
+    memory_free: dict[str, int] = defaultdict(int)
+    block_end: dict[int, int] = defaultdict(int)
+    released = 0  # end of the blocks before the current one (blocks come in order)
+    current_block = block_of[order[0]] if order else -1
+    transfers: list[Transfer] = []
+    for v in order:
+        if block_of[v] != current_block:
+            released = max(released, block_end[current_block])
+            current_block = block_of[v]
+        est = released if block_of[v] >= 0 else 0
+        finish_floor = 0
+        for e in g.into(v):
+            p = src[e]
+            if streaming[e] and not is_buffer[v] and pe[p] != pe[v]:
+                link = links[unit_of[p], unit_of[v]]
+                latency = link.latency_cycles if link is not None else 0
+                ready = first[p] + latency
+                if link is not None:
+                    finish_floor = max(
+                        finish_floor, ready + _cycles(vol[e] * element_bytes, _ratio(link.bandwidth_bytes_per_cycle))
+                    )
+            else:
+                ready = end[p]
+                if transfer_bandwidth is not None and pe[p] != pe[v]:
+                    ready += math.ceil(vol[e] / transfer_bandwidth)  # as the list scheduler counts it
+            if streaming[e] and not is_buffer[v] and v != g.exit:
+                finish_floor = max(finish_floor, end[p])
+            est = max(est, ready)
+        begin = max(est, pe_free.get(pe[v], est))
+        finish = max(begin + run[v], finish_floor)
+        for memory, direction, elements, e in work[v]:
+            slot = max(begin, memory_free[memory])
+            slot_end = slot + _cycles(elements * element_bytes, bandwidths[memory])
+            if bandwidths[memory] is not None:
+                memory_free[memory] = slot_end
+            transfers.append(Transfer(memory, v, e, direction, elements, slot, slot_end))
+            finish = max(finish, slot_end)
+        start[v], end[v] = begin, finish
+        if v == source:
+            first[v] = 0
+        elif is_buffer[v] or v == g.exit:
+            first[v] = finish
+        else:
+            first[v] = begin + lead[v]
+        pe_free[pe[v]] = finish
+        if block_of[v] >= 0:
+            block_end[block_of[v]] = max(block_end[block_of[v]], finish)
+    timing = Timing(list(pe), start, end, first)
+
+    # Energy by component.
+    accesses: dict[str, list[int]] = {name: [0, 0] for name in arch.memories}
+    energy: dict[str, float] = {name: 0.0 for name in arch.memories}
+    level: dict[str, str] = {name: memory.level.value for name, memory in arch.memories.items()}
+
+    def traverse(a: str | None, b: str | None, elements: int) -> None:
+        link = arch.link(a, b) if a is not None and b is not None else None
+        if link is not None:
+            name = "-".join(link.between)
+            energy[name] = energy.get(name, 0.0) + elements * link.energy_per_element_pj
+            level[name] = "links"
+
+    for transfer in transfers:
+        accesses[transfer.memory][0 if transfer.direction == "read" else 1] += transfer.elements
+        traverse(unit_of[transfer.node], transfer.memory, transfer.elements)
+    for (origin, target), elements in copied.items():
+        traverse(origin, target, elements)
+    for e in range(g.m):
+        if streaming[e] and not is_buffer[dst[e]] and src[e] != source:
+            traverse(unit_of[src[e]], unit_of[dst[e]], vol[e])
+    for v in dag.tasks:
+        unit = unit_of[v]
+        local = arch.local(unit)
+        if local is not None:
+            accesses[local][0] += sum(vol[e] for e in g.into(v))
+            accesses[local][1] += sum(vol[e] for e in g.out_of(v))
+        energy[unit] = energy.get(unit, 0.0) + macs[v] * arch.units[unit].energy_per_mac_pj
+        level[unit] = "compute"
+    for name, (read, written) in accesses.items():
+        memory = arch.memories[name]
+        energy[name] += read * memory.read_energy_pj + written * memory.write_energy_pj
+
+    busy: dict[str, int] = dict.fromkeys(arch.units, 0)
+    for v in dag.tasks:
+        busy[unit_of[v]] += run[v]
+    return ArchitectureCosts(
+        architecture=arch.name,
+        clock_mhz=arch.clock_mhz,
+        element_bytes=element_bytes,
+        pes=pes,
+        timing=timing,
+        unit_of=tuple(unit_of),
+        run_cycles=tuple(run),
+        transfers=tuple(transfers),
+        accesses={name: (pair[0], pair[1]) for name, pair in accesses.items()},
+        energy_pj=energy,
+        component_level=level,
+        area_mm2=arch.area_mm2(pes),
+        unit_counts={unit: arch.unit_count(unit, pes) for unit in arch.units},
+        busy_cycles=busy,
+        compulsory_elements=compulsory,
+        bandwidths=bandwidths,
+    )
+
+
+def validate_costs(schedule, costs: ArchitectureCosts) -> None:
+    """Check the re-timed schedule against the DAG and the architecture alone: every run at least its
+    architecture cost, precedence per edge kind, no overlap on a PE, every transfer inside its node's
+    run, and no memory above its bandwidth (transfers of a memory never overlap and each lasts at
+    least its bytes over the bandwidth). Raises :class:`ScheduleError` naming what breaks."""
+    g, t = schedule.graph, costs.timing
+    name = schedule._name
+    for v in range(g.n):
+        if t.end[v] - t.start[v] < costs.run_cycles[v]:
+            raise ScheduleError(
+                f"{name(v)} runs {t.end[v] - t.start[v]} cycles on {costs.architecture}, "
+                f"less than its cost {costs.run_cycles[v]}"
+            )
+        if v != g.source and not t.start[v] <= t.first_output[v] <= t.end[v]:
+            raise ScheduleError(f"{name(v)}: first output at {t.first_output[v]} outside its run")
+    for e in range(g.m):
+        p, v = g.src[e], g.dst[e]
+        streams = schedule.streaming[e] and not g.is_buffer[v]
+        ready = t.first_output[p] if streams and t.pe[p] != t.pe[v] else t.end[p]
+        if t.start[v] < ready:
+            raise ScheduleError(f"edge {p}->{v}: {name(v)} starts at {t.start[v]} before its input is ready at {ready}")
+        if streams and v != g.exit and t.end[v] < t.end[p]:
+            raise ScheduleError(f"streaming edge {p}->{v}: consumer {name(v)} ends before its producer")
+    by_pe: dict[int, list[tuple[int, int, int]]] = defaultdict(list)
+    for v in range(g.n):
+        by_pe[t.pe[v]].append((t.start[v], t.end[v], v))
+    for pe, events in by_pe.items():
+        events.sort()
+        for (_, end, u), (start, _, w) in zip(events, events[1:], strict=False):
+            if end > start:
+                raise ScheduleError(f"PE {pe}: {name(u)} ends at {end} after {name(w)} starts at {start}")
+    by_memory: dict[str, list[Transfer]] = defaultdict(list)
+    for transfer in costs.transfers:
+        v = transfer.node
+        if not t.start[v] <= transfer.start <= transfer.end <= t.end[v]:
+            raise ScheduleError(f"a transfer of {name(v)} on {transfer.memory} lies outside its run")
+        if costs.bandwidths.get(transfer.memory) is not None:
+            by_memory[transfer.memory].append(transfer)
+    for memory, transfers in by_memory.items():
+        bandwidth = costs.bandwidths[memory]
+        transfers.sort(key=lambda transfer: (transfer.start, transfer.end))
+        for transfer in transfers:
+            if transfer.elements * costs.element_bytes > bandwidth * (transfer.end - transfer.start):
+                raise ScheduleError(
+                    f"{memory}: {transfer.elements} elements of {name(transfer.node)} in "
+                    f"{transfer.end - transfer.start} cycles exceed {float(bandwidth)} bytes per cycle"
+                )
+        busy = [x for x in transfers if x.end > x.start]
+        for before, after in zip(busy, busy[1:], strict=False):
+            if before.end > after.start:
+                raise ScheduleError(
+                    f"{memory}: transfers of {name(before.node)} and {name(after.node)} overlap above its bandwidth"
+                )
+    if costs.makespan_cycles != max(t.end, default=0):
+        raise ScheduleError("the re-timed makespan differs from the last end")

@@ -1,0 +1,200 @@
+"""Costs of schedules on architectures, on DAGs small enough to work out by hand."""
+
+from __future__ import annotations
+
+import pytest
+
+from dcaccel.architecture import Architecture, ArchitectureError
+from dcaccel.dag import NodeKind, TaskDAG
+from dcaccel.scheduler import schedule
+from dcaccel.scheduler.architecture import validate_costs
+from dcaccel.scheduler.schedule import ScheduleError
+
+
+def describe(**changes) -> Architecture:
+    """4-byte elements; one PE kind at 2 elements per cycle; DRAM 10/20 pJ per element read/written,
+    16 B per cycle; an on-chip memory of 1 pJ per element whose capacity is the schedule's ``onchip``;
+    3 pJ per MAC."""
+    data = {
+        "name": "hand",
+        "element_bytes": 4,
+        "clock_mhz": 100,
+        "units": {"pe": {"elements_per_cycle": 2, "energy_per_mac_pj": 3, "area_mm2": 0.5}},
+        "memories": {
+            "glb": {"level": "onchip", "read_energy_pj": 1, "write_energy_pj": 1, "area_mm2": 2},
+            "dram": {"level": "offchip", "bandwidth_bytes_per_cycle": 16, "read_energy_pj": 10, "write_energy_pj": 20},
+        },
+    }
+    for path, value in changes.items():
+        *parents, last = path.split("__")
+        node = data
+        for key in parents:
+            node = node.setdefault(key, {})
+        node[last] = value
+    return Architecture.from_dict(data)
+
+
+def copy_dag() -> TaskDAG:
+    """source → X (8) → T → Y (8): one task copying 8 elements from the input to the output buffer."""
+    dag = TaskDAG("copy")
+    source = dag.add_node(NodeKind.SOURCE, "source")
+    x = dag.add_node(NodeKind.BUFFER, "X")
+    task = dag.add_node(NodeKind.TASK, "T")
+    y = dag.add_node(NodeKind.BUFFER, "Y")
+    dag.add_edge(source, x, 8)
+    dag.add_edge(x, task, 8)
+    dag.add_edge(task, y, 8)
+    return dag
+
+
+@pytest.mark.parametrize(
+    ("scheduler", "bandwidth", "onchip", "task_span", "makespan"),
+    [
+        # T runs ⌈8 / 2⌉ = 4 cycles; reading X (32 B) and writing Y (32 B) off chip take 2 cycles each.
+        ("streaming", 16, 0, (0, 4), 4),
+        ("list", 16, 0, (0, 4), 4),
+        # at 8 B per cycle the two transfers take 4 cycles each, one after the other
+        ("streaming", 8, 0, (0, 8), 8),
+        ("list", 8, 0, (0, 8), 8),
+        # unlimited bandwidth: the run alone
+        ("streaming", None, 0, (0, 4), 4),
+        ("list", None, 0, (0, 4), 4),
+        # one block of 8 elements on chip: X (it moves more than Y); loading it takes 2 cycles, then T,
+        # whose off-chip write of Y takes 2 of its 4 cycles
+        ("list", 16, 8, (2, 6), 6),
+        # P = 1 streaming: X and Y are in different blocks, each block has 8 elements on chip: X is
+        # loaded (2 cycles), T runs on chip, Y is written back (2 cycles)
+        ("streaming", 16, 8, (2, 6), 8),
+    ],
+)
+def test_copy_times(scheduler, bandwidth, onchip, task_span, makespan):
+    arch = describe(memories__dram__bandwidth_bytes_per_cycle=bandwidth)
+    result = schedule(copy_dag(), 1, scheduler, onchip=onchip, arch=arch)
+    costs = result.costs
+    assert result.makespan == 8  # the abstract schedule is untouched
+    assert (costs.timing.start[2], costs.timing.end[2]) == task_span
+    assert costs.makespan_cycles == makespan
+    assert costs.makespan_seconds == pytest.approx(makespan / 100e6)
+
+
+@pytest.mark.parametrize(
+    ("scheduler", "onchip", "accesses", "energy"),
+    [
+        # X read and Y written off chip: 8 × 10 + 8 × 20; 8 MACs × 3 pJ
+        ("list", 0, {"glb": (0, 0), "dram": (8, 8)}, {"glb": 0, "dram": 240, "pe": 24}),
+        # X loaded once (8 read off chip, 8 written on chip), read on chip by T, Y written off chip
+        ("list", 8, {"glb": (8, 8), "dram": (8, 8)}, {"glb": 16, "dram": 240, "pe": 24}),
+        # X loaded, Y on chip too and written back once: the same off-chip traffic, twice the on-chip
+        ("streaming", 8, {"glb": (16, 16), "dram": (8, 8)}, {"glb": 32, "dram": 240, "pe": 24}),
+    ],
+)
+def test_copy_energy(scheduler, onchip, accesses, energy):
+    costs = schedule(copy_dag(), 1, scheduler, onchip=onchip, arch=describe()).costs
+    assert costs.accesses == accesses
+    assert costs.energy_pj == energy
+    assert costs.energy_total_pj == sum(energy.values())
+    assert costs.energy_by_level == {"offchip": 240, "onchip": energy["glb"], "local": 0, "links": 0, "compute": 24}
+    assert costs.compulsory_elements == 16
+    assert costs.area_mm2 == 0.5 + 2
+    assert costs.average_power_w == pytest.approx(costs.energy_total_pj * 1e-12 / costs.makespan_seconds)
+
+
+def test_onchip_defaults_to_the_architecture():
+    result = schedule(copy_dag(), 1, "list", arch=describe(memories__glb__capacity_bytes=32))  # 8 elements
+    assert result.onchip == 8
+    assert result.io.onchip_buffers == (1,)
+
+
+@pytest.mark.parametrize(("macs", "rate", "run"), [(None, None, 4), (None, 1, 8), (40, 4, 10), (3, 4, 4)])
+def test_mac_bound(macs, rate, run):
+    """max(⌈8 / 2⌉, ⌈MACs / rate⌉), MACs = meta["macs"] or the in-volume 8."""
+    arch = describe(units__pe__macs_per_cycle=rate, memories__dram__bandwidth_bytes_per_cycle=None)
+    assert schedule(_with_macs(copy_dag(), macs), 1, arch=arch).costs.run_cycles[2] == run
+
+
+def _with_macs(dag: TaskDAG, macs: int | None) -> TaskDAG:
+    copy = TaskDAG(dag.name)
+    for node in dag.nodes:
+        meta = dict(node.meta)
+        if node.kind == NodeKind.TASK and macs is not None:
+            meta["macs"] = macs
+        copy.add_node(node.kind, node.label, **meta)
+    for src, dst, volume in dag.edges:
+        copy.add_edge(src, dst, volume)
+    return copy
+
+
+def chain() -> TaskDAG:
+    """source → A → B, 4 elements: on 2 PEs the edge A → B streams (A 0..4, B 1..5)."""
+    dag = TaskDAG("chain")
+    source = dag.add_node(NodeKind.SOURCE, "source")
+    a = dag.add_node(NodeKind.TASK, "A")
+    b = dag.add_node(NodeKind.TASK, "B")
+    dag.add_edge(source, a, 4)
+    dag.add_edge(a, b, 4)
+    return dag
+
+
+@pytest.mark.parametrize(
+    ("link", "b_span", "link_energy"),
+    [
+        (None, (1, 5), {}),
+        # 2 cycles of latency after A's first element; 16 B at 2 B per cycle: B cannot end before 3 + 8
+        ({"bandwidth_bytes_per_cycle": 2, "latency_cycles": 2, "energy_per_element_pj": 0.5}, (3, 11), {"pe-pe": 2}),
+    ],
+)
+def test_streaming_link(link, b_span, link_energy):
+    arch = describe(units__pe__elements_per_cycle=1, memories__dram__bandwidth_bytes_per_cycle=None)
+    if link is not None:
+        arch = arch.replace(links=[{"between": ["pe", "pe"], **link}])
+    result = schedule(chain(), 2, arch=arch)
+    assert result.streaming_edges == [(1, 2)]
+    costs = result.costs
+    assert (costs.timing.start[1], costs.timing.end[1]) == (0, 4)
+    assert (costs.timing.start[2], costs.timing.end[2]) == b_span
+    assert {k: v for k, v in costs.energy_pj.items() if costs.component_level[k] == "links"} == link_energy
+
+
+@pytest.mark.parametrize(("pes", "counts"), [(1, {"pe": 1}), (3, {"pe": 3})])
+def test_utilisation(pes, counts):
+    arch = describe(memories__dram__bandwidth_bytes_per_cycle=None)
+    costs = schedule(copy_dag(), pes, "list", arch=arch).costs
+    assert costs.unit_counts == counts
+    assert costs.utilisation == {"pe": 4 / (counts["pe"] * 4)}
+
+
+def test_too_many_pes():
+    arch = describe(units__pe__count=2)
+    with pytest.raises(ArchitectureError, match="has 2 units, the schedule uses 3 PEs"):
+        schedule(copy_dag(), 3, arch=arch)
+
+
+def test_unsupported_op():
+    arch = describe(units__pe__ops=["Conv"])
+    with pytest.raises(ArchitectureError, match="no unit runs op '\\(none\\)'"):
+        schedule(copy_dag(), 1, arch=arch)
+
+
+def test_summary_has_the_architecture():
+    summary = schedule(copy_dag(), 1, arch=describe()).summary()
+    assert summary["architecture"]["makespan_cycles"] == 4
+    assert "architecture" not in schedule(copy_dag(), 1).summary()
+
+
+def test_validator_catches_a_bandwidth_overrun():
+    result = schedule(copy_dag(), 1, arch=describe())
+    costs = result.costs
+    squeezed = [
+        t if t.direction == "read" else type(t)(**{**t.__dict__, "start": 0, "end": 2}) for t in costs.transfers
+    ]
+    broken = type(costs)(**{**costs.__dict__, "transfers": tuple(squeezed)})
+    with pytest.raises(ScheduleError, match="dram: transfers of task 2 'T' and task 2 'T' overlap above its bandwidth"):
+        validate_costs(result, broken)
+
+
+def test_validator_catches_a_short_run():
+    result = schedule(copy_dag(), 1, arch=describe(memories__dram__bandwidth_bytes_per_cycle=None))
+    costs = result.costs
+    timing = type(costs.timing)(costs.timing.pe, costs.timing.start, [0, 0, 3, 3], [0, 0, 3, 3])
+    with pytest.raises(ScheduleError, match="runs 3 cycles on hand, less than its cost 4"):
+        validate_costs(result, type(costs)(**{**costs.__dict__, "timing": timing}))

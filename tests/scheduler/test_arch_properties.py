@@ -1,0 +1,124 @@
+"""Properties of the architecture cost model on random canonical DAGs (hypothesis): a concrete design
+with unlimited bandwidth and one element per cycle is the abstract model; less bandwidth never
+shortens a schedule; energy is the sum of its parts; off-chip traffic is at least the compulsory one."""
+
+from __future__ import annotations
+
+import pytest
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
+
+from dcaccel.architecture import Architecture, load
+from dcaccel.dag import NodeKind, TaskDAG
+from dcaccel.scheduler import schedule
+from tests.scheduler.conftest import canonical_dags
+
+SETTINGS = settings(max_examples=40, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+CONCRETE = ("eyeriss", "tpu", "cgra")
+schedulers = st.sampled_from(["streaming", "list"])
+designs = st.sampled_from(CONCRETE)
+
+
+def idealised(name: str) -> Architecture:
+    """The design with every rate set to the abstract model's: one element per cycle at the reference
+    clock, no MAC limit, unlimited bandwidth, no latency (energies, capacities, areas kept)."""
+    data = load(name).to_dict()
+    for unit in data["units"].values():
+        unit.update(elements_per_cycle=1, macs_per_cycle=None, frequency_mhz=None)
+    for memory in data["memories"].values():
+        memory["bandwidth_bytes_per_cycle"] = None
+    for link in data["links"]:
+        link.update(bandwidth_bytes_per_cycle=None, latency_cycles=0)
+    return Architecture.from_dict(data)
+
+
+@SETTINGS
+@given(dag=canonical_dags(), pes=st.integers(1, 6), scheduler=schedulers, name=designs, onchip=st.sampled_from([0, 8]))
+def test_idealised_design_is_abstract(dag, pes, scheduler, name, onchip):
+    plain = schedule(dag, pes, scheduler, onchip=onchip)
+    costed = schedule(dag, pes, scheduler, onchip=onchip, arch=idealised(name))
+    abstract = schedule(dag, pes, scheduler, onchip=onchip, arch="abstract")
+    assert costed.timing == plain.timing == abstract.timing
+    assert costed.costs.timing == plain.timing
+    assert abstract.costs.timing == plain.timing
+    assert costed.costs.makespan_cycles == plain.makespan
+
+
+def _bandwidths(data: dict) -> list[tuple[str, ...]]:
+    """Paths of every finite bandwidth of a description."""
+    paths = [("memories", name) for name, m in data["memories"].items() if m["bandwidth_bytes_per_cycle"]]
+    return paths + [("links", i) for i, link in enumerate(data["links"]) if link["bandwidth_bytes_per_cycle"]]
+
+
+@SETTINGS
+@given(dag=canonical_dags(), pes=st.integers(1, 6), scheduler=schedulers, name=designs, pick=st.integers(0, 100))
+def test_halving_a_bandwidth_never_shortens(dag, pes, scheduler, name, pick):
+    data = load(name).to_dict()
+    group, key = _bandwidths(data)[pick % len(_bandwidths(data))]
+    before = schedule(dag, pes, scheduler, arch=Architecture.from_dict(data)).costs
+    data[group][key]["bandwidth_bytes_per_cycle"] /= 2
+    after = schedule(dag, pes, scheduler, arch=Architecture.from_dict(data)).costs
+    assert after.makespan_cycles >= before.makespan_cycles
+
+
+@SETTINGS
+@given(dag=canonical_dags(), pes=st.integers(1, 6), scheduler=schedulers, name=st.sampled_from(("abstract", *CONCRETE)))
+def test_energy_is_the_sum_of_its_parts(dag, pes, scheduler, name):
+    arch = load(name)
+    result = schedule(dag, pes, scheduler, arch=arch)
+    costs = result.costs
+    assert costs.energy_total_pj == pytest.approx(sum(costs.energy_by_level.values()))
+    assert costs.energy_total_pj == pytest.approx(sum(costs.energy_pj.values()))
+    for memory, (read, written) in costs.accesses.items():
+        spec = arch.memories[memory]
+        assert costs.energy_pj[memory] == pytest.approx(read * spec.read_energy_pj + written * spec.write_energy_pj)
+    compute = sum(
+        dag.volume(dag.predecessors(v)[0], v) * arch.units[costs.unit_of[v]].energy_per_mac_pj for v in dag.tasks
+    )
+    assert costs.energy_by_level["compute"] == pytest.approx(compute)
+
+
+def _compulsory(dag: TaskDAG) -> int:
+    """Each program input read once (the pseudo source's edges), each output written once (the edges
+    into the pseudo sink, or into the exit buffer)."""
+    inputs = sum(volume for src, _, volume in dag.edges if src == dag.source)
+    exit_node = dag.exit
+    if dag.kind(exit_node) == NodeKind.TASK:
+        return inputs
+    return inputs + sum(dag.volume(p, exit_node) for p in dag.predecessors(exit_node))
+
+
+def _through_buffers(dag: TaskDAG) -> TaskDAG:
+    """``dag`` with a buffer node on every edge between two tasks."""
+    copy = TaskDAG(dag.name)
+    for node in dag.nodes:
+        copy.add_node(node.kind, node.label, **node.meta)
+    for src, dst, volume in dag.edges:
+        if dag.kind(src) == NodeKind.TASK and dag.kind(dst) == NodeKind.TASK:
+            buffer = copy.add_node(NodeKind.BUFFER, f"B{src}_{dst}")
+            copy.add_edge(src, buffer, volume)
+            copy.add_edge(buffer, dst, volume)
+        else:
+            copy.add_edge(src, dst, volume)
+    return copy
+
+
+@SETTINGS
+@given(
+    dag=canonical_dags(), pes=st.integers(1, 6), scheduler=schedulers, name=designs, onchip=st.sampled_from([0, 8, 64])
+)
+def test_offchip_traffic_is_at_least_compulsory(dag, pes, scheduler, name, onchip):
+    costs = schedule(dag, pes, scheduler, onchip=onchip, arch=name).costs
+    arch = load(name)
+    assert costs.compulsory_elements == _compulsory(dag)
+    assert costs.offchip_elements(arch.offchip) >= _compulsory(dag)
+
+
+@SETTINGS
+@given(dag=canonical_dags(), pes=st.integers(1, 6), name=designs)
+def test_offchip_traffic_is_compulsory_when_everything_fits(dag, pes, name):
+    """Every edge between tasks through a buffer, one list-schedule block holding every buffer on chip."""
+    dag = _through_buffers(dag)
+    working_set = sum(dag.volume(dag.predecessors(b)[0], b) for b in dag.buffers)
+    costs = schedule(dag, pes, "list", onchip=working_set, arch=name).costs
+    assert costs.offchip_elements(load(name).offchip) == _compulsory(dag)
