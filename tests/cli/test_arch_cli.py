@@ -1,0 +1,76 @@
+"""``dcaccel arch list|show|check``: the shipped designs, one description, a user's file, one-line errors."""
+
+from __future__ import annotations
+
+import pytest
+import yaml
+
+from dcaccel.architecture import Architecture, load, names
+from dcaccel.cli import main
+
+
+def test_list(capsys):
+    assert main(["arch", "list"]) == 0
+    lines = capsys.readouterr().out.splitlines()
+    assert [line.split()[0] for line in lines] == names()
+    assert any("108 KB global buffer" in line for line in lines)
+
+
+@pytest.mark.parametrize(
+    ("name", "fragments"),
+    [
+        ("eyeriss", ["pe: count 168", "mesh", "glb: onchip, 110592 B, 8 B/cycle", "dram: offchip, open, 2.4 B/cycle"]),
+        ("abstract", ["pe: count P (the schedule's)", "unlimited MACs/cycle", "onchip: onchip, open, unlimited"]),
+        ("tpu", ["column: count 256, ops Conv, Gemm, MatMul", "vector: count 1, ops *"]),
+    ],
+)
+def test_show(capsys, name, fragments):
+    assert main(["arch", "show", name]) == 0
+    out = capsys.readouterr().out
+    for fragment in fragments:
+        assert fragment in out
+
+
+@pytest.mark.parametrize("name", ["abstract", "cgra", "eyeriss", "tpu"])
+def test_show_yaml_round_trips(capsys, name):
+    assert main(["arch", "show", name, "--yaml"]) == 0
+    assert Architecture.from_dict(yaml.safe_load(capsys.readouterr().out)).spec == load(name).spec
+
+
+def test_check_a_valid_file(capsys, tmp_path):
+    path = tmp_path / "mine.yaml"
+    path.write_text("name: mine\nunits: {pe: {count: 2, ops: [Conv]}}\nmemories: {dram: {level: offchip}}\n")
+    assert main(["arch", "check", str(path)]) == 0
+    out = capsys.readouterr().out
+    assert out.startswith(f"{path}: valid\nmine: ")
+    assert "pe: count 2, ops Conv" in out
+
+
+@pytest.mark.parametrize(
+    ("argv", "content", "message"),
+    [
+        (["check", "{file}"], "name: x\nunits: {pe: {count: -3}}\nmemories: {d: {level: offchip}}\n", "units.pe.count"),
+        (["check", "{file}"], "name: x\nunits: {pe: {}}\n", "memories: exactly one offchip memory, got none"),
+        (["check", "{file}"], "name: [x\n", "not valid YAML"),
+        (["check", "missing.yaml"], None, "architecture file missing.yaml does not exist"),
+        (["show", "eyeris"], None, "unknown architecture 'eyeris' (did you mean 'eyeriss'?)"),
+    ],
+)
+def test_errors_are_one_line(capsys, tmp_path, monkeypatch, argv, content, message):
+    monkeypatch.chdir(tmp_path)
+    path = tmp_path / "broken.yaml"
+    if content is not None:
+        path.write_text(content)
+    status = main(["arch", *(part.format(file=path) for part in argv)])
+    err = capsys.readouterr().err
+    assert status == 2
+    assert err.startswith("dcaccel arch: error: ")
+    assert message in err
+    assert err.count("\n") == 1
+
+
+def test_action_required(capsys):
+    with pytest.raises(SystemExit) as exit_info:
+        main(["arch"])
+    assert exit_info.value.code == 2
+    assert "required" in capsys.readouterr().err
