@@ -1,6 +1,14 @@
-"""Canonical normalisations: BatchNormalization (inference) and LayerNormalization."""
+"""Canonical normalisations: BatchNormalization (inference), LayerNormalization, InstanceNormalization,
+GroupNormalization and LRN (local response normalisation across channels).
+
+The statistics normalisations (Layer, Instance, Group) share :func:`add_moments`: the mean and the
+variance of every group of elements, accumulated with WCR, then one map producing the output
+row-major.
+"""
 
 import math
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
 
 import dace
 from dace import SDFG, Memlet, SDFGState
@@ -8,6 +16,7 @@ from dace import SDFG, Memlet, SDFGState
 from dcaccel.buffers import BufferReason
 from dcaccel.expansions.builder import (
     WCR_SUM,
+    ExpansionBuilder,
     broadcast_indices,
     index_params,
     index_ranges,
@@ -33,6 +42,62 @@ _BATCHNORM_PARAMETERS = {
 }
 """Tasklet connectors of the per-channel parameters of BatchNormalization and their ONNX connectors
 (renamed in opset 9)."""
+
+
+@dataclass(frozen=True)
+class Statistics:
+    """Where the mean and variance of a normalisation live: their ``shape``, the subscript ``index`` of
+    an element's group (in the map parameters of the steps), the ``count`` of elements per group and
+    the ``dtype`` they are computed in."""
+
+    shape: Sequence
+    index: str
+    count: int
+    dtype: dace.typeclass
+
+
+def statistics_dtype(dtype: dace.typeclass) -> dace.typeclass:
+    """The type statistics are kept in: float32 for float16 data, else the data's type."""
+    return dace.float32 if dtype == dace.float16 else dtype
+
+
+def add_moments(
+    steps: ExpansionBuilder, source: str, ranges: Mapping[str, str], element: str, statistics: Statistics
+) -> tuple[str, str]:
+    """Add the steps computing the mean and the (biased) variance of every group of ``source``.
+
+    Both steps iterate ``ranges`` and read ``source[element]``:
+
+    1. ``mean``: ``mean[group] += x / count`` (WCR sum from 0);
+    2. ``var``: ``var[group] += (x - mean[group])^2 / count`` (WCR sum from 0).
+
+    ``mean`` and ``var`` are REUSE buffers (re-read once per element of their group); returns their names.
+    """
+    inv_count = literal(1 / statistics.count, statistics.dtype)
+    group = statistics.index
+    mean = steps.transient("mean", statistics.shape, statistics.dtype, BufferReason.REUSE)
+    var = steps.transient("var", statistics.shape, statistics.dtype, BufferReason.REUSE)
+    steps.init(mean, literal(0, statistics.dtype))
+    steps.init(var, literal(0, statistics.dtype))
+    steps.flat_map(
+        "mean", ranges, {"x": Memlet(f"{source}[{element}]")}, f"m = x * {inv_count}", {"m": _accumulate(mean, group)}
+    )
+    steps.flat_map(
+        "var",
+        ranges,
+        {"x": Memlet(f"{source}[{element}]"), "m": Memlet(f"{mean}[{group}]")},
+        f"v = (x - m) * (x - m) * {inv_count}",
+        {"v": _accumulate(var, group)},
+    )
+    return mean, var
+
+
+def _check_channels(node, state: SDFGState, sdfg: SDFG, data: str = "X") -> tuple:
+    """The shape of input ``data``, which must be N x C x ... (rank 2 or more)."""
+    shape = input_shape(node, state, sdfg, data)
+    if len(shape) < 2:
+        raise unsupported(node, f"input rank {len(shape)} (expected N x C x ...)")
+    return shape
 
 
 class CanonicalBatchNormalization(CanonicalForward):
@@ -106,7 +171,7 @@ class CanonicalLayerNormalization(CanonicalForward):
         shape = onnx_shape(steps.desc("X"))
         axis = normalize_axis(node.axis, len(shape), node)
         dtype = steps.desc("Y").dtype
-        stat_dtype = dace.float32 if dtype == dace.float16 else dtype
+        stat_dtype = statistics_dtype(dtype)
         count = math.prod(shape[axis:])
         rows = math.prod(shape[:axis])
         params = index_params(len(shape))
@@ -114,24 +179,10 @@ class CanonicalLayerNormalization(CanonicalForward):
         element = subscript(params)
         row_shape = [s if d < axis else 1 for d, s in enumerate(shape)]
         row = subscript([p if d < axis else "0" for d, p in enumerate(params)])
-        inv_count = literal(1 / count, stat_dtype)
         epsilon = literal(node.epsilon, stat_dtype)
 
         source = steps.operand("X", reused=True)
-        mean = steps.transient("mean", row_shape, stat_dtype, BufferReason.REUSE)
-        var = steps.transient("var", row_shape, stat_dtype, BufferReason.REUSE)
-        steps.init(mean, literal(0, stat_dtype))
-        steps.init(var, literal(0, stat_dtype))
-        steps.flat_map(
-            "mean", ranges, {"x": Memlet(f"{source}[{element}]")}, f"m = x * {inv_count}", {"m": _accumulate(mean, row)}
-        )
-        steps.flat_map(
-            "var",
-            ranges,
-            {"x": Memlet(f"{source}[{element}]"), "m": Memlet(f"{mean}[{row}]")},
-            f"v = (x - m) * (x - m) * {inv_count}",
-            {"v": _accumulate(var, row)},
-        )
+        mean, var = add_moments(steps, source, ranges, element, Statistics(row_shape, row, count, stat_dtype))
         inputs = {
             "x": Memlet(f"{source}[{element}]"),
             "m": Memlet(f"{mean}[{row}]"),
@@ -166,9 +217,169 @@ class CanonicalLayerNormalization(CanonicalForward):
         return steps.sdfg
 
 
+class CanonicalInstanceNormalization(CanonicalForward):
+    """Canonical InstanceNormalization: every (n, c) normalised over the spatial axes, as three flat map steps.
+
+    With ``(n, c)`` the group of an element, all steps iterating the input row-major:
+
+    1. ``mean``, 2. ``var``: the group's mean and variance (:func:`add_moments`);
+    3. ``normalize``: ``output = (input - mean[n, c]) / sqrt(var[n, c] + epsilon) * scale[c] + B[c]``,
+       produced row-major.
+
+    ``mean`` and ``var`` are REUSE buffers; ``scale`` and ``B`` are re-read for every element of
+    their channel, and the input is read by three steps: each is copied into a REUSE buffer first
+    if another task produces it. Statistics are kept in float32 for float16 inputs.
+    """
+
+    @staticmethod
+    def check(node, state: SDFGState, sdfg: SDFG) -> None:
+        _check_channels(node, state, sdfg, "input")
+
+    @staticmethod
+    def forward(node, state: SDFGState, sdfg: SDFG) -> SDFG:
+        steps = node_builder(node, state, sdfg)
+        shape = onnx_shape(steps.desc("input"))
+        params = index_params(len(shape))
+        dtype = statistics_dtype(steps.desc("output").dtype)
+        statistics = Statistics(shape[:2], subscript(params[:2]), math.prod(shape[2:]), dtype)
+        connectors = ("input", "scale", "B", "output")
+        ranges = index_ranges(params, shape)
+        return _normalize_groups(steps, node, connectors, params, ranges, params[1], statistics)
+
+
+class CanonicalGroupNormalization(CanonicalForward):
+    """Canonical GroupNormalization: the channels split into ``num_groups`` consecutive groups, every
+    (n, group) normalised over its channels and the spatial axes, as three flat map steps.
+
+    The steps iterate ``(n, g, k, spatial...)`` with channel ``c = g * C/G + k``, which is X row-major:
+
+    1. ``mean``, 2. ``var``: the mean and variance of every ``(n, g)`` (:func:`add_moments`);
+    3. ``normalize``: ``Y = (X - mean[n, g]) / sqrt(var[n, g] + epsilon) * scale + bias``, produced
+       row-major; ``scale`` and ``bias`` are per channel (opset 21) or per group (opset 18).
+
+    ``mean`` and ``var`` are REUSE buffers; ``scale``, ``bias`` and X are re-read (each copied
+    into a REUSE buffer first if another task produces it). Statistics are kept in float32 for
+    float16 inputs (``stash_type`` 1, the default; other stash types are rejected).
+    """
+
+    @staticmethod
+    def check(node, state: SDFGState, sdfg: SDFG) -> None:
+        shape = _check_channels(node, state, sdfg)
+        groups = int(node.num_groups)
+        if groups < 1 or shape[1] % groups:
+            raise unsupported(node, f"{shape[1]} channels do not split into num_groups={groups}")
+        if getattr(node, "stash_type", 1) != 1:
+            raise unsupported(node, f"stash_type={node.stash_type} (only 1, float32)")
+
+    @staticmethod
+    def forward(node, state: SDFGState, sdfg: SDFG) -> SDFG:
+        steps = node_builder(node, state, sdfg)
+        shape = onnx_shape(steps.desc("X"))
+        groups = int(node.num_groups)
+        per_group = shape[1] // groups
+        params = index_params(len(shape) + 1)
+        n, g, k, spatial = params[0], params[1], params[2], params[3:]
+        ranges = index_ranges(params, (shape[0], groups, per_group, *shape[2:]))
+        channel = f"{g} * {per_group} + {k}"
+        count = per_group * math.prod(shape[2:])
+        statistics = Statistics((shape[0], groups), subscript([n, g]), count, statistics_dtype(steps.desc("Y").dtype))
+        parameter = channel if node.schema.since_version >= 21 else g
+        connectors = ("X", "scale", "bias", "Y")
+        return _normalize_groups(steps, node, connectors, [n, channel, *spatial], ranges, parameter, statistics)
+
+
+def _normalize_groups(
+    steps: ExpansionBuilder,
+    node,
+    connectors: tuple[str, str, str, str],
+    indices: Sequence[str],
+    ranges: Mapping[str, str],
+    parameter: str,
+    statistics: Statistics,
+) -> SDFG:
+    """The steps of Instance- and GroupNormalization over ``ranges``: the moments of every group, then
+    ``Y = (X - mean) / sqrt(var + epsilon) * scale[parameter] + bias[parameter]``, X and Y at ``indices``.
+
+    ``connectors`` names X, scale, bias and Y.
+    """
+    data, scale, bias, output = connectors
+    element = subscript(indices)
+    source = steps.operand(data, reused=True)
+    mean, var = add_moments(steps, source, ranges, element, statistics)
+    epsilon = literal(node.epsilon, statistics.dtype)
+    inputs = {
+        "x": Memlet(f"{source}[{element}]"),
+        "m": Memlet(f"{mean}[{statistics.index}]"),
+        "v": Memlet(f"{var}[{statistics.index}]"),
+        "scale": Memlet(f"{steps.operand(scale, reused=True)}[{parameter}]"),
+        "bias": Memlet(f"{steps.operand(bias, reused=True)}[{parameter}]"),
+    }
+    steps.flat_map(
+        "normalize",
+        ranges,
+        inputs,
+        f"y = (x - m) / sqrt(v + {epsilon}) * scale + bias",
+        {"y": Memlet(f"{output}[{element}]")},
+    )
+    return steps.sdfg
+
+
+class CanonicalLRN(CanonicalForward):
+    """Canonical LRN (local response normalisation across channels) as one flat map.
+
+    ``Y[n, c, ...] = X[n, c, ...] / (bias + alpha / size * sum(X[n, i, ...]^2))^beta`` over the
+    channels ``i`` from ``c - floor((size-1)/2)`` to ``c + ceil((size-1)/2)`` inside ``[0, C)``,
+    iterating X row-major: the output is produced row-major. Each output element reads its
+    ``size`` window positions (one connector each; a position outside the channels is read at the
+    nearest channel and masked). Windows of neighbouring channels overlap, so an input produced by
+    another task is copied into a REUSE buffer first (unless ``size`` is 1).
+    """
+
+    @staticmethod
+    def check(node, state: SDFGState, sdfg: SDFG) -> None:
+        _check_channels(node, state, sdfg)
+        if int(node.size) < 1:
+            raise unsupported(node, f"size={node.size}")
+
+    @staticmethod
+    def forward(node, state: SDFGState, sdfg: SDFG) -> SDFG:
+        steps = node_builder(node, state, sdfg)
+        shape = onnx_shape(steps.desc("X"))
+        dtype = steps.desc("Y").dtype
+        size, channels = int(node.size), shape[1]
+        source = steps.operand("X", reused=size > 1)
+        params = index_params(len(shape))
+        before = (size - 1) // 2
+        inputs, lines = {}, [f"__square_sum = {literal(0, dtype)}"]
+        for k in range(size):
+            offset = k - before
+            position = f"{params[1]} {'-' if offset < 0 else '+'} {abs(offset)}"
+            index, condition = params[1], ""
+            if offset < 0:
+                index, condition = f"Max({position}, 0)", f"{position} >= 0"
+            elif offset > 0:
+                index, condition = f"Min({position}, {channels - 1})", f"{position} < {channels}"
+            connector = f"w_{k}"
+            inputs[connector] = Memlet(f"{source}[{subscript([params[0], index, *params[2:]])}]")
+            square = f"{connector} * {connector}"
+            term = f"({square} if {condition} else {literal(0, dtype)})" if condition else square
+            lines.append(f"__square_sum = __square_sum + {term}")
+        scale = literal(node.alpha / size, dtype)
+        lines.append(
+            f"y = w_{before} / ({literal(node.bias, dtype)} + {scale} * __square_sum) ** {literal(node.beta, dtype)}"
+        )
+        steps.flat_map(
+            "normalize", index_ranges(params, shape), inputs, "\n".join(lines), {"y": Memlet(f"Y[{subscript(params)}]")}
+        )
+        return steps.sdfg
+
+
 IMPLEMENTATIONS = (
     Implementation("BatchNormalization", CANONICAL, CanonicalBatchNormalization),
     Implementation("LayerNormalization", CANONICAL, CanonicalLayerNormalization),
+    Implementation("InstanceNormalization", CANONICAL, CanonicalInstanceNormalization),
+    Implementation("GroupNormalization", CANONICAL, CanonicalGroupNormalization),
+    Implementation("LRN", CANONICAL, CanonicalLRN),
 )
 
 
