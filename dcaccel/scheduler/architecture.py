@@ -8,10 +8,12 @@ architecture, node by node in the order of the abstract start times:
   op); its run, scheduled for D abstract cycles, takes ``max(⌈D / throughput⌉, ⌈MACs / MAC rate⌉)``
   reference cycles, with MACs = ``meta["macs"]`` or its first in-edge's volume (one operation per
   element read on a port, the canonical model's count);
+* it runs on unit ``pe mod count`` of its kind (the schedule's PE itself when the kind has at
+  least as many units as the schedule has PEs; fewer units take the tasks of several PEs in turn);
 * it starts once its inputs are ready under the schedule's own rule (a non-streaming predecessor
   has ended, a streaming one on another PE has emitted its first element, plus the link's latency;
-  the list scheduler's ``bandwidth`` transfer cycles), its PE has finished the node before it, and,
-  for the streaming scheduler, the previous block has finished;
+  the list scheduler's ``bandwidth`` transfer cycles), its PE and its unit have finished the nodes
+  before it, and, for the streaming scheduler, the previous block has finished;
 * its memory accesses are transfers on the memory they go to, each a slot of ``⌈bytes /
   bandwidth⌉`` cycles from the task's start or when the memory is free (first come, first served:
   overlapping transfers share the bandwidth by taking turns, so no memory ever exceeds its
@@ -249,6 +251,8 @@ def architecture_costs(
     start, end, first = [0] * n, [0] * n, [0] * n
     pe = t.pe
     pe_free: dict[int, int] = {}
+    counts = {unit: arch.unit_count(unit, pes) for unit in arch.units}
+    instance_free: dict[tuple[str, int], int] = {}
     memory_free: dict[str, int] = defaultdict(int)
     block_end: dict[int, int] = defaultdict(int)
     released = 0  # end of the blocks before the current one (blocks come in order)
@@ -278,6 +282,10 @@ def architecture_costs(
                 finish_floor = max(finish_floor, end[p])
             est = max(est, ready)
         begin = max(est, pe_free.get(pe[v], est))
+        unit = unit_of[v]
+        if unit is not None:
+            instance = unit, pe[v] % counts[unit]
+            begin = max(begin, instance_free.get(instance, begin))
         finish = max(begin + run[v], finish_floor)
         for memory, direction, elements, e in work[v]:
             slot = max(begin, memory_free[memory])
@@ -294,6 +302,8 @@ def architecture_costs(
         else:
             first[v] = begin + lead[v]
         pe_free[pe[v]] = finish
+        if unit is not None:
+            instance_free[instance] = finish
         if block_of[v] >= 0:
             block_end[block_of[v]] = max(block_end[block_of[v]], finish)
     timing = Timing(list(pe), start, end, first)
@@ -346,7 +356,7 @@ def architecture_costs(
         energy_pj=energy,
         component_level=level,
         area_mm2=arch.area_mm2(pes),
-        unit_counts={unit: arch.unit_count(unit, pes) for unit in arch.units},
+        unit_counts=counts,
         busy_cycles=busy,
         compulsory_elements=compulsory,
         bandwidths=bandwidths,
@@ -355,7 +365,7 @@ def architecture_costs(
 
 def validate_costs(schedule, costs: ArchitectureCosts) -> None:
     """Check the re-timed schedule against the DAG and the architecture alone: every run at least its
-    architecture cost, precedence per edge kind, no overlap on a PE, every transfer inside its node's
+    architecture cost, precedence per edge kind, no overlap on a PE or a unit, every transfer inside its node's
     run, and no memory above its bandwidth (transfers of a memory never overlap and each lasts at
     least its bytes over the bandwidth). Raises :class:`ScheduleError` naming what breaks."""
     g, t = schedule.graph, costs.timing
@@ -384,6 +394,16 @@ def validate_costs(schedule, costs: ArchitectureCosts) -> None:
         for (_, end, u), (start, _, w) in zip(events, events[1:], strict=False):
             if end > start:
                 raise ScheduleError(f"PE {pe}: {name(u)} ends at {end} after {name(w)} starts at {start}")
+    by_unit: dict[tuple[str, int], list[tuple[int, int, int]]] = defaultdict(list)
+    for v in range(g.n):
+        unit = costs.unit_of[v]
+        if unit is not None:
+            by_unit[unit, t.pe[v] % costs.unit_counts[unit]].append((t.start[v], t.end[v], v))
+    for (unit, index), events in by_unit.items():
+        events.sort()
+        for (_, end, u), (start, _, w) in zip(events, events[1:], strict=False):
+            if end > start:
+                raise ScheduleError(f"{unit} {index}: {name(u)} ends at {end} after {name(w)} starts at {start}")
     by_memory: dict[str, list[Transfer]] = defaultdict(list)
     for transfer in costs.transfers:
         v = transfer.node

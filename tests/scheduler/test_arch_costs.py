@@ -198,3 +198,25 @@ def test_validator_catches_a_short_run():
     timing = type(costs.timing)(costs.timing.pe, costs.timing.start, [0, 0, 3, 3], [0, 0, 3, 3])
     with pytest.raises(ScheduleError, match="runs 3 cycles on hand, less than its cost 4"):
         validate_costs(result, type(costs)(**{**costs.__dict__, "timing": timing}))
+
+
+@pytest.mark.parametrize(("count", "spans"), [(None, [(0, 4), (0, 4)]), (2, [(0, 4), (0, 4)]), (1, [(0, 4), (4, 8)])])
+def test_fewer_units_than_pes_take_turns(count, spans):
+    """Two independent 4-element tasks on 2 PEs: with one unit, one of them waits for the other."""
+    dag = TaskDAG("two")
+    source = dag.add_node(NodeKind.SOURCE, "source")
+    tasks = [dag.add_node(NodeKind.TASK, name) for name in "AB"]
+    sink = dag.add_node(NodeKind.SINK, "sink")
+    for task in tasks:
+        dag.add_edge(source, task, 4)
+        dag.add_edge(task, sink, 4)
+    arch = Architecture.from_dict(
+        {
+            "name": "turns",
+            "units": {"pe": {"count": count}, "spare": {"count": 1}},
+            "memories": {"dram": {"level": "offchip"}},
+        }
+    )
+    costs = schedule(dag, 2, "list", arch=arch).costs
+    assert sorted((costs.timing.start[v], costs.timing.end[v]) for v in tasks) == spans
+    assert costs.utilisation["pe"] == 8 / ((count or 2) * spans[1][1])

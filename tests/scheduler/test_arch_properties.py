@@ -32,9 +32,22 @@ def idealised(name: str) -> Architecture:
     return Architecture.from_dict(data)
 
 
+def _with_op(dag: TaskDAG, op: str) -> TaskDAG:
+    """``dag`` with ``meta["op"] = op`` on every task."""
+    copy = TaskDAG(dag.name)
+    for node in dag.nodes:
+        meta = {**node.meta, "op": op} if node.kind == NodeKind.TASK else dict(node.meta)
+        copy.add_node(node.kind, node.label, **meta)
+    for src, dst, volume in dag.edges:
+        copy.add_edge(src, dst, volume)
+    return copy
+
+
 @SETTINGS
 @given(dag=canonical_dags(), pes=st.integers(1, 6), scheduler=schedulers, name=designs, onchip=st.sampled_from([0, 8]))
 def test_idealised_design_is_abstract(dag, pes, scheduler, name, onchip):
+    """Conv tasks run on each design's array (at least 64 units, more than the PEs scheduled)."""
+    dag = _with_op(dag, "Conv")
     plain = schedule(dag, pes, scheduler, onchip=onchip)
     costed = schedule(dag, pes, scheduler, onchip=onchip, arch=idealised(name))
     abstract = schedule(dag, pes, scheduler, onchip=onchip, arch="abstract")
