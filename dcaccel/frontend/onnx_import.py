@@ -1,16 +1,17 @@
 """Import of ONNX models (a file or an ``onnx.ModelProto``) with DaCe's ONNX importer.
 
-The model is simplified first (constant folding and shape inference, no operator fusion: see
-:func:`simplify`); DaCe's importer (``dace.ml.ONNXModel``, the merged DaCeML) then builds an SDFG
-with one ONNX library node per operator, and initializers become weights. Dynamic input
-dimensions (``dim_param``) are fixed before import, from ``symbols`` or from the shapes of
-``example_inputs``, so that every container of the SDFG has a concrete shape.
+The model is prepared first (:mod:`dcaccel.frontend.onnx_prepare`: default domain and opset
+normalized, checked, inference no-ops removed, constants folded and shapes inferred, no operator
+fusion); DaCe's importer (``dace.ml.ONNXModel``, the merged DaCeML) then builds an SDFG with one ONNX
+library node per operator, and initializers become weights. Dynamic input dimensions (``dim_param``)
+are fixed before folding, from ``symbols`` or from the shapes of ``example_inputs``, so that every
+container of the SDFG has a concrete shape. Everything between reading the model and the SDFG runs in a
+scratch directory, so that the files the tools write there never reach the user's working directory.
 """
 
 import contextlib
 import copy
 import os
-import re
 import tempfile
 from collections import Counter
 from collections.abc import Mapping, Sequence
@@ -24,6 +25,7 @@ from google.protobuf import json_format, text_format
 from google.protobuf.message import DecodeError
 
 from dcaccel.errors import DcaccelError, UnsupportedOpError
+from dcaccel.frontend import onnx_prepare as prepare
 from dcaccel.frontend.naming import identifier
 from dcaccel.frontend.shapes import bind_symbols, concrete_shape, dimension_str
 from dcaccel.frontend.workload import Origin, TensorSpec, Workload
@@ -53,25 +55,22 @@ def from_onnx(
     if not proto.graph.node:
         raise DcaccelError(f"{source} has no operators (its graph has no nodes)")
     check_ops(proto)
-    check_consistent(proto, source)
+    with _scratch_directory():
+        proto = prepare.normalize(proto, source)
+        prepare.check_consistent(proto, source)
 
-    initializers = {init.name for init in proto.graph.initializer}
-    graph_inputs = [value for value in proto.graph.input if value.name not in initializers]
-    specs = [_value_spec(value) for value in graph_inputs]
-    symbols = _bind_dimensions(specs, example_inputs, symbols or {})
-    fixed = specialize(proto, symbols)
-    if fixed.graph.input != proto.graph.input:
-        check_consistent(fixed, source)  # the values of the dynamic dimensions must fit the model too
-    simplified = readable_node_names(simplify(fixed, source))
-    check_ops(simplified)
-
-    try:
-        # onnxruntime's symbolic shape inference, which DaCe's importer runs, saves a model file into
-        # the working directory when it cannot infer every shape: keep the user's folder clean.
-        with tempfile.TemporaryDirectory() as scratch, contextlib.chdir(scratch):
+        specs = [_value_spec(value) for value in proto.graph.input]  # weights are no longer inputs
+        symbols = _bind_dimensions(specs, example_inputs, symbols or {})
+        fixed = specialize(proto, symbols)
+        if fixed.graph.input != proto.graph.input:
+            prepare.check_consistent(fixed, source)  # the values of the dynamic dimensions must fit the model too
+        simplified = readable_node_names(prepare.simplify(prepare.without_inference_noops(fixed), source))
+        check_ops(simplified)
+        prepare.check_shapes(simplified, source)
+        try:
             imported = ONNXModel(identifier(name), simplified, onnx_simplify=False)
-    except (ValueError, KeyError, NotImplementedError) as err:
-        raise DcaccelError(f"cannot import {source}: {_first_line(err)}") from err
+        except Exception as err:  # DaCe's importer raises assorted types on what it cannot build; none may leak
+            raise DcaccelError(f"cannot import {source}: {prepare.first_line(err)}") from err
     sdfg = imported.sdfg
 
     inputs = [_container_spec(sdfg, value_name, clean_onnx_name(value_name)) for value_name in imported.inputs]
@@ -102,38 +101,6 @@ def check_ops(proto: onnx.ModelProto) -> None:
         if node.domain not in _ONNX_DOMAINS or not has_onnx_node(node.op_type):
             op = node.op_type if node.domain in _ONNX_DOMAINS else f"{node.domain}.{node.op_type}"
             raise UnsupportedOpError(op, node.name or f"#{index}", "DaCe's ONNX importer has no node for it")
-
-
-def check_consistent(proto: onnx.ModelProto, source: str) -> None:
-    """Raise :class:`DcaccelError` unless ``proto`` passes the ONNX checker with strict shape and type inference.
-
-    Catches malformed graphs (dangling names, missing inputs, unknown attributes) and inconsistent
-    ones (an input whose shape or type does not fit its operator, a declared output shape that differs
-    from the inferred one); the message names the node and op where the checker does.
-    """
-    try:
-        onnx.checker.check_model(proto, full_check=True)
-    except (onnx.checker.ValidationError, onnx.shape_inference.InferenceError) as err:
-        raise DcaccelError(f"{source} is not a valid ONNX model: {_checker_message(err)}") from err
-
-
-#: Where the ONNX checker names the node at fault: shape inference, and node validation.
-_INFERENCE_NODE = re.compile(r"\(op_type:(?P<op>[^,]*), node name: (?P<node>[^)]*)\): (?P<detail>.*)")
-_VALIDATION_NODE = re.compile(r"==> Context: Bad node spec for node\. Name: (?P<node>.*) OpType: (?P<op>\S+)")
-_ERROR_KIND = re.compile(r"\[\w+Error\] ")
-
-
-def _checker_message(err: BaseException) -> str:
-    """One line from an ONNX checker or shape-inference error: ``node 'fc' (Gemm): what is wrong``."""
-    text = _ERROR_KIND.sub("", str(err)).strip()
-    inference = _INFERENCE_NODE.search(text)
-    if inference:
-        detail = inference["detail"].splitlines()[0].strip()
-        return f"node '{inference['node']}' ({inference['op']}): {detail}"
-    validation = _VALIDATION_NODE.search(text)
-    if validation:
-        return f"node '{validation['node']}' ({validation['op']}): {' '.join(text[: validation.start()].split())}"
-    return " ".join(text.split()) or type(err).__name__
 
 
 def readable_node_names(proto: onnx.ModelProto) -> onnx.ModelProto:
@@ -178,22 +145,6 @@ def _module_path(name: str) -> tuple[list[str], str]:
     return folded, op
 
 
-def simplify(proto: onnx.ModelProto, source: str) -> onnx.ModelProto:
-    """``proto`` with constants folded and shapes inferred by onnx-simplifier, operators otherwise as written.
-
-    onnx-simplifier's graph optimizations are off: they would fuse operators (MatMul and Add into
-    Gemm, attention subgraphs into an ``Attention`` op DaCe does not know, batch norm into Conv),
-    and the operators of the model are what dcaccel explores implementations for.
-    """
-    import onnxsim
-
-    try:
-        simplified, _ = onnxsim.simplify(proto, skip_fuse_bn=True, perform_optimization=False)
-    except (ValueError, RuntimeError, onnx.checker.ValidationError) as err:
-        raise DcaccelError(f"cannot simplify {source}: {_first_line(err)}") from err
-    return simplified
-
-
 def specialize(proto: onnx.ModelProto, symbols: Mapping[str, int]) -> onnx.ModelProto:
     """A copy of ``proto`` whose dynamic input and output dimensions take their values from ``symbols``.
 
@@ -220,6 +171,15 @@ def specialize(proto: onnx.ModelProto, symbols: Mapping[str, int]) -> onnx.Model
     return fixed
 
 
+@contextlib.contextmanager
+def _scratch_directory():
+    """Run the body in a new temporary working directory, removed afterwards with what the tools wrote there
+    (onnxruntime's shape inference saves ``sym_shape_infer_temp.onnx`` into the working directory when it
+    fails, and large models are saved with external ``<uuid>.data`` files beside them)."""
+    with tempfile.TemporaryDirectory(prefix="dcaccel-onnx-") as scratch, contextlib.chdir(scratch):
+        yield
+
+
 def _read(model: str | os.PathLike | onnx.ModelProto) -> tuple[onnx.ModelProto, str]:
     """The model proto, and how to name its source in a message; raises :class:`DcaccelError` for a
     missing file, or one that does not hold a model with a graph."""
@@ -232,7 +192,7 @@ def _read(model: str | os.PathLike | onnx.ModelProto) -> tuple[onnx.ModelProto, 
         try:
             proto, source = onnx.load(path), f"'{path}'"
         except (DecodeError, json_format.ParseError, text_format.ParseError, ValueError, RuntimeError) as err:
-            raise DcaccelError(f"'{path}' is not an ONNX model: {_first_line(err)}") from err
+            raise DcaccelError(f"'{path}' is not an ONNX model: {prepare.first_line(err)}") from err
     if not proto.HasField("graph"):
         raise DcaccelError(f"{source} is not an ONNX model: it has no graph")
     return proto, source
@@ -292,9 +252,3 @@ def _container_spec(sdfg, name: str, container: str, shape_of: str | None = None
     desc = sdfg.arrays[shape_of or container]
     shape = () if isinstance(desc, dt.Scalar) else tuple(dimension_str(d) for d in desc.shape)
     return TensorSpec(name, shape, desc.dtype.as_numpy_dtype(), container=container)
-
-
-def _first_line(err: BaseException) -> str:
-    """The first line of an exception's message."""
-    text = str(err).strip()
-    return text.splitlines()[0] if text else type(err).__name__

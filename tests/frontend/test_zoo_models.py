@@ -1,0 +1,103 @@
+"""Zoo-style ONNX models (``tests/frontend/zoo.py``, opsets 9, 11 and 13) through preparation, import,
+lowering, task-DAG extraction and scheduling, and one through a compiled run against onnxruntime."""
+
+import functools
+
+import numpy as np
+import onnx
+import onnxruntime
+import pytest
+from dace.libraries.onnx.converters import clean_onnx_name
+from onnx import numpy_helper
+
+import dcaccel
+from dcaccel.expansions.registry import all_implementations
+from dcaccel.frontend.onnx_prepare import normalize, simplify, without_inference_noops
+from dcaccel.frontend.ops import nodes_by_op_type
+from tests.frontend import zoo
+
+CASES = [pytest.param(model, opset, id=f"{model.name}-{opset}") for model in zoo.MODELS for opset in zoo.OPSETS]
+
+#: Ops that compute nothing at inference or compute constants only: none is left after preparation.
+_PREPARED_AWAY = {"Dropout", "Identity", "Constant", "ConstantOfShape", "Shape", "Gather", "Unsqueeze", "Cast"}
+
+
+def _run(model: onnx.ModelProto, data: np.ndarray) -> np.ndarray:
+    session = onnxruntime.InferenceSession(model.SerializeToString(), providers=["CPUExecutionProvider"])
+    return session.run(None, {"data_0": data})[0]
+
+
+def _input_shape(model: onnx.ModelProto) -> tuple[int, ...]:
+    return tuple(dim.dim_value for dim in model.graph.input[0].type.tensor_type.shape.dim)
+
+
+@pytest.mark.parametrize(("model", "opset"), CASES)
+def test_preparation_keeps_the_outputs(model, opset):
+    """Normalizing, removing the no-ops and folding change the graph, not what it computes."""
+    source = model.build(opset)
+    prepared = simplify(without_inference_noops(normalize(source, model.name)), model.name)
+    assert {node.op_type for node in prepared.graph.node} == model.ops
+    assert not {node.op_type for node in prepared.graph.node} & _PREPARED_AWAY
+    assert [value.name for value in prepared.graph.input] == ["data_0"]
+    data = np.random.default_rng(opset).standard_normal(_input_shape(source)).astype(np.float32)
+    np.testing.assert_allclose(_run(prepared, data), _run(source, data), rtol=1e-5, atol=1e-7)
+
+
+@pytest.mark.parametrize(("model", "opset"), CASES)
+def test_imports(model, opset, tmp_path, monkeypatch):
+    monkeypatch.chdir(tmp_path)
+    source = model.build(opset)
+    workload = dcaccel.load(source)
+    assert set(nodes_by_op_type(workload.sdfg)) == model.ops
+    assert [(spec.name, spec.shape) for spec in workload.inputs] == [("data_0", _input_shape(source))]
+    assert [spec.shape for spec in workload.outputs] == [(1, 10)]
+    weight_inputs = {value.name for value in source.graph.input} - {"data_0"}
+    assert weight_inputs  # the zoo models list some weights as inputs, as old exporters did
+    for init in source.graph.initializer:
+        if init.name in weight_inputs:
+            np.testing.assert_array_equal(workload.weights[clean_onnx_name(init.name)], numpy_helper.to_array(init))
+    assert list(tmp_path.iterdir()) == []  # nothing left in the working directory
+
+
+def _lowers(model: zoo.ZooModel):
+    """xfail (strict) while an op the model needs has no canonical implementation."""
+    missing = sorted(model.ops - {implementation.op for implementation in all_implementations()})
+    return pytest.mark.xfail(bool(missing), reason=f"needs canonical {', '.join(missing)}", strict=True)
+
+
+@functools.cache
+def _pipeline(model: zoo.ZooModel, opset: int):
+    """The task DAG of ``model`` at ``opset`` and its streaming schedule on 16 PEs."""
+    dag = dcaccel.extract(dcaccel.load(model.build(opset)).lower())
+    return dag, dcaccel.schedule(dag, 16)
+
+
+@pytest.mark.parametrize(
+    ("model", "opset"), [pytest.param(*case.values, id=case.id, marks=_lowers(case.values[0])) for case in CASES]
+)
+def test_lowers_extracts_and_schedules(model, opset):
+    dag, schedule = _pipeline(model, opset)
+    dag.validate()
+    assert {dag.meta(task)["op"] for task in dag.tasks} == model.ops  # every op lowers to tasks
+    assert schedule.lower_bound <= schedule.makespan <= schedule.work
+
+
+@pytest.mark.parametrize("model", [pytest.param(m, id=m.name, marks=_lowers(m)) for m in zoo.MODELS])
+def test_the_opset_does_not_change_the_task_dag(model):
+    """The zoo builders write the same network at every opset: the DAGs and makespans are equal."""
+    figures = {
+        opset: (dag.num_nodes, dag.num_edges, sum(dag.edge_volumes), schedule.makespan)
+        for opset in zoo.OPSETS
+        for dag, schedule in [_pipeline(model, opset)]
+    }
+    assert len(set(figures.values())) == 1, figures
+
+
+@pytest.mark.slow
+def test_lowered_googlenet_matches_onnxruntime():
+    """The lowered GoogLeNet-like model at opset 9 (LRN, Sum, Concat, Cast-folded and ConstantOfShape-folded
+    weights, Dropout removed), compiled and run, against onnxruntime on the model before folding."""
+    workload = dcaccel.load(zoo.googlenet(9))
+    report = dcaccel.verify(workload, workload.lower())
+    assert report.reference == "onnxruntime"
+    assert all(check.passed for check in report.outputs), report.outputs
