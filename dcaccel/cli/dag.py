@@ -3,8 +3,9 @@
 Lowers the model with the ``--impl`` choices, extracts its task DAG (:func:`dcaccel.dag.extract.extract`),
 checks it against the contract (:meth:`TaskDAG.validate`: nothing invalid is written) and either writes
 it (``--out dag.json`` in the vectors' format, ``--out dag.dot`` for Graphviz) or prints a one-screen
-summary: numbers of tasks, buffers and edges, work, depth, I/O volume and the task labels that account
-for most tasks. Nothing is compiled.
+summary: numbers of tasks, buffers and edges, work, depth, I/O volume, the opaque tasks (ops with no
+canonical implementation, each one task) and the task labels that account for most tasks. Nothing is
+compiled. ``--strict`` refuses a model with such an op instead.
 """
 
 import argparse
@@ -17,8 +18,10 @@ from dcaccel.cli.arguments import check_output
 from dcaccel.cli.models import (
     add_impl_argument,
     add_model_argument,
+    add_strict_argument,
     check_choice_keys,
     implementation_choices,
+    lower_workload,
     resolve_model,
 )
 from dcaccel.cli.table import format_table
@@ -65,6 +68,7 @@ def register(subparsers) -> None:
         "--sink", choices=SINK_MODES, default="auto", help="when to add a pseudo sink (default: %(default)s)"
     )
     parser.add_argument("--fuse", action="store_true", help="fuse chains of element-wise tasks first")
+    add_strict_argument(parser)
     parser.add_argument("--out", metavar="FILE", help="write the DAG to FILE (.json or .dot) instead of a summary")
     parser.set_defaults(run=run)
 
@@ -86,7 +90,7 @@ def run(args: argparse.Namespace) -> int:
     choices = implementation_choices(args.impl)
     workload = resolve_model(args.model)
     check_choice_keys(workload, choices)
-    lowered = workload.lower(choices)
+    lowered = lower_workload(workload, choices, args.strict)
     dag = extract(lowered, args.granularity, args.edge_volume, sink=args.sink, fusion=args.fuse)
     dag.validate()
     if args.out is None:
@@ -109,10 +113,21 @@ def summary(dag: TaskDAG) -> str:
         f"DAG {dag.name}: {len(tasks)} tasks, {len(dag.buffers)} buffers, {dag.num_edges} edges",
         f"work {_number(metrics.work(dag))}, depth {_number(metrics.depth(dag))}, "
         f"I/O volume {_number(metrics.io_volume(dag))}",
+        *_opaque_lines(dag),
         "",
         format_table(label_rows(dag)),
     ]
     return "\n".join(lines)
+
+
+def _opaque_lines(dag: TaskDAG) -> list[str]:
+    """One line naming the opaque tasks and their share of the work (none when there are none)."""
+    count, share = metrics.opaque_work(dag)
+    if not count:
+        return []
+    opaque = [dag.node(v) for v in dag.tasks if dag.node(v).meta.get("opaque")]
+    names = ", ".join(f"{node.label} ({node.meta['op']})" if "op" in node.meta else node.label for node in opaque)
+    return [f"opaque tasks {count} ({share:.1%} of the work): {names}"]
 
 
 def label_rows(dag: TaskDAG, top: int = TOP_LABELS) -> list[LabelRow]:

@@ -12,7 +12,9 @@ summary is printed, the failures are listed on stderr and the exit status is 1.
 Every argument is checked before the sweep starts (all but the ``--impl`` keys before the model is
 loaded): a sweep never runs and then fails on an output path, a number or an ``--impl`` key (a key
 naming no node or op type of the model is an error, with the closest name suggested). Repeated
-``--impl`` for one key merge their names.
+``--impl`` for one key merge their names. An op with no canonical implementation is lowered as one
+opaque task (one warning names such nodes; the ``opaque_tasks`` and ``opaque_work_share`` columns count
+them); ``--strict`` refuses the model instead, before the sweep.
 """
 
 import argparse
@@ -25,7 +27,7 @@ import pandas as pd
 
 from dcaccel import workloads
 from dcaccel.cli.arguments import bounded_int, bounded_ints, check_output, suggest
-from dcaccel.cli.models import MODEL_HELP, check_choice_keys, resolve_model
+from dcaccel.cli.models import MODEL_HELP, add_strict_argument, check_choice_keys, resolve_model
 from dcaccel.cli.table import format_table
 from dcaccel.dag.extract import Granularity
 from dcaccel.errors import DcaccelError
@@ -139,6 +141,7 @@ def register(subparsers) -> None:
         help=f"SQLite file ({', '.join(RESULT_SUFFIXES)}) that points are written to as they finish",
     )
     parser.add_argument("--resume", action="store_true", help="continue --results, skipping the stored points")
+    add_strict_argument(parser)
     parser.add_argument("--out", type=Path, metavar="FILE", help=f"write every point to a {', '.join(WRITERS)} file")
     parser.add_argument(
         "--plot", type=Path, metavar="FILE", help=f"write the makespan-vs-P plot ({', '.join(PLOT_SUFFIXES)})"
@@ -181,6 +184,7 @@ def run(args: argparse.Namespace) -> int:
             workers=args.workers,
             results=args.results,
             resume=args.resume,
+            strict=args.strict,
         )
     except SweepError as err:
         results, status = err.results, 1

@@ -1,7 +1,10 @@
 """``dcaccel info MODEL``: a model's inputs, outputs and parameters, and its operators.
 
 Lists the op types with their counts and dcaccel's canonical implementations, then every
-operator (library node) with its op type and operand shapes. Nothing is compiled.
+operator (library node) with its op type and operand shapes. An operator dcaccel has no canonical
+implementation of shows ``opaque (NAME)`` (lowering keeps it as one opaque task, expanded with DaCe's
+implementation NAME) or ``unsupported`` (DaCe cannot expand it either); a closing line names them.
+Nothing is compiled.
 """
 
 import argparse
@@ -13,6 +16,10 @@ from dcaccel.cli.models import add_model_argument, resolve_model
 from dcaccel.cli.table import format_table
 from dcaccel.frontend import TensorSpec, Workload
 from dcaccel.frontend.ops import operators
+
+#: The implementation column of a node lowered as an opaque task, and of one nothing can lower.
+OPAQUE = "opaque"
+UNSUPPORTED = "unsupported"
 
 
 @dataclass(frozen=True)
@@ -59,20 +66,44 @@ def describe(workload: Workload) -> str:
     if workload.symbols:
         lines.append("symbols " + ", ".join(f"{k}={v}" for k, v in workload.symbols.items()))
     lines += ["", format_table(op_type_rows(workload)), "", format_table(node_rows(workload))]
+    lines += fallback_lines(workload)
     return "\n".join(lines)
 
 
 def implementations_by_node(workload: Workload) -> dict[str, str]:
-    """dcaccel's implementation names for each library node of the workload (``-``: none)."""
-    from dace.sdfg.nodes import LibraryNode
-
+    """dcaccel's implementation names for each library node of the workload; for a node without any,
+    ``opaque (NAME)`` (DaCe's implementation NAME expands it into an opaque task) or ``unsupported``."""
+    from dcaccel.frontend.ops import library_nodes
     from dcaccel.transforms.lower import available_implementations
 
     return {
-        node.label: ", ".join(available_implementations(node)) or "-"
-        for node, _ in workload.sdfg.all_nodes_recursive()
-        if isinstance(node, LibraryNode)
+        node.label: ", ".join(available_implementations(node)) or _fallback(node, state)
+        for node, state in library_nodes(workload.sdfg)
     }
+
+
+def _fallback(node, state) -> str:
+    """What lowering does with a node dcaccel has no implementation of: ``opaque (NAME)`` or ``unsupported``."""
+    from dcaccel.errors import UnsupportedOpError
+    from dcaccel.transforms.opaque import fallback_implementation
+
+    try:
+        return f"{OPAQUE} ({fallback_implementation(node, state)})"
+    except UnsupportedOpError:
+        return UNSUPPORTED
+
+
+def fallback_lines(workload: Workload) -> list[str]:
+    """Lines naming the nodes lowered as opaque tasks, and those no lowering accepts (none when neither)."""
+    choices = implementations_by_node(workload)
+    lines = []
+    opaque = [f"{op.node} ({op.op_type})" for op in operators(workload.sdfg) if choices[op.node].startswith(OPAQUE)]
+    if opaque:
+        lines += ["", f"opaque tasks (no canonical implementation; refused by --strict): {', '.join(opaque)}"]
+    unsupported = [f"{op.node} ({op.op_type})" for op in operators(workload.sdfg) if choices[op.node] == UNSUPPORTED]
+    if unsupported:
+        lines += ["", f"unsupported (neither dcaccel nor DaCe can lower them): {', '.join(unsupported)}"]
+    return lines
 
 
 def op_type_rows(workload: Workload) -> list[OpTypeRow]:

@@ -51,6 +51,26 @@ def add_impl_argument(parser: argparse.ArgumentParser) -> None:
     )
 
 
+def add_strict_argument(parser: argparse.ArgumentParser) -> None:
+    """Add ``--strict``: refuse an op without a canonical implementation instead of an opaque task."""
+    parser.add_argument(
+        "--strict",
+        action="store_true",
+        help="refuse a model with an op dcaccel has no canonical implementation of "
+        "(default: lower it as one opaque task, with a warning)",
+    )
+
+
+def lower_workload(workload: Workload, choices: dict[str, str], strict: bool):
+    """``workload`` lowered with ``choices``; with ``strict``, a node without a canonical implementation is
+    refused first (one-line :class:`UnsupportedOpError`, nothing lowered) instead of kept as an opaque task."""
+    if strict:
+        from dcaccel.transforms.lower import refuse_opaque
+
+        refuse_opaque(workload.sdfg)
+    return workload.lower(choices)
+
+
 def implementation_choices(pairs: list[tuple[str, str]]) -> dict[str, str]:
     """The ``--impl`` pairs as the ``choices`` mapping of ``Workload.lower`` (one implementation per key).
 

@@ -2,7 +2,8 @@
 
 Prints the maximum absolute and relative error per output and exits with status 1 on a mismatch.
 With ``--impl`` (or ``--lowered``) the model is first lowered with those implementation choices and
-the lowered SDFG is checked.
+the lowered SDFG is checked; an op with no canonical implementation is then DaCe's own expansion kept
+as one opaque task, or refused with ``--strict``.
 """
 
 import argparse
@@ -12,8 +13,10 @@ from dcaccel.cli.arguments import bounded_int, non_negative_float
 from dcaccel.cli.models import (
     add_impl_argument,
     add_model_argument,
+    add_strict_argument,
     check_choice_keys,
     implementation_choices,
+    lower_workload,
     resolve_model,
 )
 from dcaccel.cli.table import format_table
@@ -35,6 +38,7 @@ def register(subparsers) -> None:
     )
     add_impl_argument(parser)
     parser.add_argument("--lowered", action="store_true", help="lower the model fully before checking it")
+    add_strict_argument(parser)
     parser.set_defaults(run=run)
 
 
@@ -44,8 +48,8 @@ def run(args: argparse.Namespace) -> int:
     workload = resolve_model(args.model)
     check_choice_keys(workload, choices)
     lowered = None
-    if args.impl or args.lowered:
-        lowered = workload.lower(choices)
+    if args.impl or args.lowered or args.strict:
+        lowered = lower_workload(workload, choices, args.strict)
     report = verify(workload, lowered, rtol=args.rtol, atol=args.atol, seed=args.seed)
     sys.stdout.write(format_report(report) + "\n")
     return 0 if report.passed else 1

@@ -41,6 +41,16 @@ def work(dag: TaskDAG) -> Volume:
     return arithmetic.total(task_costs(dag))
 
 
+def opaque_work(dag: TaskDAG) -> tuple[int, float | Volume]:
+    """The number of opaque tasks (``meta["opaque"]``: ops with no canonical implementation, docs/dag.md)
+    and their share of the work, Σ T(v) over them / W (0.0 when there are none)."""
+    opaque = [v for v in dag.tasks if dag.node(v).meta.get("opaque")]
+    if not opaque:
+        return 0, 0.0
+    costs = task_costs(dag)
+    return len(opaque), sum(costs[v] for v in opaque) / sum(costs[v] for v in dag.tasks)
+
+
 def upward_ranks(dag: TaskDAG, costs: list[Volume] | None = None) -> list[Volume]:
     """rank(v) = T(v) + max over successors s of rank(s) (the longest path from v, own cost included)."""
     costs = task_costs(dag) if costs is None else costs

@@ -36,6 +36,8 @@ class ExplorationPoint:
     depth: int  # critical path
     tasks: int
     buffers: int
+    opaque_tasks: int  # tasks standing for an op with no canonical implementation (meta["opaque"])
+    opaque_work_share: float  # their share of the work: sum of their max(I, O) / work (0 when work is 0)
     io_volume: int  # sum over buffer nodes of volume in + out (pseudo-source edges excluded)
     offchip_io: int
     onchip_io: int
@@ -82,7 +84,8 @@ def typed(values: tuple) -> ExplorationPoint:
 def inconsistency(point: ExplorationPoint) -> str | None:
     """Why ``point`` cannot come from a sweep, or None: a count or float out of range (P ≥ 1, the others
     ≥ 0 and finite, utilisation ≤ 1), an unknown scheduler, makespan below its lower bound or the lower
-    bound below ⌈work / P⌉, or speedup and utilisation not work / makespan and speedup / P."""
+    bound below ⌈work / P⌉, more opaque tasks than tasks, an opaque work share above 1 or not positive
+    exactly when there are opaque tasks, or speedup and utilisation not work / makespan and speedup / P."""
     values = asdict(point)
     for name in metrics():
         value = values[name]
@@ -92,6 +95,10 @@ def inconsistency(point: ExplorationPoint) -> str | None:
         return f"scheduler {point.scheduler!r} is unknown"
     if point.utilisation > 1 + TOLERANCE:
         return f"utilisation {point.utilisation!r} is above 1"
+    if point.opaque_tasks > point.tasks:
+        return f"opaque tasks {point.opaque_tasks} are more than the {point.tasks} tasks"
+    if point.opaque_work_share > 1 + TOLERANCE or (point.opaque_work_share > 0) != (point.opaque_tasks > 0):
+        return f"opaque work share {point.opaque_work_share!r} does not fit {point.opaque_tasks} opaque tasks"
     if point.makespan < point.lower_bound:
         return f"makespan {point.makespan} is below its lower bound {point.lower_bound}"
     if point.lower_bound < -(-point.work // point.pes):

@@ -18,6 +18,7 @@ import pandas as pd
 from tqdm import tqdm
 
 from dcaccel.dag.extract import EDGE_VOLUME_RULES, Granularity, extract
+from dcaccel.dag.metrics import opaque_work
 from dcaccel.dag.taskdag import TaskDAG
 from dcaccel.errors import DcaccelError
 from dcaccel.exploration.assignments import STRATEGIES, Assignment, node_candidates, per_node, per_op_type
@@ -28,7 +29,14 @@ from dcaccel.exploration.store import ResultStore
 from dcaccel.frontend import ops
 from dcaccel.frontend.ops import library_nodes
 from dcaccel.scheduler import PARTITIONINGS, SCHEDULERS, schedule
-from dcaccel.transforms.lower import available_implementations, op_type
+from dcaccel.transforms.lower import (
+    OpaqueOpWarning,
+    available_implementations,
+    lower,
+    op_type,
+    opaque_nodes,
+    refuse_opaque,
+)
 
 DEFAULT_PES = (1, 2, 4, 8, 16, 32, 64, 128)
 DEFAULT_COST_MODEL = CostModel()
@@ -72,11 +80,15 @@ def _warn_once(workload_name: str, caught: list[warnings.WarningMessage]) -> Non
             warnings.warn(f"{workload_name}: {warning.message}", warning.category, stacklevel=3)
 
 
-def build_dag(workload, assignment: Assignment, granularity, edge_volume: str) -> LoweredDAG:
-    """Lower ``workload`` under ``assignment`` and extract its task DAG, timing both stages; the label
-    is what the lowering gave the nodes the assignment's keys cover."""
+def build_dag(workload, assignment: Assignment, granularity, edge_volume: str, strict: bool = False) -> LoweredDAG:
+    """Lower ``workload`` under ``assignment`` (``strict``: refusing ops without a canonical implementation)
+    and extract its task DAG, timing both stages; the label is what the lowering gave the nodes the
+    assignment's keys cover. The lowering's warning about opaque tasks is not repeated here:
+    :func:`explore` reports the workload's opaque nodes once."""
     start = time.perf_counter()
-    lowered = workload.lower(assignment.as_dict())
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", OpaqueOpWarning)
+        lowered = lower(workload, assignment.as_dict(), strict=strict)
     lowered_at = time.perf_counter()
     label = str(assignment.lowered(lowered.implementations, nodes_by_op_type(workload)))
     with warnings.catch_warnings(record=True) as caught:
@@ -93,6 +105,7 @@ def schedule_points(
     dag = built.dag
     tasks = len(dag.tasks)
     buffers = len(dag.buffers)
+    opaque_tasks, opaque_share = opaque_work(dag)
     for pes in grid.pes:
         for scheduler in grid.schedulers:
             start = time.perf_counter()
@@ -115,6 +128,8 @@ def schedule_points(
                     depth=result.depth,
                     tasks=tasks,
                     buffers=buffers,
+                    opaque_tasks=opaque_tasks,
+                    opaque_work_share=opaque_share,
                     io_volume=io.buffer,
                     offchip_io=io.off_chip,
                     onchip_io=io.on_chip,
@@ -131,12 +146,14 @@ def schedule_points(
 @dataclass(frozen=True)
 class Sweep:
     """What every assignment of one exploration is evaluated on: the grid, how the DAG is extracted,
-    and the cost model. Picklable: executors ship it to their workers."""
+    and the cost model; ``strict`` refuses ops without a canonical implementation (a failed assignment)
+    instead of lowering them as opaque tasks. Picklable: executors ship it to their workers."""
 
     grid: Grid
     granularity: Granularity
     edge_volume: str
     cost_model: CostModel
+    strict: bool = False
 
     @property
     def label(self) -> str:
@@ -146,7 +163,7 @@ class Sweep:
 
     def points(self, workload, assignment: Assignment) -> list[ExplorationPoint]:
         """Lower ``workload`` under ``assignment``, extract its DAG and schedule every point of the grid."""
-        built = build_dag(workload, assignment, self.granularity, self.edge_volume)
+        built = build_dag(workload, assignment, self.granularity, self.edge_volume, self.strict)
         return list(schedule_points(workload.name, built, self.grid, self.label, self.cost_model))
 
     def settings(self, workload) -> dict[str, object]:
@@ -237,6 +254,22 @@ def drop_unknown_keys(workload, implementations: Mapping[str, Sequence[str]]) ->
     return {key: list(dict.fromkeys(names)) for key, names in implementations.items() if key in known}
 
 
+def report_opaque(workload, strict: bool) -> None:
+    """Refuse (``strict``) or announce in one warning the nodes of ``workload`` that have no canonical
+    implementation and are lowered as opaque tasks."""
+    if strict:
+        refuse_opaque(workload.sdfg)
+    opaque = opaque_nodes(workload.sdfg)
+    if not opaque:
+        return
+    warnings.warn(
+        f"explore {workload.name}: {len(opaque)} node(s) with no canonical implementation lowered as opaque "
+        "tasks: " + ", ".join(f"{node} ({op})" for node, op in opaque.items()),
+        OpaqueOpWarning,
+        stacklevel=3,
+    )
+
+
 def _as_tuple(value, name: str, low: int | None = None) -> tuple:
     """``value`` (one or several) as a non-empty tuple; with ``low``, of integers at least ``low``."""
     values = (value,) if isinstance(value, (int, str)) else tuple(value)
@@ -270,6 +303,7 @@ def explore(
     workers: int | None = None,
     results=None,
     resume: bool = False,
+    strict: bool = False,
 ) -> pd.DataFrame:
     """Explore ``workload`` (a Workload or a built-in name) and return one row per design point.
 
@@ -291,6 +325,10 @@ def explore(
     :param resume: continue ``results``: assignments whose points are all stored are not evaluated
         again (without ``resume``, a result file that holds points is refused; so is, with it, a file
         written for another program or sizes under the workload's name, or with other settings).
+    :param strict: refuse a workload with an op that dcaccel has no canonical implementation of
+        (:class:`UnsupportedOpError`, before anything is lowered). Without it such an op is lowered as an
+        opaque task (one warning names every such node) and the ``opaque_tasks`` and
+        ``opaque_work_share`` columns count them.
     :raises SweepError: after the whole sweep, when assignments failed; it carries the finished points
         (``results``) and the failures. Every executor returns the same rows in the same order (the
         order of the assignments, then P, scheduler, on-chip memory), timing columns aside.
@@ -310,12 +348,13 @@ def explore(
         raise DcaccelError(f"explore: objective {objective!r} is not a numeric column of the results")
     check_executor(executor, address, workers)
     grid = Grid(_as_tuple(pes, "pes", 1), schedulers, _as_tuple(onchip_memory, "onchip_memory", 0), partitioning)
-    sweep = Sweep(grid, Granularity.parse(granularity), edge_volume, cost_model)
+    sweep = Sweep(grid, Granularity.parse(granularity), edge_volume, cost_model, strict)
     builtin = isinstance(workload, str)
     if builtin:
         from dcaccel.workloads import get
 
         workload = get(workload)
+    report_opaque(workload, strict)
     nodes = nodes_by_op_type(workload)
     if implementations is None:
         implementations = default_implementations(workload)

@@ -53,6 +53,7 @@ __all__ = [
     "lower",
     "op_type",
     "opaque_nodes",
+    "refuse_opaque",
 ]
 
 # Simplification passes that break the canonical structure: ArrayElimination removes containers that
@@ -123,6 +124,15 @@ def opaque_nodes(sdfg: dace.SDFG) -> dict[str, str]:
     """The library nodes of ``sdfg`` that lowering would keep as opaque tasks (no dcaccel implementation),
     name -> op type, in program order. Nothing is expanded."""
     return {node.label: op_type(node) for node, _ in library_nodes(sdfg) if not available_implementations(node)}
+
+
+def refuse_opaque(sdfg: dace.SDFG) -> None:
+    """Raise the error of ``lower(..., strict=True)`` for the first node of ``sdfg`` that dcaccel has no
+    canonical implementation of, before anything is lowered."""
+    opaque = opaque_nodes(sdfg)
+    if opaque:
+        node, op = next(iter(opaque.items()))
+        raise UnsupportedOpError(op, node, "no dcaccel implementation")
 
 
 @dataclass(frozen=True)

@@ -34,6 +34,8 @@ def point(assignment: str = "Conv=mv", pes: int = 4, **changes) -> ExplorationPo
         "depth": 35_000,
         "tasks": 12,
         "buffers": 5,
+        "opaque_tasks": 0,
+        "opaque_work_share": 0.0,
         "io_volume": 150_936,
         "offchip_io": 150_936,
         "onchip_io": 0,

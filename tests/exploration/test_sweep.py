@@ -109,8 +109,8 @@ def lowerings(monkeypatch):
     found: dict[str, set[tuple]] = {}
     original = sweep.build_dag
 
-    def build_dag(workload, assignment, granularity, edge_volume):
-        built = original(workload, assignment, granularity, edge_volume)
+    def build_dag(workload, assignment, *options):
+        built = original(workload, assignment, *options)
         lowered = workload.lower(assignment.as_dict())
         found.setdefault(built.label, set()).add(tuple(sorted(lowered.implementations.items())))
         return built
