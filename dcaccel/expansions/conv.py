@@ -1,4 +1,4 @@
-"""Canonical implementations of the ONNX ``Conv`` op: im2col + MMM (``mv``, ``op``, ``lmv``) and ``direct``.
+"""Canonical implementations of ONNX ``Conv`` (im2col + MMM ``mv``, ``op``, ``lmv``; ``direct``) and ``ConvTranspose``.
 
 Progressive lowering: the Conv node expands into a nested SDFG of canonical steps, in one state
 
@@ -15,6 +15,15 @@ group over the group's slice of W_col, X_col and Y_col; the batch is folded into
 read row by row by ``AddBias``. Without a bias, ``ReshapeOut`` reads Y_col, which is then the layer
 output (LAYER_OUTPUT). Any number of spatial dimensions, pads (explicit or ``auto_pad``), strides and
 dilations are supported; padded input positions read a clamped element and are masked to zero.
+
+``ConvTranspose`` (implementations ``mv``, ``op``, ``lmv``) is lowered as the adjoint of im2col, col2im
+(:func:`build_col2im_sdfg`): Y_col[g] = W_col[g] · X_col[g] with W_col [G, F/G·kernel size, C/G] and X_col
+[G, C/G, batch·in size], then a ``Col2im`` task adds every column of Y_col into the kernel-sized output
+window of its input position (WCR into an ACCUMULATE buffer), so no multiply-add by an inserted zero is
+counted (as the zero-inserted-input im2col would, stride^dims times more). Strides, pads, dilations,
+output_padding, groups, bias and batch are supported; ``auto_pad`` other than NOTSET and an explicit
+``output_shape`` raise in ``check``. There is no ``direct`` ConvTranspose: with a stride, the number of
+inputs an output reads depends on its position, which one flat map's memlets cannot count exactly.
 """
 
 import math
