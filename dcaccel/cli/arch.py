@@ -88,3 +88,16 @@ def describe(arch: Architecture) -> str:
             f"{link.energy_per_element_pj:g} pJ per element"
         )
     return "\n".join(lines) + "\n"
+
+
+def costs_lines(costs: dict) -> list[str]:
+    """The lines of a schedule's architecture costs (``ArchitectureCosts.summary()``) in a readable summary."""
+    levels = ", ".join(f"{level} {energy:,.0f}" for level, energy in costs["energy_by_level_pj"].items())
+    utilisation = ", ".join(f"{unit} {share:.1%}" for unit, share in costs["utilisation"].items())
+    return [
+        f"  on {costs['architecture']}:",
+        f"    makespan     {costs['makespan_cycles']:,} cycles = {costs['makespan_seconds']:.4g} s",
+        f"    energy       {costs['energy_pj']:,.0f} pJ ({levels})",
+        f"    area / power {costs['area_mm2']:.4g} mm2 / {costs['average_power_w']:.4g} W",
+        f"    utilisation  {utilisation}",
+    ]

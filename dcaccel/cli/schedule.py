@@ -10,6 +10,8 @@ import argparse
 import json
 import sys
 
+from dcaccel.architecture import load as load_architecture
+from dcaccel.cli.arch import costs_lines
 from dcaccel.cli.arguments import bounded_int, check_output
 from dcaccel.dag.taskdag import TaskDAG
 from dcaccel.scheduler import PARTITIONINGS, SCHEDULERS, schedule
@@ -35,6 +37,9 @@ def register(subparsers: argparse._SubParsersAction) -> None:
         metavar="ELEMENTS",
         help="on-chip memory per block, in elements (as dcaccel explore --onchip; default 0)",
     )
+    parser.add_argument(
+        "--arch", metavar="NAME|FILE", help="also cost the schedule on an accelerator description (dcaccel arch list)"
+    )
     parser.add_argument("--json", action="store_true", help="print one JSON object instead of a summary")
     parser.add_argument("--gantt", metavar="FILE", help=f"also draw a Gantt chart ({', '.join(GANTT_FORMATS)})")
     parser.set_defaults(run=run)
@@ -43,8 +48,9 @@ def register(subparsers: argparse._SubParsersAction) -> None:
 def run(args: argparse.Namespace) -> int:
     """Schedule the DAG file ``args.dag`` and print its summary; every argument is checked first."""
     check_output("--gantt", args.gantt, GANTT_FORMATS)
+    arch = None if args.arch is None else load_architecture(args.arch)
     dag = TaskDAG.from_json(args.dag)
-    result = schedule(dag, args.pes, args.scheduler, args.partitioning, onchip=args.onchip)
+    result = schedule(dag, args.pes, args.scheduler, args.partitioning, onchip=args.onchip, arch=arch)
     if args.gantt:
         from dcaccel.scheduler.gantt import save_gantt
 
@@ -75,4 +81,6 @@ def _readable(summary: dict) -> str:
             f"  blocks         {summary['num_blocks']}; refinement rounds {summary['refinement_iterations']}; "
             f"streaming edges {summary['streaming_edges']}; deadlock buffer space {summary['buffer_space_deadlock']}"
         )
+    if "architecture" in summary:
+        lines += costs_lines(summary["architecture"])
     return "\n".join(lines) + "\n"

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import json
+
 import pytest
 import yaml
 
@@ -74,3 +76,33 @@ def test_action_required(capsys):
         main(["arch"])
     assert exit_info.value.code == 2
     assert "required" in capsys.readouterr().err
+
+
+SEED = "tests/data/vectors/seedconv_mv_noxycolbuf.json"
+
+
+@pytest.mark.parametrize("name", ["abstract", "eyeriss"])
+def test_schedule_with_an_architecture(capsys, name):
+    from dcaccel.dag import TaskDAG
+    from dcaccel.scheduler import schedule
+
+    costs = schedule(TaskDAG.from_json(SEED), 16, arch=name).costs
+    assert main(["schedule", SEED, "--pes", "16", "--arch", name]) == 0
+    out = capsys.readouterr().out
+    assert "makespan       145,730 cycles" in out  # the abstract schedule is unchanged
+    assert f"  on {name}:\n    makespan     {costs.makespan_cycles:,} cycles" in out
+    assert f"energy       {costs.energy_total_pj:,.0f} pJ" in out
+    main(["schedule", SEED, "--pes", "16", "--arch", name, "--json"])
+    assert json.loads(capsys.readouterr().out)["architecture"] == json.loads(json.dumps(costs.summary()))
+
+
+@pytest.mark.parametrize(
+    ("argv", "message"),
+    [
+        (["--pes", "16", "--arch", "nope"], "unknown architecture 'nope'"),
+        (["--pes", "200", "--arch", "eyeriss"], "architecture eyeriss has 168 units, the schedule uses 200 PEs"),
+    ],
+)
+def test_schedule_architecture_errors(capsys, argv, message):
+    assert main(["schedule", SEED, *argv]) == 2
+    assert message in capsys.readouterr().err
