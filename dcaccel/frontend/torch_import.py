@@ -4,7 +4,7 @@ The module is exported with the TorchScript exporter (``torch.onnx.export(..., d
 inference mode, at the example inputs' shapes. The operators are kept as written: batch
 normalization stays a ``BatchNormalization`` node (with its running statistics) instead of being
 folded into the preceding convolution, and weights keep their parameter names. Constant folding
-is left to the ONNX import (see :func:`dcaccel.frontend.onnx_import.simplify`). Its input
+is left to the ONNX import (see :func:`dcaccel.frontend.onnx_prepare.simplify`). Its input
 names are the parameter names of ``forward``; its outputs are ``output`` (or ``output_0``, ...).
 """
 

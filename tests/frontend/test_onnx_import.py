@@ -1,5 +1,7 @@
 """Import of ONNX models and files: specs, weights, dynamic dimensions and bad input (no compilation)."""
 
+import os
+
 import numpy as np
 import onnx
 import pytest
@@ -9,6 +11,7 @@ import dcaccel
 from dcaccel.errors import DcaccelError, ShapeError, UnsupportedOpError
 from dcaccel.frontend import Origin
 from dcaccel.frontend.onnx_import import readable_node_names
+from dcaccel.frontend.onnx_prepare import MIN_OPSET, check_shapes, without_inference_noops
 from dcaccel.frontend.ops import operators
 
 
@@ -228,3 +231,171 @@ def test_a_task_dag_is_not_a_model(tmp_path):
     with pytest.raises(DcaccelError) as error:
         dcaccel.load(path)
     assert str(error.value).startswith(f"'{path}' is not an ONNX model: Message type \"onnx.ModelProto\" has no field")
+
+
+def _old_dense(opset: int) -> onnx.ModelProto:
+    """y = Relu(Dropout(x · Wᵀ + b)) as old exporters wrote it: IR version 3, weights also graph inputs,
+    Gemm with ``broadcast`` and Dropout with ``is_test`` (attributes of opsets before 7)."""
+    weight = numpy_helper.from_array(np.arange(32, dtype=np.float32).reshape(4, 8) / 32, "W")
+    bias = numpy_helper.from_array(np.ones(4, np.float32), "b")
+    inputs = [
+        helper.make_tensor_value_info("x", TensorProto.FLOAT, [1, 8]),
+        helper.make_tensor_value_info("W", TensorProto.FLOAT, [4, 8]),
+        helper.make_tensor_value_info("b", TensorProto.FLOAT, [4]),
+    ]
+    nodes = [
+        helper.make_node("Gemm", ["x", "W", "b"], ["t"], name="fc", transB=1, broadcast=1),
+        helper.make_node("Dropout", ["t"], ["u"], name="drop", is_test=1, ratio=0.5),
+        helper.make_node("Relu", ["u"], ["y"], name="relu"),
+    ]
+    graph = helper.make_graph(
+        nodes, "old", inputs, [helper.make_tensor_value_info("y", TensorProto.FLOAT, [1, 4])], [weight, bias]
+    )
+    return helper.make_model(graph, opset_imports=[helper.make_opsetid("", opset)], ir_version=3)
+
+
+@pytest.mark.parametrize("opset", [1, 3, 6])
+def test_old_opsets_are_converted(opset):
+    """Before opset 7 onnxruntime's symbolic shape inference, which DaCe's importer runs, refuses a model."""
+    workload = dcaccel.load(_old_dense(opset))
+    assert [(op.op_type, op.inputs) for op in operators(workload.sdfg)] == [
+        ("Gemm", ((1, 8), (4, 8), (4,))),
+        ("Relu", ((1, 4),)),
+    ]
+    assert [entry.version for entry in workload.onnx_model.opset_import] == [MIN_OPSET]
+    assert [spec.name for spec in workload.inputs] == ["x"]
+    assert set(workload.weights) == {"W", "b"}
+
+
+def test_a_failed_conversion_is_one_line():
+    model = _old_dense(6)
+    model.graph.node.append(helper.make_node("Upsample", ["y"], ["z"], name="up", scales=[1.0, 1.0]))
+    model.graph.output[0].name = "z"
+    with pytest.raises(DcaccelError) as error:
+        dcaccel.load(model)
+    assert str(error.value) == (
+        "cannot convert ONNX model 'old' from opset 6 to 7: "
+        "Upsample in opset 1 needs to have width_scale and height_scale attributes"
+    )
+
+
+@pytest.mark.parametrize("with_default_domain", [False, True])
+def test_default_domain_spelled_ai_onnx(with_default_domain):
+    """DaCe's importer looks for the opset of the domain "" only (it failed: not enough values to unpack)."""
+    model = _gemm()
+    model.graph.node[0].domain = "ai.onnx"
+    del model.opset_import[:]
+    model.opset_import.append(helper.make_opsetid("ai.onnx", 18))
+    if with_default_domain:
+        model.opset_import.append(helper.make_opsetid("", 13))
+    workload = dcaccel.load(model)
+    assert [op.op_type for op in operators(workload.sdfg)] == ["Gemm"]
+    assert [(entry.domain, entry.version) for entry in workload.onnx_model.opset_import] == [("", 18)]
+
+
+def test_no_default_domain():
+    model = _gemm()
+    del model.opset_import[:]
+    with pytest.raises(DcaccelError) as error:
+        dcaccel.load(model)
+    assert str(error.value) == (
+        "ONNX model 'dense' does not import the default ONNX domain (its opset_import names no version)"
+    )
+
+
+def _dropout(opset: int, *, training: bool | None = None, mask_used: bool = False) -> onnx.ModelProto:
+    """y = Relu(Dropout(x)) at ``opset``; ``training`` is the constant training_mode input (opset 12 on),
+    ``mask_used`` makes the mask a graph output."""
+    inputs, initializers = ["x"], []
+    if opset >= 12:
+        initializers.append(numpy_helper.from_array(np.array(0.5, np.float32), "ratio"))
+        inputs.append("ratio")
+        if training is not None:
+            initializers.append(numpy_helper.from_array(np.array(training), "training"))
+            inputs.append("training")
+    attributes = {"ratio": 0.5} if opset < 12 else {}
+    outputs = ["d", "mask"] if mask_used else ["d"]
+    nodes = [
+        helper.make_node("Dropout", inputs, outputs, name="drop", **attributes),
+        helper.make_node("Relu", ["d"], ["y"], name="relu"),
+    ]
+    graph_outputs = [helper.make_tensor_value_info("y", TensorProto.FLOAT, [2, 3])]
+    if mask_used:
+        mask_type = TensorProto.BOOL if opset >= 10 else TensorProto.FLOAT
+        graph_outputs.append(helper.make_tensor_value_info("mask", mask_type, [2, 3]))
+    x = helper.make_tensor_value_info("x", TensorProto.FLOAT, [2, 3])
+    graph = helper.make_graph(nodes, "drop", [x], graph_outputs, initializers)
+    return helper.make_model(graph, opset_imports=[helper.make_opsetid("", opset)])
+
+
+@pytest.mark.parametrize(
+    ("model", "ops"),
+    [
+        (_dropout(9), ["Relu"]),
+        (_dropout(11), ["Relu"]),
+        (_dropout(13), ["Relu"]),
+        (_dropout(13, training=False), ["Relu"]),
+        (_dropout(13, training=True), ["Dropout", "Relu"]),
+        (_dropout(9, mask_used=True), ["Dropout", "Relu"]),
+        (_dropout(13, mask_used=True), ["Dropout", "Relu"]),
+    ],
+)
+def test_inference_dropout_is_removed(model, ops):
+    """A Dropout is removed where it is the identity at inference and nothing reads its mask."""
+    assert [node.op_type for node in without_inference_noops(model).graph.node] == ops
+
+
+@pytest.mark.parametrize("output_of_identity", [False, True])
+def test_identity_is_removed(output_of_identity):
+    """An Identity goes; when its output is a graph output, the tensor before it takes the output's name."""
+    x = helper.make_tensor_value_info("x", TensorProto.FLOAT, [2])
+    nodes = [helper.make_node("Relu", ["x"], ["r"], name="relu"), helper.make_node("Identity", ["r"], ["i"])]
+    if not output_of_identity:
+        nodes.append(helper.make_node("Neg", ["i"], ["y"], name="neg"))
+    output = "i" if output_of_identity else "y"
+    graph = helper.make_graph(nodes, "g", [x], [helper.make_tensor_value_info(output, TensorProto.FLOAT, [2])])
+    workload = dcaccel.load(helper.make_model(graph, opset_imports=[helper.make_opsetid("", 18)]))
+    assert [op.op_type for op in operators(workload.sdfg)] == ["Relu"] + ([] if output_of_identity else ["Neg"])
+    assert [spec.name for spec in workload.outputs] == [output]
+
+
+def test_a_tensor_without_a_shape_is_one_line():
+    """DaCe's importer makes a container of every tensor: one without a tensor type is named with its node."""
+    x = helper.make_tensor_value_info("x", TensorProto.FLOAT, [2, 3])
+    nodes = [
+        helper.make_node("SequenceConstruct", ["x", "x"], ["pair"], name="pack"),
+        helper.make_node("ConcatFromSequence", ["pair"], ["y"], name="join", axis=0),
+    ]
+    graph = helper.make_graph(nodes, "seq", [x], [helper.make_tensor_value_info("y", TensorProto.FLOAT, [4, 3])])
+    with pytest.raises(DcaccelError) as error:
+        check_shapes(helper.make_model(graph, opset_imports=[helper.make_opsetid("", 18)]), "'seq.onnx'")
+    assert str(error.value) == (
+        "'seq.onnx': node 'pack' (SequenceConstruct): the element type or shape of tensor 'pair' cannot be inferred"
+    )
+
+
+@pytest.mark.parametrize("fails", [False, True])
+def test_nothing_is_left_in_the_working_directory(fails, tmp_path, monkeypatch):
+    """onnxruntime's shape inference saves ``sym_shape_infer_temp.onnx`` (and external data) into the working
+    directory when it cannot infer every shape: the import runs in a scratch directory, removed afterwards."""
+    from dace.frontend.ml.onnx import importer
+
+    infer = importer.infer_shapes_onnx_model
+    written = []
+
+    def writes_a_file(model, auto_merge=False):
+        onnx.save(model, "sym_shape_infer_temp.onnx", save_as_external_data=True, size_threshold=0)
+        written.extend(os.listdir("."))
+        if fails:
+            raise RuntimeError("Incomplete symbolic shape inference")
+        return infer(model, auto_merge)
+
+    monkeypatch.setattr(importer, "infer_shapes_onnx_model", writes_a_file)
+    monkeypatch.chdir(tmp_path)
+    if fails:
+        with pytest.raises(DcaccelError, match=r"^cannot infer the shapes of ONNX model 'affine': Incomplete symbolic"):
+            dcaccel.load(_matmul_add(4, 3, 2))
+    else:
+        dcaccel.load(_matmul_add(4, 3, 2))
+    assert "sym_shape_infer_temp.onnx" in written and len(written) >= 2  # the model and its external data
+    assert list(tmp_path.iterdir()) == []

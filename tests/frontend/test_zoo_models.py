@@ -11,7 +11,6 @@ from dace.libraries.onnx.converters import clean_onnx_name
 from onnx import numpy_helper
 
 import dcaccel
-from dcaccel.expansions.registry import all_implementations
 from dcaccel.frontend.onnx_prepare import normalize, simplify, without_inference_noops
 from dcaccel.frontend.ops import nodes_by_op_type
 from tests.frontend import zoo
@@ -59,12 +58,6 @@ def test_imports(model, opset, tmp_path, monkeypatch):
     assert list(tmp_path.iterdir()) == []  # nothing left in the working directory
 
 
-def _lowers(model: zoo.ZooModel):
-    """xfail (strict) while an op the model needs has no canonical implementation."""
-    missing = sorted(model.ops - {implementation.op for implementation in all_implementations()})
-    return pytest.mark.xfail(bool(missing), reason=f"needs canonical {', '.join(missing)}", strict=True)
-
-
 @functools.cache
 def _pipeline(model: zoo.ZooModel, opset: int):
     """The task DAG of ``model`` at ``opset`` and its streaming schedule on 16 PEs."""
@@ -72,9 +65,7 @@ def _pipeline(model: zoo.ZooModel, opset: int):
     return dag, dcaccel.schedule(dag, 16)
 
 
-@pytest.mark.parametrize(
-    ("model", "opset"), [pytest.param(*case.values, id=case.id, marks=_lowers(case.values[0])) for case in CASES]
-)
+@pytest.mark.parametrize(("model", "opset"), CASES)
 def test_lowers_extracts_and_schedules(model, opset):
     dag, schedule = _pipeline(model, opset)
     dag.validate()
@@ -82,7 +73,7 @@ def test_lowers_extracts_and_schedules(model, opset):
     assert schedule.lower_bound <= schedule.makespan <= schedule.work
 
 
-@pytest.mark.parametrize("model", [pytest.param(m, id=m.name, marks=_lowers(m)) for m in zoo.MODELS])
+@pytest.mark.parametrize("model", [pytest.param(m, id=m.name) for m in zoo.MODELS])
 def test_the_opset_does_not_change_the_task_dag(model):
     """The zoo builders write the same network at every opset: the DAGs and makespans are equal."""
     figures = {
