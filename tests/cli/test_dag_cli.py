@@ -111,3 +111,38 @@ def test_bad_options(capsys, argv):
 def test_unknown_model(capsys):
     status, _, err = run(capsys, "no-such-model")
     assert status == 2 and "unknown model 'no-such-model'" in err
+
+
+@pytest.fixture(scope="module")
+def opaque_onnx(tmp_path_factory):
+    """An ONNX file of tests/dag/test_opaque.py's model (LogSoftmax has no canonical implementation)."""
+    import onnx
+
+    from tests.dag.test_opaque import opaque_model
+
+    path = tmp_path_factory.mktemp("opaque") / "opaque.onnx"
+    onnx.save(opaque_model(), path)
+    return str(path)
+
+
+def test_summary_names_the_opaque_task_and_its_share_of_the_work(opaque_onnx, capsys):
+    from tests.dag.test_opaque import ELEMENTS
+
+    with pytest.warns(UserWarning, match=r"kept as opaque tasks: logsoftmax \(LogSoftmax\)"):
+        status, out, _ = run(capsys, opaque_onnx, "--impl", "MatMul=lmv")
+    lines = out.splitlines()
+    work = int(lines[1].split(",")[0].removeprefix("work ").replace(",", ""))
+    assert status == 0
+    assert lines[2] == f"opaque tasks 1 ({ELEMENTS / work:.1%} of the work): logsoftmax (LogSoftmax)"
+    assert any(line.split()[:3] == ["logsoftmax", "1", str(ELEMENTS)] for line in lines[3:])
+
+
+def test_strict_refuses_the_opaque_op_in_one_line(opaque_onnx, capsys):
+    status, out, err = run(capsys, opaque_onnx, "--strict")
+    assert (status, out) == (2, "")
+    assert err == "dcaccel dag: error: unsupported op LogSoftmax (node 'logsoftmax'): no dcaccel implementation\n"
+
+
+def test_strict_accepts_a_model_that_has_every_implementation(capsys):
+    status, out, _ = run(capsys, "conv-seed", "--impl", "Conv=lmv", "--strict")
+    assert status == 0 and out.startswith("DAG conv-seed: 12 tasks") and "opaque" not in out

@@ -97,3 +97,41 @@ def test_every_node_lists_its_implementations(model, node, choices, capsys):
     rows = [line.split() for line in capsys.readouterr().out.splitlines()]
     row = next(line for line in rows if line and line[0] == node)
     assert " ".join(row).endswith(choices)
+
+
+@pytest.fixture(scope="module")
+def opaque_files(tmp_path_factory):
+    """ONNX files of tests/dag/test_opaque.py's model with LogSoftmax (opaque) and with Mod (unsupported)."""
+    import onnx
+
+    from tests.dag.test_opaque import opaque_model
+
+    folder = tmp_path_factory.mktemp("opaque")
+    for op in ("LogSoftmax", "Mod"):
+        onnx.save(opaque_model(op), folder / f"{op}.onnx")
+    return folder
+
+
+OPAQUE_LINE = "opaque tasks (no canonical implementation; refused by --strict)"
+
+
+@pytest.mark.parametrize(
+    ("op", "node", "column", "closing"),
+    [
+        ("LogSoftmax", "logsoftmax", "opaque (pure)", OPAQUE_LINE),
+        ("Mod", "mod", "unsupported", "unsupported (neither dcaccel nor DaCe can lower them)"),
+    ],
+)
+def test_nodes_without_a_canonical_implementation_are_named(opaque_files, op, node, column, closing, capsys):
+    assert main(["info", str(opaque_files / f"{op}.onnx")]) == 0
+    lines = capsys.readouterr().out.splitlines()
+    rows = {line.split()[0]: line for line in lines if line}
+    assert rows[node].endswith(column) and rows[op].endswith(column)
+    assert rows["matmul"].endswith("lmv, mv, op")
+    assert lines[-1] == f"{closing}: {node} ({op})"
+    assert not any(line.startswith(("opaque tasks", "unsupported (")) for line in lines[:-1])
+
+
+def test_a_model_without_opaque_nodes_has_no_closing_line(use_lenet, capsys):
+    assert main(["info", "lenet"]) == 0
+    assert not any(line.startswith(("opaque", "unsupported")) for line in capsys.readouterr().out.splitlines())
