@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from dcaccel.architecture import Architecture, ArchitectureError
+from dcaccel.architecture import Architecture, ArchitectureError, load
 from dcaccel.dag import NodeKind, TaskDAG
 from dcaccel.scheduler import schedule
 from dcaccel.scheduler.architecture import validate_costs
@@ -220,3 +220,23 @@ def test_fewer_units_than_pes_take_turns(count, spans):
     costs = schedule(dag, 2, "list", arch=arch).costs
     assert sorted((costs.timing.start[v], costs.timing.end[v]) for v in tasks) == spans
     assert costs.utilisation["pe"] == 8 / ((count or 2) * spans[1][1])
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("shape", ["mv", "op", "lmv"])
+def test_seed_convolution_on_every_design(conv_seed, shape):
+    """The extracted seed convolution (its tasks carry their op, Conv) costs on every shipped design:
+    validated, the abstract description re-times nothing, Conv runs on each design's array."""
+    from dcaccel.dag import extract
+
+    dag = extract(conv_seed.lower({"Conv": shape}))
+    arrays = {"abstract": "pe", "eyeriss": "pe", "tpu": "column", "cgra": "pe"}
+    for scheduler in ("streaming", "list"):
+        plain = schedule(dag, 16, scheduler)
+        for name, unit in arrays.items():
+            costs = schedule(dag, 16, scheduler, arch=name).costs
+            assert {costs.unit_of[v] for v in dag.tasks} == {unit}
+            assert costs.offchip_elements(load(name).offchip) >= costs.compulsory_elements > 0
+            assert 0 < costs.utilisation[unit] <= 1
+            if name == "abstract":
+                assert costs.timing == plain.timing
