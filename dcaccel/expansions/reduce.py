@@ -164,13 +164,14 @@ def _implementation(reduction: Reduction) -> Implementation:
             axes = reduced_axes(node, state, sdfg, len(input_shape(node, state, sdfg, "data")))
             steps = node_builder(node, state, sdfg, drop=["axes"])
             shape = onnx_shape(steps.desc("data"))
-            if axes is None:
+            if axes is None:  # every element reduced on its own: a copy, |v| for ReduceL2
                 params = index_params(len(shape))
+                one = literal(1, steps.desc("reduced").dtype)
                 steps.flat_map(
-                    "copy",
+                    "elementwise",
                     index_ranges(params, shape),
                     {"v": Memlet(f"data[{subscript(params)}]")},
-                    "out = v",
+                    f"a = {reduction.element}\nout = {reduction.result.format(count=one)}",
                     {"out": Memlet(f"reduced[{subscript(params)}]")},
                 )
             else:
@@ -179,7 +180,8 @@ def _implementation(reduction: Reduction) -> Implementation:
 
     Forward.__name__ = Forward.__qualname__ = f"Canonical{reduction.op}"
     Forward.__doc__ = (
-        f"Canonical {reduction.op} over the ``axes`` (all if none; a copy with ``noop_with_empty_axes``): "
+        f"Canonical {reduction.op} over the ``axes`` (all if none; with ``noop_with_empty_axes`` none, "
+        "every element reduced on its own by one flat map ``elementwise``): "
         f"``reduced = {reduction.result}`` where ``a`` accumulates ``{reduction.element}`` of every element "
         f"``v`` with ``{reduction.wcr}``. Two flat maps: a WCR reduction of the input, read row-major, into an "
         "ACCUMULATE buffer, then the output, produced row-major (see :func:`add_reduction`)."

@@ -67,9 +67,9 @@ def test_reduction_then_output_with_an_accumulate_buffer():
     assert marks.count(BufferReason.ACCUMULATE) == 1
 
 
-def test_noop_with_empty_axes_is_a_copy():
+def test_noop_with_empty_axes_is_one_elementwise_map():
     sdfg = canonical_model(build_model([CASES[5]], opset=18), "reduce_noop").sdfg
-    assert [s.label for s in assert_flat_maps(sdfg)] == ["mean_noop_copy_map"]
+    assert [s.label for s in assert_flat_maps(sdfg)] == ["mean_noop_elementwise_map"]
 
 
 def test_axes_from_data_are_rejected():

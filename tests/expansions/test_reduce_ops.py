@@ -1,0 +1,168 @@
+"""Canonical ReduceSum, ReduceMax, ReduceMin, ReduceL2 and ArgMax over axes, keepdims and shapes: values
+against onnxruntime (one compile per opset), task structure and volumes of the extracted DAG, rejections."""
+
+import itertools
+import math
+
+import numpy as np
+import pytest
+from dace.ml import ONNXModel
+
+from tests.expansions.canonical_onnx import (
+    OpCase,
+    build_model,
+    random_feed,
+    run_canonical,
+    run_reference,
+)
+
+REDUCE_OPS = ("ReduceSum", "ReduceMax", "ReduceMin", "ReduceL2")
+
+# (label, input shape, axes; None reduces every axis): a middle axis, two axes, a negative axis, a
+# reduced axis of size 1, every axis of a rank-1 input, every axis by default.
+AXES = [
+    ("middle", (2, 3, 4), [1]),
+    ("first_and_last", (2, 3, 4), [0, 2]),
+    ("negative", (2, 3, 4), [-1]),
+    ("size_one_axis", (3, 1, 2), [1]),
+    ("rank_one", (5,), [0]),
+    ("all_by_default", (2, 3), None),
+]
+
+
+def _reduce(op, label, shape, axes, keepdims, opset=18, **attributes):
+    name = f"{op}_{label}_keep{keepdims}".lower()
+    attributes = {"keepdims": keepdims, **attributes}
+    if axes is not None and opset < 18 and not (op == "ReduceSum" and opset >= 13):
+        return OpCase(name, op, ["x"], {"x": shape}, {}, {**attributes, "axes": axes})
+    constants = {} if axes is None else {"axes": np.array(axes, np.int64)}
+    return OpCase(name, op, ["x", "axes"] if axes is not None else ["x"], {"x": shape}, constants, attributes)
+
+
+def _argmax(label, shape, axis, keepdims, last, dtype=np.float32):
+    name = f"argmax_{label}_axis{axis}_keep{keepdims}_last{last}".replace("-", "m")
+    attributes = {"axis": axis, "keepdims": keepdims, "select_last_index": last}
+    return OpCase(name, "ArgMax", ["x"], {"x": shape}, {}, attributes, dtype=dtype)
+
+
+REDUCE_CASES = [
+    _reduce(op, label, shape, axes, keepdims)
+    for op, (label, shape, axes), keepdims in itertools.product(REDUCE_OPS, AXES, (0, 1))
+] + [_reduce(op, "noop", (2, 3), None, 1, noop_with_empty_axes=1) for op in REDUCE_OPS]
+
+ARGMAX_CASES = [
+    _argmax(label, shape, axis, keepdims, last, dtype)
+    for (label, shape, axis, dtype), keepdims, last in itertools.product(
+        [
+            ("float", (2, 3, 4), 1, np.float32),
+            ("float", (2, 3, 4), -1, np.float32),
+            ("ties", (3, 5), 0, np.int32),  # small integers: many ties, where select_last_index matters
+            ("ties", (3, 5), 1, np.int32),
+            ("size_one_axis", (3, 1, 2), 1, np.float32),
+            ("rank_one", (6,), 0, np.int32),
+        ],
+        (0, 1),
+        (0, 1),
+    )
+]
+
+# Axes as an attribute (opset 11; ReduceSum took them as an input from opset 13 on) and ArgMax-11.
+ATTRIBUTE_CASES = [
+    _reduce(op, label, shape, axes, 0, opset=11)
+    for op, (label, shape, axes) in itertools.product(REDUCE_OPS, [AXES[1], AXES[3]])
+] + [_argmax("opset11", (2, 3, 4), 2, 1, 0)]
+for case in ATTRIBUTE_CASES[-1:]:
+    case.attributes.pop("select_last_index")
+
+MODELS = {18: REDUCE_CASES + ARGMAX_CASES, 11: ATTRIBUTE_CASES}
+
+
+@pytest.fixture(scope="module")
+def results():
+    """Outputs of every case per opset, from onnxruntime and from the canonical implementations (one compile each)."""
+    outputs = {}
+    for opset, cases in MODELS.items():
+        model = build_model(cases, opset=opset)
+        feed = random_feed(cases, seed=opset)
+        outputs[opset] = run_reference(model, feed), run_canonical(model, feed, f"test_reduce_ops_{opset}")
+    return outputs
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize(
+    ("opset", "case"),
+    [(opset, case) for opset, cases in MODELS.items() for case in cases],
+    ids=lambda v: v.name if isinstance(v, OpCase) else f"opset{v}",
+)
+def test_matches_onnxruntime(opset, case, results):
+    reference, canonical = results[opset]
+    name = case.tensor("y")
+    assert canonical[name].shape == reference[name].shape
+    assert canonical[name].dtype == reference[name].dtype
+    np.testing.assert_allclose(canonical[name], reference[name], rtol=1e-5, atol=1e-6)
+
+
+def _dag(case, opset=18):
+    from dcaccel.dag import extract
+    from dcaccel.transforms.lower import lower
+
+    lowered = lower(ONNXModel(case.name, build_model([case], opset=opset), onnx_simplify=False).sdfg)
+    dag = extract(lowered)
+    dag.validate()
+    return dag
+
+
+def _task_volumes(dag) -> dict[str, tuple[int, int]]:
+    """Per task (label without the prefix of the case, named "case"): total volume in and out."""
+    return {
+        dag.label(t).removeprefix("case_").removesuffix("_map"): (
+            sum(dag.volume(p, t) for p in dag.predecessors(t)),
+            sum(dag.volume(t, s) for s in dag.successors(t)),
+        )
+        for t in dag.tasks
+    }
+
+
+@pytest.mark.parametrize("op", REDUCE_OPS)
+@pytest.mark.parametrize(("label", "shape", "axes"), AXES, ids=[a[0] for a in AXES])
+def test_reduction_tasks_read_the_input_once(op, label, shape, axes):
+    """init (the accumulator), reduce (reads every input element, accumulates into every one), output."""
+    case = OpCase("case", op, ["x", "axes"] if axes else ["x"], {"x": shape}, _axes(axes), {"keepdims": 0})
+    size = math.prod(shape)
+    kept = math.prod(s for d, s in enumerate(shape) if axes is not None and d not in [a % len(shape) for a in axes])
+    assert _task_volumes(_dag(case)) == {
+        "init_accumulator": (kept, kept),
+        "reduce": (size + size, size),  # the input and the accumulator it combines with, element by element
+        "output": (kept, kept),
+    }
+
+
+def _axes(axes):
+    return {} if axes is None else {"axes": np.array(axes, np.int64)}
+
+
+@pytest.mark.parametrize("keepdims", (0, 1))
+@pytest.mark.parametrize(("shape", "axis"), [((2, 3, 4), 1), ((3, 1, 2), 1), ((6,), 0)])
+def test_argmax_tasks_max_then_index(shape, axis, keepdims):
+    """The maximum and the index steps read the input once each; the output reads the index of each row."""
+    case = OpCase("case", "ArgMax", ["x"], {"x": shape}, {}, {"axis": axis, "keepdims": keepdims})
+    size, rows = math.prod(shape), math.prod(shape) // shape[axis]
+    assert _task_volumes(_dag(case)) == {
+        "init_row_max": (rows, rows),
+        "init_index": (rows, rows),
+        "max": (2 * size, size),
+        "index": (3 * size, size),  # input, row maximum and the index it combines with
+        "output": (rows, rows),
+    }
+
+
+def test_argmax_buffers():
+    from dcaccel.buffers import BufferReason, buffer_reason
+    from tests.expansions.canonical_onnx import assert_flat_maps, canonical_model
+
+    case = _argmax("marks", (2, 3), 1, 1, 0)
+    sdfg = canonical_model(build_model([case], opset=18), "argmax_marks").sdfg
+    assert_flat_maps(sdfg)  # inlines the expansion
+    transients = {name: d for name, d in sdfg.arrays.items() if d.transient and buffer_reason(d)}
+    marks = {name.rstrip("_0123456789"): buffer_reason(d) for name, d in transients.items()}
+    assert marks == {"row_max": BufferReason.REUSE, "index": BufferReason.ACCUMULATE}
