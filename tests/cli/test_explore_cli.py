@@ -260,3 +260,40 @@ def test_summary_names_at_most_three_others(count, others):
     ]
     (best,) = best_per_column(pd.DataFrame(rows))
     assert (best.best, best.makespan, best.others) == ("a0", 100, others)
+
+
+@pytest.fixture(scope="module")
+def opaque_onnx(tmp_path_factory):
+    """An ONNX file of tests/dag/test_opaque.py's model (LogSoftmax has no canonical implementation)."""
+    import onnx
+
+    from tests.dag.test_opaque import opaque_model
+
+    path = tmp_path_factory.mktemp("opaque") / "opaque.onnx"
+    onnx.save(opaque_model(), path)
+    return str(path)
+
+
+def test_an_opaque_op_is_swept_as_one_task_with_one_warning(opaque_onnx, tmp_path, capsys):
+    import warnings
+
+    from dcaccel.transforms.lower import OpaqueOpWarning
+    from tests.dag.test_opaque import ELEMENTS
+
+    out = tmp_path / "opaque.csv"
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always")
+        status = main(["explore", opaque_onnx, "--impl", "MatMul=mv,lmv", "--pes", "1,4", "--out", str(out)])
+    assert status == 0
+    assert len([w for w in caught if issubclass(w.category, OpaqueOpWarning)]) == 1
+    results = pd.read_csv(out)
+    assert len(results) == 8 and (results["opaque_tasks"] == 1).all()
+    assert results["opaque_work_share"].tolist() == pytest.approx((ELEMENTS / results["work"]).tolist())
+
+
+def test_strict_refuses_an_opaque_op_in_one_line_before_the_sweep(opaque_onnx, tmp_path, capsys):
+    out = tmp_path / "opaque.csv"
+    assert main(["explore", opaque_onnx, "--pes", "1", "--strict", "--out", str(out)]) == 2
+    err = capsys.readouterr().err
+    assert err == "dcaccel explore: error: unsupported op LogSoftmax (node 'logsoftmax'): no dcaccel implementation\n"
+    assert not out.exists()

@@ -160,3 +160,42 @@ def test_a_node_key_of_its_own_beside_its_op_type(lenet, lowerings):
     assert results["assignment"].tolist() == ["Conv=op,conv2=mv", "Conv=op,conv2=lmv"]
     nodes = {"Conv": ["conv1", "conv2"]}
     assert all(_says(label, dict(one), nodes) for label, lowered in lowerings.items() for one in lowered)
+
+
+@pytest.fixture(scope="module")
+def opaque_workload():
+    """tests/dag/test_opaque.py's model: MatMul, then LogSoftmax (no canonical implementation), then Neg."""
+    import dcaccel
+    from tests.dag.test_opaque import opaque_model
+
+    return dcaccel.load(opaque_model(), name="opaque")
+
+
+def test_opaque_tasks_are_counted_with_their_share_of_the_work_and_one_warning(opaque_workload):
+    import warnings
+
+    from dcaccel.transforms.lower import OpaqueOpWarning
+    from tests.dag.test_opaque import ELEMENTS
+
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always")
+        results = explore(opaque_workload, {"MatMul": ["mv", "lmv"]}, pes=[1, 4], progress=False)
+    opaque = [w for w in caught if issubclass(w.category, OpaqueOpWarning)]
+    assert [str(w.message) for w in opaque] == [
+        "explore opaque: 1 node(s) with no canonical implementation lowered as opaque tasks: logsoftmax (LogSoftmax)"
+    ]
+    assert sorted(results["assignment"].unique()) == ["MatMul=lmv", "MatMul=mv"]
+    assert (results["opaque_tasks"] == 1).all()
+    assert results["opaque_work_share"].tolist() == pytest.approx((ELEMENTS / results["work"]).tolist(), rel=1e-12)
+
+
+def test_strict_refuses_an_opaque_workload_before_the_sweep(opaque_workload):
+    from dcaccel.errors import UnsupportedOpError
+
+    with pytest.raises(UnsupportedOpError, match=r"^unsupported op LogSoftmax \(node 'logsoftmax'\): no dcaccel"):
+        explore(opaque_workload, {"MatMul": ["mv"]}, pes=[1], progress=False, strict=True)
+
+
+def test_a_workload_without_opaque_ops_has_none(conv_seed):
+    results = explore(conv_seed, {"Conv": ["lmv"]}, pes=[4], scheduler="list", progress=False, strict=True)
+    assert results[["tasks", "opaque_tasks", "opaque_work_share"]].values.tolist() == [[12, 0, 0.0]]
