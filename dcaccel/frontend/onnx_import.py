@@ -64,7 +64,7 @@ def from_onnx(
         fixed = specialize(proto, symbols)
         if fixed.graph.input != proto.graph.input:
             prepare.check_consistent(fixed, source)  # the values of the dynamic dimensions must fit the model too
-        simplified = readable_node_names(prepare.simplify(prepare.without_inference_noops(fixed), source))
+        simplified = readable_node_names(prepare.simplify(prepare.without_inference_noops(fixed, source), source))
         check_ops(simplified)
         prepare.check_shapes(simplified, source)
         try:

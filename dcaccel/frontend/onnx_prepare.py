@@ -60,9 +60,9 @@ def normalize(proto: onnx.ModelProto, source: str) -> onnx.ModelProto:
         versions[""] = max(versions.pop(_DEFAULT_DOMAIN_ALIAS), versions.get("", 0))
         del model.opset_import[:]
         model.opset_import.extend(onnx.helper.make_opsetid(domain, v) for domain, v in versions.items())
-        for node in model.graph.node:
-            if node.domain == _DEFAULT_DOMAIN_ALIAS:
-                node.domain = ""
+    for node in model.graph.node:
+        if node.domain == _DEFAULT_DOMAIN_ALIAS:
+            node.domain = ""
     initializers = {init.name for init in model.graph.initializer}
     if any(value.name in initializers for value in model.graph.input):
         inputs = [value for value in model.graph.input if value.name not in initializers]
@@ -98,7 +98,7 @@ def check_consistent(proto: onnx.ModelProto, source: str) -> None:
         raise DcaccelError(f"{source} is not a valid ONNX model: {_checker_message(err)}") from err
 
 
-def without_inference_noops(proto: onnx.ModelProto) -> onnx.ModelProto:
+def without_inference_noops(proto: onnx.ModelProto, source: str) -> onnx.ModelProto:
     """``proto`` without the operators that are no-ops at inference.
 
     A ``Dropout`` is the identity at inference (before opset 12 always; from opset 12 when its
@@ -116,15 +116,18 @@ def without_inference_noops(proto: onnx.ModelProto) -> onnx.ModelProto:
             del node.attribute[:]
             del node.input[1:]
             del node.output[1:]
-    return _run_passes(model, IdentityEliminationPass())
+    return _run_passes(model, source, IdentityEliminationPass())
 
 
-def _run_passes(proto: onnx.ModelProto, *passes: ir.passes.PassBase) -> onnx.ModelProto:
+def _run_passes(proto: onnx.ModelProto, source: str, *passes: ir.passes.PassBase) -> onnx.ModelProto:
     """``proto`` after onnx-ir's ``passes``, in order."""
-    model = ir.from_proto(proto)
-    for cleanup in passes:
-        cleanup(model)
-    return ir.to_proto(model)
+    try:
+        model = ir.from_proto(proto)
+        for cleanup in passes:
+            cleanup(model)
+        return ir.to_proto(model)
+    except Exception as err:  # onnx-ir's passes raise assorted types on graphs they cannot rewrite
+        raise DcaccelError(f"cannot prepare {source}: {first_line(err)}") from err
 
 
 def _inference_dropout(node: onnx.NodeProto, opset: int, constants: dict, used: set[str]) -> bool:
@@ -165,7 +168,7 @@ def simplify(proto: onnx.ModelProto, source: str) -> onnx.ModelProto:
     except Exception as err:  # onnxsim runs onnxruntime and its C++ core, which raise assorted types
         raise DcaccelError(f"cannot simplify {source}: {first_line(err)}") from err
     constants_lifted = LiftConstantsToInitializersPass(lift_all_constants=True, size_limit=0)
-    return _run_passes(simplified, constants_lifted, RemoveUnusedNodesPass())
+    return _run_passes(simplified, source, constants_lifted, RemoveUnusedNodesPass())
 
 
 def check_shapes(proto: onnx.ModelProto, source: str) -> None:

@@ -34,7 +34,7 @@ def _input_shape(model: onnx.ModelProto) -> tuple[int, ...]:
 def test_preparation_keeps_the_outputs(model, opset):
     """Normalizing, removing the no-ops and folding change the graph, not what it computes."""
     source = model.build(opset)
-    prepared = simplify(without_inference_noops(normalize(source, model.name)), model.name)
+    prepared = simplify(without_inference_noops(normalize(source, model.name), model.name), model.name)
     assert {node.op_type for node in prepared.graph.node} == model.ops
     assert not {node.op_type for node in prepared.graph.node} & _PREPARED_AWAY
     assert [value.name for value in prepared.graph.input] == ["data_0"]
