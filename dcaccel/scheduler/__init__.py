@@ -17,7 +17,7 @@ from dcaccel.architecture import Architecture
 from dcaccel.architecture import load as load_architecture
 from dcaccel.dag.taskdag import TaskDAG
 from dcaccel.errors import DcaccelError
-from dcaccel.scheduler.architecture import ArchitectureCosts, architecture_costs, validate_costs
+from dcaccel.scheduler.architecture import ArchitectureCosts, validate_costs
 from dcaccel.scheduler.graph import CanonicalGraph
 from dcaccel.scheduler.io import IOVolume
 from dcaccel.scheduler.list import list_schedule
@@ -89,8 +89,7 @@ def schedule(
         if validate:
             built.validate()
         if architecture is not None:
-            bandwidth = settings.get("bandwidth")
-            built.costs = architecture_costs(built, architecture, frozenset(built.io.onchip_buffers), bandwidth)
+            built.costs = built.cost_on(architecture)
             if validate:
                 validate_costs(built, built.costs)
     return built
@@ -137,5 +136,5 @@ def _run(dag: TaskDAG, pes: int, scheduler: str, partitioning: str, onchip: int,
         # so it never uses more PEs than there are nodes: P beyond that changes nothing but the cost.
         usable = min(pes, graph.n)
         timing, _ = list_schedule(graph, usable, insertion=settings["insertion"], bandwidth=bandwidth)
-        built = Schedule(graph, pes, scheduler, timing, onchip=onchip)
+        built = Schedule(graph, pes, scheduler, timing, onchip=onchip, transfer_bandwidth=bandwidth)
     return built

@@ -59,6 +59,7 @@ class Schedule:
         makespan_before_refinement: int | None = None,
         refinement_iterations: int = 0,
         onchip: int = 0,
+        transfer_bandwidth: float | None = None,
     ):
         self.graph = graph
         self.pes = pes
@@ -71,6 +72,7 @@ class Schedule:
         self.makespan_before_refinement = makespan_before_refinement
         self.refinement_iterations = refinement_iterations
         self.onchip = onchip
+        self.transfer_bandwidth = transfer_bandwidth
         self.costs = None  # ArchitectureCosts when scheduled with ``arch`` (dcaccel.scheduler.architecture)
 
     # ------------------------------------------------------------------ per node
@@ -176,6 +178,15 @@ class Schedule:
     def io(self) -> IOVolume:
         """I/O split for the schedule's own on-chip capacity."""
         return self.io_at(self.onchip)
+
+    def cost_on(self, arch, onchip: int | None = None):
+        """What this schedule costs on ``arch`` (an :class:`~dcaccel.architecture.Architecture`), with
+        the buffers the on-chip placement of ``onchip`` elements chooses (None: the schedule's own
+        capacity): :class:`~dcaccel.scheduler.architecture.ArchitectureCosts`."""
+        from dcaccel.scheduler.architecture import architecture_costs
+
+        placed = self.io if onchip is None else self.io_at(onchip)
+        return architecture_costs(self, arch, frozenset(placed.onchip_buffers), self.transfer_bandwidth)
 
     def summary(self) -> dict:
         """The schedule's figures as a JSON-ready dict."""

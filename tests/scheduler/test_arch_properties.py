@@ -135,3 +135,11 @@ def test_offchip_traffic_is_compulsory_when_everything_fits(dag, pes, name):
     working_set = sum(dag.volume(dag.predecessors(b)[0], b) for b in dag.buffers)
     costs = schedule(dag, pes, "list", onchip=working_set, arch=name).costs
     assert costs.offchip_elements(load(name).offchip) == _compulsory(dag)
+
+
+@SETTINGS
+@given(dag=canonical_dags(), pes=st.integers(1, 6), bandwidth=st.sampled_from([0.5, 1, 3, 8]))
+def test_abstract_keeps_the_list_transfer_times(dag, pes, bandwidth):
+    """The list scheduler's ``bandwidth`` option (transfer cycles between PEs) is part of the rule re-timed."""
+    result = schedule(dag, pes, "list", bandwidth=bandwidth, arch="abstract")
+    assert result.costs.timing == result.timing
