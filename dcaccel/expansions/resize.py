@@ -75,8 +75,8 @@ def _axis_map(mode: str, size: int, out_size: int, scale: Fraction) -> AxisMap:
     """The coordinate of an output index on an axis of ``size`` resized to ``out_size`` by ``scale`` (``mode``)."""
     if mode == "pytorch_half_pixel" and out_size == 1:
         return AxisMap(0, 0, 1)
-    if mode == "align_corners":  # the resized length is size·scale, as onnxruntime and ONNX's reference take it
-        ratio = (size - 1) / (size * scale - 1) if size * scale != 1 else Fraction(0)
+    if mode == "align_corners":  # the resized length is the output size, as onnxruntime takes it
+        ratio = Fraction(size - 1, out_size - 1) if out_size > 1 else Fraction(0)
         return AxisMap(ratio.numerator, 0, ratio.denominator)
     inverse = 1 / scale
     offset = {"asymmetric": 0, "tf_half_pixel_for_nn": inverse / 2}.get(mode, inverse / 2 - Fraction(1, 2))

@@ -93,7 +93,7 @@ CORNERS = {
     "linear_half_pixel": 4,
     "linear_to_one": 2,  # the resized length 1 reads coordinate 0 only
     "linear_down": 4,
-    "linear_corners_down": 2,  # height 2 -> 1 reads coordinate 0 only
+    "linear_corners_down": 1,  # align_corners to lengths 1 and 2: coordinates 0 and 0, 3 only
     "linear_rank2": 2,  # the first axis is not resized
     "identity": 1,
 }
