@@ -1,7 +1,9 @@
 """Zoo-style ONNX models (``tests/frontend/zoo.py``, opsets 9, 11 and 13) through preparation, import,
-lowering, task-DAG extraction and scheduling, and one through a compiled run against onnxruntime."""
+lowering, task-DAG extraction and scheduling, and one through a compiled run against onnxruntime; the
+"light" model-zoo networks onnx ships as test data through import."""
 
 import functools
+import os
 
 import numpy as np
 import onnx
@@ -92,3 +94,49 @@ def test_lowered_googlenet_matches_onnxruntime():
     report = dcaccel.verify(workload, workload.lower())
     assert report.reference == "onnxruntime"
     assert all(check.passed for check in report.outputs), report.outputs
+
+
+#: The model-zoo networks onnx ships as backend test data ("light": opset 9, IR version 3, weights built by
+#: ``ConstantOfShape`` at run time and listed as graph inputs), with the ops each keeps after import and its
+#: output shape. The three with hundreds of MB of weights take tens of seconds to fold: slow.
+_LIGHT = os.path.join(os.path.dirname(onnx.__file__), "backend", "test", "data", "light")
+_CNN = {"Conv", "Relu", "MaxPool"}
+LIGHT_MODELS = [
+    ("squeezenet", _CNN | {"Concat", "GlobalAveragePool", "Softmax"}, (1, 1000, 1, 1), False),
+    (
+        "shufflenet",
+        _CNN | {"AveragePool", "BatchNormalization", "Concat", "Gemm", "Reshape", "Softmax", "Sum", "Transpose"},
+        (1, 1000),
+        False,
+    ),
+    ("inception_v1", _CNN | {"AveragePool", "Concat", "Gemm", "LRN", "Reshape", "Softmax"}, (1, 1000), False),
+    (
+        "inception_v2",
+        _CNN | {"Add", "AveragePool", "BatchNormalization", "Concat", "Gemm", "Mul", "Reshape", "Softmax"},
+        (1, 1000),
+        False,
+    ),
+    (
+        "densenet121",
+        _CNN | {"Add", "AveragePool", "BatchNormalization", "Concat", "GlobalAveragePool", "Mul"},
+        (1, 1000, 1, 1),
+        False,
+    ),
+    ("resnet50", _CNN | {"AveragePool", "BatchNormalization", "Gemm", "Reshape", "Softmax", "Sum"}, (1, 1000), False),
+    ("bvlc_alexnet", _CNN | {"Gemm", "LRN", "Reshape", "Softmax"}, (1, 1000), True),
+    ("zfnet512", _CNN | {"Gemm", "LRN", "Reshape", "Softmax"}, (1, 1000), True),
+    ("vgg19", _CNN | {"Gemm", "Reshape", "Softmax"}, (1, 1000), True),
+]
+
+
+@pytest.mark.parametrize(
+    ("name", "ops", "output_shape"),
+    [pytest.param(n, o, s, id=n, marks=[pytest.mark.slow] if slow else []) for n, o, s, slow in LIGHT_MODELS],
+)
+def test_light_model_zoo_networks_import(name, ops, output_shape, tmp_path, monkeypatch):
+    monkeypatch.chdir(tmp_path)
+    workload = dcaccel.load(os.path.join(_LIGHT, f"light_{name}.onnx"))
+    assert set(nodes_by_op_type(workload.sdfg)) == ops
+    assert [spec.shape for spec in workload.inputs] == [(1, 3, 224, 224)]
+    assert [spec.shape for spec in workload.outputs] == [output_shape]
+    assert list(tmp_path.iterdir()) == []
