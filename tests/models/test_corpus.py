@@ -1,0 +1,103 @@
+"""The model corpus (``tests/models/corpus.py``) through the whole pipeline: import, lowering under each
+MMM shape (mv, op, lmv), task-DAG extraction, validation and a streaming schedule on 16 PEs; one
+lowering per model compiled and checked against onnxruntime.
+
+Each model is imported once and lowered once per shape (cached for the module); the not-slow part
+runs two small models (ResNet and BERT), everything else is marked slow.
+"""
+
+import functools
+import time
+
+import pytest
+
+import dcaccel
+from dcaccel.frontend.ops import nodes_by_op_type
+from tests.models import corpus
+
+#: Models whose pipeline runs in the fast suite (a CNN and a text encoder, a few seconds each).
+FAST = ("resnet", "bert")
+
+#: Models that still fail, with the op and why (re-checked: strict xfail).
+KNOWN_FAILURES: dict[str, str] = {}
+
+#: Seconds a model may take from import to schedule (the issue's bound).
+TIME_BUDGET = 120.0
+
+
+def _param(name: str, *marks) -> pytest.param:
+    if name in KNOWN_FAILURES:
+        marks = (*marks, pytest.mark.xfail(reason=KNOWN_FAILURES[name], strict=True))
+    if name not in FAST:
+        marks = (*marks, pytest.mark.slow)
+    return pytest.param(name, marks=marks, id=name)
+
+
+MODELS = [_param(name) for name in corpus.names()]
+
+
+@functools.cache
+def _imported(name: str) -> tuple[dcaccel.Workload, float]:
+    """The model imported once per test module, and the seconds the import took."""
+    start = time.perf_counter()
+    workload = corpus.load(name)
+    return workload, time.perf_counter() - start
+
+
+@functools.cache
+def _run(name: str, shape: str) -> corpus.PipelineRun:
+    return corpus.run_pipeline(_imported(name)[0], shape)
+
+
+@pytest.mark.parametrize("name", MODELS)
+def test_imports(name):
+    workload, _ = _imported(name)
+    assert workload.name == name
+    assert len(workload.outputs) == 1
+    assert nodes_by_op_type(workload.sdfg)  # ONNX library nodes, not yet lowered
+
+
+@pytest.mark.parametrize("shape", corpus.MMM_SHAPES)
+@pytest.mark.parametrize("name", MODELS)
+def test_lowers_extracts_and_schedules(name, shape):
+    workload, import_seconds = _imported(name)
+    run = _run(name, shape)
+    run.dag.validate()
+    assert run.choices  # every model of the corpus has matrix products (Conv, Gemm or MatMul)
+    for task in run.dag.tasks:
+        meta = run.dag.meta(task)
+        if meta.get("op") in run.choices:
+            assert meta["implementation"] == shape, (task, meta)
+    lowered_ops = {run.dag.meta(task).get("op") for task in run.dag.tasks}
+    assert set(run.choices) <= lowered_ops
+    assert run.schedule.pes == corpus.PES
+    assert run.schedule.lower_bound <= run.schedule.makespan <= run.schedule.work
+    if corpus.MODELS[name].family in (corpus.Family.CNN, corpus.Family.ENCODER):
+        assert run.opaque_tasks == 0, run.lowered.opaque
+    assert import_seconds + sum(run.seconds.values()) < TIME_BUDGET, (import_seconds, run.seconds)
+
+
+@pytest.mark.parametrize("name", MODELS)
+def test_the_shape_changes_the_task_dag(name):
+    """The three MMM shapes give three different DAGs (the choices reach the matrix products)."""
+    figures = {
+        shape: (len(_run(name, shape).dag.tasks), _run(name, shape).schedule.makespan) for shape in corpus.MMM_SHAPES
+    }
+    assert len(set(figures.values())) == len(corpus.MMM_SHAPES), figures
+
+
+#: One lowering per model is compiled; the zoo networks once (at opset 13: test_zoo_models checks opset 9).
+VERIFIED = [
+    pytest.param(name, marks=[pytest.mark.slow, *_param(name).marks], id=name)
+    for name, model in corpus.MODELS.items()
+    if not model.source.startswith("zoo") or model.source.endswith("13")
+]
+
+
+@pytest.mark.parametrize("name", VERIFIED)
+def test_lowered_model_matches_onnxruntime(name):
+    """The ``lmv`` lowering (the fewest tasks), compiled and run on seeded inputs, against onnxruntime."""
+    workload, _ = _imported(name)
+    report = dcaccel.verify(workload, _run(name, "lmv").lowered)
+    assert report.reference == "onnxruntime"
+    assert report.passed, report.outputs
