@@ -26,6 +26,8 @@ from pathlib import Path
 import pandas as pd
 
 from dcaccel import workloads
+from dcaccel.architecture import DEFAULT as DEFAULT_ARCHITECTURE
+from dcaccel.architecture import load as load_architecture
 from dcaccel.cli.arguments import bounded_int, bounded_ints, check_output, suggest
 from dcaccel.cli.models import MODEL_HELP, add_strict_argument, check_choice_keys, resolve_model
 from dcaccel.cli.table import format_table
@@ -101,6 +103,13 @@ def register(subparsers) -> None:
         help="on-chip memory per block, in elements (default: 0)",
     )
     parser.add_argument(
+        "--arch",
+        default=DEFAULT_ARCHITECTURE,
+        metavar="NAME|FILE",
+        help="accelerator description the architecture columns are computed on (dcaccel arch list; "
+        f"default: {DEFAULT_ARCHITECTURE}); with --onchip 0 its on-chip capacity places the buffers",
+    )
+    parser.add_argument(
         "--granularity",
         type=_granularity,
         default="task",
@@ -162,6 +171,7 @@ def run(args: argparse.Namespace) -> int:
     check_output("--out", args.out, WRITERS)
     check_output("--plot", args.plot, PLOT_SUFFIXES)
     check_output("--results", args.results, RESULT_SUFFIXES)
+    arch = load_architecture(args.arch)
     spec = DEMO_MODEL if args.demo else args.model
     implementations = dict(DEMO_IMPLEMENTATIONS) if args.demo and not args.impl else merge(args.impl) or None
     builtin = spec in workloads.names()
@@ -185,6 +195,7 @@ def run(args: argparse.Namespace) -> int:
             results=args.results,
             resume=args.resume,
             strict=args.strict,
+            arch=arch,
         )
     except SweepError as err:
         results, status = err.results, 1

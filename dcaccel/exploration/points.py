@@ -28,6 +28,7 @@ class ExplorationPoint:
     pes: int
     scheduler: str  # "streaming" or "list"
     onchip_memory: int  # on-chip capacity per block, in elements
+    architecture: str  # the accelerator description the architecture columns below are computed on
     makespan: int  # cycles
     lower_bound: int  # list: max(depth, ceil(work / pes)); streaming: ceil(work / pes) (streams overlap the depth)
     speedup: float  # work / makespan
@@ -45,6 +46,19 @@ class ExplorationPoint:
     num_blocks: int
     area: float  # CostModel proxy
     power: float  # CostModel proxy
+    # The schedule re-timed and costed on ``architecture`` (dcaccel.scheduler.architecture), with the
+    # buffers placed on chip for onchip_memory elements, or the architecture's on-chip capacity when it is 0.
+    makespan_cycles: int  # cycles of the architecture's clock
+    makespan_us: float  # makespan_cycles at that clock, in microseconds
+    energy_pj: float  # the sum of the five parts below (relative units under "abstract")
+    offchip_energy_pj: float
+    onchip_energy_pj: float
+    local_energy_pj: float  # the units' local memories
+    link_energy_pj: float
+    compute_energy_pj: float
+    area_mm2: float  # units, local and on-chip memories
+    power_w: float  # energy over the makespan
+    unit_utilisation: str  # per unit kind, busy cycles over (units × makespan): "pe=0.25,host=0.01"
     lower_seconds: float  # lowering the assignment (shared by all points of the assignment)
     extract_seconds: float  # extracting the task DAG (shared likewise)
     schedule_seconds: float  # scheduling this point

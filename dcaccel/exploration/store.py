@@ -48,7 +48,7 @@ SUFFIXES = (".sqlite", ".sqlite3", ".db")
 APPLICATION_ID = 0x64636163
 
 #: Version of the tables' layout, SQLite's ``user_version`` (files of dcaccel before it have none).
-SCHEMA_VERSION = 3  # 3: the opaque_tasks and opaque_work_share columns
+SCHEMA_VERSION = 4  # 3: the opaque_tasks and opaque_work_share columns; 4: the architecture columns
 
 _SQL_TYPES = {str: "TEXT", int: "INTEGER", float: "REAL"}
 

@@ -12,11 +12,14 @@ import time
 import warnings
 from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
 from contextlib import ExitStack
-from dataclasses import asdict, dataclass
+from dataclasses import asdict, dataclass, field
 
 import pandas as pd
 from tqdm import tqdm
 
+from dcaccel.architecture import DEFAULT as DEFAULT_ARCHITECTURE
+from dcaccel.architecture import Architecture
+from dcaccel.architecture import load as load_architecture
 from dcaccel.dag.extract import EDGE_VOLUME_RULES, Granularity, extract
 from dcaccel.dag.metrics import opaque_work
 from dcaccel.dag.taskdag import TaskDAG
@@ -99,9 +102,10 @@ def build_dag(workload, assignment: Assignment, granularity, edge_volume: str, s
 
 
 def schedule_points(
-    workload_name: str, built: LoweredDAG, grid: Grid, granularity: str, cost_model: CostModel
+    workload_name: str, built: LoweredDAG, grid: Grid, granularity: str, cost_model: CostModel, arch: Architecture
 ) -> Iterator[ExplorationPoint]:
-    """Schedule ``built.dag`` on every (P, scheduler) of ``grid`` and yield one point per on-chip size."""
+    """Schedule ``built.dag`` on every (P, scheduler) of ``grid`` and yield one point per on-chip size,
+    each costed on ``arch``."""
     dag = built.dag
     tasks = len(dag.tasks)
     buffers = len(dag.buffers)
@@ -113,6 +117,8 @@ def schedule_points(
             seconds = time.perf_counter() - start
             for memory in grid.onchip_memory:
                 io = result.io_at(memory)
+                costs = result.cost_on(arch, memory or arch.onchip_capacity_elements)
+                energy = costs.energy_by_level
                 yield ExplorationPoint(
                     workload=workload_name,
                     assignment=built.label,
@@ -120,6 +126,7 @@ def schedule_points(
                     pes=pes,
                     scheduler=scheduler,
                     onchip_memory=memory,
+                    architecture=arch.name,
                     makespan=result.makespan,
                     lower_bound=result.lower_bound,
                     speedup=result.speedup,
@@ -137,6 +144,17 @@ def schedule_points(
                     num_blocks=result.num_blocks,
                     area=cost_model.area(pes, memory),
                     power=cost_model.power(pes, result.makespan, io.off_chip, io.on_chip, io.streamed),
+                    makespan_cycles=costs.makespan_cycles,
+                    makespan_us=costs.makespan_seconds * 1e6,
+                    energy_pj=costs.energy_total_pj,
+                    offchip_energy_pj=energy["offchip"],
+                    onchip_energy_pj=energy["onchip"],
+                    local_energy_pj=energy["local"],
+                    link_energy_pj=energy["links"],
+                    compute_energy_pj=energy["compute"],
+                    area_mm2=costs.area_mm2,
+                    power_w=costs.average_power_w,
+                    unit_utilisation=",".join(f"{unit}={share:.6g}" for unit, share in costs.utilisation.items()),
                     lower_seconds=built.lower_seconds,
                     extract_seconds=built.extract_seconds,
                     schedule_seconds=seconds,
@@ -154,6 +172,7 @@ class Sweep:
     edge_volume: str
     cost_model: CostModel
     strict: bool = False
+    arch: Architecture = field(default_factory=lambda: load_architecture(DEFAULT_ARCHITECTURE))
 
     @property
     def label(self) -> str:
@@ -164,7 +183,7 @@ class Sweep:
     def points(self, workload, assignment: Assignment) -> list[ExplorationPoint]:
         """Lower ``workload`` under ``assignment``, extract its DAG and schedule every point of the grid."""
         built = build_dag(workload, assignment, self.granularity, self.edge_volume, self.strict)
-        return list(schedule_points(workload.name, built, self.grid, self.label, self.cost_model))
+        return list(schedule_points(workload.name, built, self.grid, self.label, self.cost_model, self.arch))
 
     def settings(self, workload) -> dict[str, object]:
         """What a result file must share to be resumed by this sweep on ``workload``: the options not in
@@ -173,6 +192,7 @@ class Sweep:
             "edge_volume": self.edge_volume,
             "partitioning": self.grid.partitioning,
             "cost_model": asdict(self.cost_model),
+            "architecture": self.arch.to_dict(),
             **fingerprint(workload),
         }
 
@@ -304,6 +324,7 @@ def explore(
     results=None,
     resume: bool = False,
     strict: bool = False,
+    arch=DEFAULT_ARCHITECTURE,
 ) -> pd.DataFrame:
     """Explore ``workload`` (a Workload or a built-in name) and return one row per design point.
 
@@ -329,6 +350,10 @@ def explore(
         (:class:`UnsupportedOpError`, before anything is lowered). Without it such an op is lowered as an
         opaque task (one warning names every such node) and the ``opaque_tasks`` and
         ``opaque_work_share`` columns count them.
+    :param arch: the accelerator every point is costed on (an :class:`~dcaccel.architecture.Architecture`,
+        a shipped name or a YAML file; default ``"abstract"``): the ``architecture`` column and the
+        columns from ``makespan_cycles`` on (re-timed makespan, energy by level, area, power,
+        utilisation per unit kind). The other columns do not depend on it.
     :raises SweepError: after the whole sweep, when assignments failed; it carries the finished points
         (``results``) and the failures. Every executor returns the same rows in the same order (the
         order of the assignments, then P, scheduler, on-chip memory), timing columns aside.
@@ -348,7 +373,7 @@ def explore(
         raise DcaccelError(f"explore: objective {objective!r} is not a numeric column of the results")
     check_executor(executor, address, workers)
     grid = Grid(_as_tuple(pes, "pes", 1), schedulers, _as_tuple(onchip_memory, "onchip_memory", 0), partitioning)
-    sweep = Sweep(grid, Granularity.parse(granularity), edge_volume, cost_model, strict)
+    sweep = Sweep(grid, Granularity.parse(granularity), edge_volume, cost_model, strict, load_architecture(arch))
     builtin = isinstance(workload, str)
     if builtin:
         from dcaccel.workloads import get

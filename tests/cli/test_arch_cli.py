@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import json
 
+import pandas as pd
 import pytest
 import yaml
 
@@ -106,3 +107,25 @@ def test_schedule_with_an_architecture(capsys, name):
 def test_schedule_architecture_errors(capsys, argv, message):
     assert main(["schedule", SEED, *argv]) == 2
     assert message in capsys.readouterr().err
+
+
+def test_explore_on_an_architecture(capsys, tmp_path):
+    out = tmp_path / "points.csv"
+    argv = ["explore", "conv-seed", "--impl", "Conv=mv", "--pes", "16", "--scheduler", "list", "--out", str(out)]
+    assert main([*argv, "--arch", "eyeriss"]) == 0
+    summary = capsys.readouterr().out
+    frame = pd.read_csv(out)
+    assert list(frame["architecture"]) == ["eyeriss"]
+    assert frame["makespan_cycles"][0] > frame["makespan"][0]  # 2.4 B/cycle of DRAM
+    assert frame["unit_utilisation"][0].startswith("pe=")
+    assert main(argv) == 0  # the default, abstract: the same summary
+    assert capsys.readouterr().out == summary
+    assert list(pd.read_csv(out)["architecture"]) == ["abstract"]
+
+
+def test_explore_refuses_a_broken_architecture_first(capsys, tmp_path):
+    path = tmp_path / "broken.yaml"
+    path.write_text("name: b\nunits: {pe: {count: 0}}\nmemories: {d: {level: offchip}}\n")
+    assert main(["explore", "no-such-model", "--arch", str(path)]) == 2
+    err = capsys.readouterr().err
+    assert err == f"dcaccel explore: error: architecture {path}: units.pe.count: Input should be greater than 0\n"
