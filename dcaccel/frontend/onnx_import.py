@@ -1,8 +1,8 @@
 """Import of ONNX models (a file or an ``onnx.ModelProto``) with DaCe's ONNX importer.
 
 The model is prepared first (:mod:`dcaccel.frontend.onnx_prepare`: default domain and opset
-normalized, checked, inference no-ops removed, constants folded and shapes inferred, no operator
-fusion); DaCe's importer (``dace.ml.ONNXModel``, the merged DaCeML) then builds an SDFG with one ONNX
+normalized, checked, constants folded and shapes inferred with no operator fusion, inference no-ops
+removed); DaCe's importer (``dace.ml.ONNXModel``, the merged DaCeML) then builds an SDFG with one ONNX
 library node per operator, and initializers become weights. Dynamic input dimensions (``dim_param``)
 are fixed before folding, from ``symbols`` or from the shapes of ``example_inputs``, so that every
 container of the SDFG has a concrete shape. Everything between reading the model and the SDFG runs in a
@@ -64,7 +64,7 @@ def from_onnx(
         fixed = specialize(proto, symbols)
         if fixed.graph.input != proto.graph.input:
             prepare.check_consistent(fixed, source)  # the values of the dynamic dimensions must fit the model too
-        simplified = readable_node_names(prepare.simplify(prepare.without_inference_noops(fixed, source), source))
+        simplified = readable_node_names(prepare.without_inference_noops(prepare.simplify(fixed, source), source))
         check_ops(simplified)
         prepare.check_shapes(simplified, source)
         try:

@@ -8,12 +8,14 @@ the order :func:`dcaccel.frontend.onnx_import.from_onnx` runs them:
    the opset up under ``""`` only), graph inputs that are also initializers become weights only, and
    a model whose opset is older than :data:`MIN_OPSET` is converted with ``onnx.version_converter``;
 2. :func:`check_consistent`: the ONNX checker with strict shape and type inference;
-3. :func:`without_inference_noops`: inference no-ops removed (``Dropout`` becomes ``Identity``, and
-   ``Identity`` nodes are eliminated by onnx-ir's pass);
-4. :func:`simplify`: onnx-simplifier folds every value computable from initializers and constants
+3. :func:`simplify`: onnx-simplifier folds every value computable from initializers and constants
    (``ConstantOfShape``, ``Shape`` → ``Gather`` → ``Concat`` → ``Reshape`` chains, ``Cast`` of
-   constants...) and infers shapes, with its graph optimizations (fusions) off; onnx-ir's passes make
-   the folded ``Constant`` nodes initializers and drop what nothing uses;
+   constants...) and infers shapes, with its graph optimizations (fusions) off; onnx-ir's pass makes
+   the folded ``Constant`` nodes initializers;
+4. :func:`without_inference_noops`: inference no-ops removed (``Dropout`` becomes ``Identity``, and
+   ``Identity`` nodes are eliminated by onnx-ir's pass), then what nothing uses. After folding, so
+   that a weight an exporter wrote as ``Identity`` of an equal weight (PyTorch's exporter shares
+   equal initializers that way) stays a weight of its own, under its own name;
 5. :func:`check_shapes`: the shape inference DaCe's importer runs gives every tensor a type and shape.
 
 Every failure is a :class:`~dcaccel.errors.DcaccelError` of one line naming the model, and the node,
@@ -103,7 +105,8 @@ def without_inference_noops(proto: onnx.ModelProto, source: str) -> onnx.ModelPr
 
     A ``Dropout`` is the identity at inference (before opset 12 always; from opset 12 when its
     ``training_mode`` input is absent or a constant false): it becomes ``Identity`` unless its mask
-    output is used. onnx-ir's pass then removes the ``Identity`` nodes (a graph output keeps its name).
+    output is used. onnx-ir's passes then remove the ``Identity`` nodes (a graph output keeps its name)
+    and the nodes and initializers nothing uses (a Dropout's ``ratio``).
     """
     model = onnx.ModelProto()
     model.CopyFrom(proto)
@@ -116,7 +119,7 @@ def without_inference_noops(proto: onnx.ModelProto, source: str) -> onnx.ModelPr
             del node.attribute[:]
             del node.input[1:]
             del node.output[1:]
-    return _run_passes(model, source, IdentityEliminationPass())
+    return _run_passes(model, source, IdentityEliminationPass(), RemoveUnusedNodesPass())
 
 
 def _run_passes(proto: onnx.ModelProto, source: str, *passes: ir.passes.PassBase) -> onnx.ModelProto:
@@ -154,12 +157,11 @@ def _constant_values(graph: onnx.GraphProto) -> dict:
 def simplify(proto: onnx.ModelProto, source: str) -> onnx.ModelProto:
     """``proto`` with constants folded and shapes inferred by onnx-simplifier, operators otherwise as written.
 
-    Constant folding computes every value computable from initializers and constants; onnx-ir's
-    passes then make every ``Constant`` node an initializer (a weight of the workload) and remove the
-    nodes and initializers nothing uses. onnx-simplifier's graph optimizations are off: they would
-    fuse operators (MatMul and Add into Gemm, attention subgraphs into an ``Attention`` op DaCe does
-    not know, batch norm into Conv), and the operators of the model are what dcaccel explores
-    implementations for.
+    Constant folding computes every value computable from initializers and constants; onnx-ir's pass
+    then makes every ``Constant`` node an initializer (a weight of the workload). onnx-simplifier's
+    graph optimizations are off: they would fuse operators (MatMul and Add into Gemm, attention
+    subgraphs into an ``Attention`` op DaCe does not know, batch norm into Conv), and the operators of
+    the model are what dcaccel explores implementations for.
     """
     import onnxsim
 
@@ -168,7 +170,7 @@ def simplify(proto: onnx.ModelProto, source: str) -> onnx.ModelProto:
     except Exception as err:  # onnxsim runs onnxruntime and its C++ core, which raise assorted types
         raise DcaccelError(f"cannot simplify {source}: {first_line(err)}") from err
     constants_lifted = LiftConstantsToInitializersPass(lift_all_constants=True, size_limit=0)
-    return _run_passes(simplified, source, constants_lifted, RemoveUnusedNodesPass())
+    return _run_passes(simplified, source, constants_lifted)
 
 
 def check_shapes(proto: onnx.ModelProto, source: str) -> None:

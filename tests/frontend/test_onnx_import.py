@@ -399,3 +399,21 @@ def test_nothing_is_left_in_the_working_directory(fails, tmp_path, monkeypatch):
         dcaccel.load(_matmul_add(4, 3, 2))
     assert "sym_shape_infer_temp.onnx" in written and len(written) >= 2  # the model and its external data
     assert list(tmp_path.iterdir()) == []
+
+
+def test_a_weight_written_as_identity_of_another_stays_a_weight():
+    """PyTorch's exporter writes a parameter equal to another as Identity of it: it is folded into a weight
+    of its own (under its own name) before the Identity nodes go."""
+    ones = numpy_helper.from_array(np.ones(3, np.float32), "norm1.weight")
+    x = helper.make_tensor_value_info("x", TensorProto.FLOAT, [2, 3])
+    nodes = [
+        helper.make_node("Identity", ["norm1.weight"], ["norm2.weight"], name="share"),
+        helper.make_node("Mul", ["x", "norm1.weight"], ["a"], name="scale1"),
+        helper.make_node("Mul", ["a", "norm2.weight"], ["y"], name="scale2"),
+    ]
+    y = helper.make_tensor_value_info("y", TensorProto.FLOAT, [2, 3])
+    graph = helper.make_graph(nodes, "shared", [x], [y], initializer=[ones])
+    workload = dcaccel.load(helper.make_model(graph, opset_imports=[helper.make_opsetid("", 18)]))
+    assert [op.op_type for op in operators(workload.sdfg)] == ["Mul", "Mul"]
+    assert sorted(workload.weights) == ["norm1DOTweight", "norm2DOTweight"]
+    assert workload.parameter_count == 6

@@ -34,9 +34,9 @@ def _input_shape(model: onnx.ModelProto) -> tuple[int, ...]:
 
 @pytest.mark.parametrize(("model", "opset"), CASES)
 def test_preparation_keeps_the_outputs(model, opset):
-    """Normalizing, removing the no-ops and folding change the graph, not what it computes."""
+    """Normalizing, folding and removing the no-ops change the graph, not what it computes."""
     source = model.build(opset)
-    prepared = simplify(without_inference_noops(normalize(source, model.name), model.name), model.name)
+    prepared = without_inference_noops(simplify(normalize(source, model.name), model.name), model.name)
     assert {node.op_type for node in prepared.graph.node} == model.ops
     assert not {node.op_type for node in prepared.graph.node} & _PREPARED_AWAY
     assert [value.name for value in prepared.graph.input] == ["data_0"]
