@@ -40,6 +40,7 @@ import math
 from collections import defaultdict
 from dataclasses import dataclass, field
 from fractions import Fraction
+from typing import NamedTuple
 
 from dcaccel.architecture import Architecture, ArchitectureError
 from dcaccel.scheduler.schedule import ScheduleError
@@ -51,10 +52,9 @@ _DENOMINATOR = 1 << 20
 LEVELS = ("offchip", "onchip", "local", "links", "compute")
 
 
-@dataclass(frozen=True)
-class Transfer:
-    """One memory access of a node's run: ``elements`` read or written on ``memory`` during
-    ``[start, end)`` (``end == start`` on a memory of unlimited bandwidth)."""
+class Transfer(NamedTuple):
+    """One access of a node's run to a memory of limited bandwidth: ``elements`` read or written on
+    ``memory`` during ``[start, end)``."""
 
     memory: str
     node: int
@@ -77,7 +77,7 @@ class ArchitectureCosts:
     timing: Timing
     unit_of: tuple[str | None, ...]  # unit kind per node (None: buffer or pseudo node)
     run_cycles: tuple[int, ...]  # the architecture cost of every node's run (0: buffer, pseudo)
-    transfers: tuple[Transfer, ...]
+    transfers: tuple[Transfer, ...]  # the accesses to memories of limited bandwidth, in time slots
     accesses: dict[str, tuple[int, int]]  # memory -> (elements read, elements written)
     energy_pj: dict[str, float]  # component (memory, link "a-b", unit kind's compute) -> pJ
     component_level: dict[str, str]  # component -> one of LEVELS
@@ -85,7 +85,7 @@ class ArchitectureCosts:
     unit_counts: dict[str, int]
     busy_cycles: dict[str, int]  # unit kind -> Σ of its tasks' run cycles
     compulsory_elements: int  # program inputs read once, outputs written once
-    bandwidths: dict[str, Fraction | None] = field(repr=False, default_factory=dict)
+    bandwidths: dict[str, tuple[int, int] | None] = field(repr=False, default_factory=dict)  # bytes/cycle
 
     @property
     def makespan_cycles(self) -> int:
@@ -142,15 +142,19 @@ class ArchitectureCosts:
         }
 
 
-def _ratio(value: float | None) -> Fraction | None:
-    return None if value is None else Fraction(value).limit_denominator(_DENOMINATOR)
+def _ratio(value: float | None) -> tuple[int, int] | None:
+    """A rate as an exact ratio (numerator, denominator); None stays unlimited."""
+    if value is None:
+        return None
+    fraction = Fraction(value).limit_denominator(_DENOMINATOR)
+    return fraction.numerator, fraction.denominator
 
 
-def _cycles(amount: int, rate: Fraction | None) -> int:
+def _cycles(amount: int, rate: tuple[int, int] | None) -> int:
     """⌈amount / rate⌉ (0 for an unlimited rate)."""
     if rate is None or amount == 0:
         return 0
-    return -(-amount * rate.denominator // rate.numerator)
+    return -(-amount * rate[1] // rate[0])
 
 
 def architecture_costs(
@@ -183,9 +187,14 @@ def architecture_costs(
     lead = [0] * n  # cycles from the start to the first output
     macs = [0] * n
     rates = {unit: (_ratio(arch.throughput(unit)), _ratio(arch.mac_rate(unit))) for unit in arch.units}
+    unit_by_op: dict[str | None, str] = {}
     for v in dag.tasks:
         meta = dag.meta(v)
-        unit = unit_of[v] = arch.unit_for(meta.get("op"))
+        op = meta.get("op")
+        unit = unit_by_op.get(op)
+        if unit is None:
+            unit = unit_by_op[op] = arch.unit_for(op)
+        unit_of[v] = unit
         throughput, mac_rate = rates[unit]
         macs[v] = int(meta.get("macs", g.in_volume[v]))
         run[v] = max(_cycles(t.end[v] - t.start[v], throughput), _cycles(macs[v], mac_rate))
@@ -193,28 +202,53 @@ def architecture_costs(
 
     bandwidths = {name: _ratio(memory.bandwidth_bytes_per_cycle) for name, memory in arch.memories.items()}
     links = {(a, b): arch.link(a, b) for a in arch.units for b in arch.units}
+    link_rates = {pair: _ratio(link.bandwidth_bytes_per_cycle) for pair, link in links.items() if link is not None}
+
+    # The memory accesses of every node's run. Every access is counted (elements read and written
+    # per memory, elements per link); those on a memory of limited bandwidth are also kept per node
+    # as (memory, direction, elements, edge) to become transfer slots. Copies between memories (loads,
+    # write-backs, buffer-to-buffer copies) are charged to the buffer node.
+    reads = dict.fromkeys(arch.memories, 0)
+    writes = dict.fromkeys(arch.memories, 0)
+    crossings: dict[tuple[str, str], int] = defaultdict(int)  # (component, component) -> elements
+    slots: list[list[tuple[str, str, int, int]]] = [[] for _ in range(n)]
+
+    def read(node: int, memory: str, volume: int, e: int) -> None:
+        reads[memory] += volume
+        if unit_of[node] is not None:
+            crossings[unit_of[node], memory] += volume
+        if bandwidths[memory] is not None:
+            slots[node].append((memory, "read", volume, e))
+
+    def write(node: int, memory: str, volume: int, e: int) -> None:
+        writes[memory] += volume
+        if unit_of[node] is not None:
+            crossings[unit_of[node], memory] += volume
+        if bandwidths[memory] is not None:
+            slots[node].append((memory, "write", volume, e))
+
+    def copy(node: int, origin: str, target: str, volume: int, e: int) -> None:
+        read(node, origin, volume, e)
+        write(node, target, volume, e)
+        crossings[origin, target] += volume
 
     def home(b: int) -> str:
         return onchip if b in onchip_buffers else offchip
 
-    # The memory accesses of every node's run: (memory, direction, elements, edge); copies between
-    # memories (loads, write-backs, buffer-to-buffer copies) are charged to the buffer node.
-    work: list[list[tuple[str, str, int, int]]] = [[] for _ in range(n)]
-    copied: dict[tuple[str, str], int] = defaultdict(int)  # (from, to) memory -> elements
-
-    def copy(node: int, origin: str, target: str, volume: int, e: int) -> None:
-        work[node] += [(origin, "read", volume, e), (target, "write", volume, e)]
-        copied[origin, target] += volume
-
     compulsory = 0
+    exit_node = g.exit
+    passed_in = [0] * n  # elements read and written by every task (through its local memory)
+    passed_out = [0] * n
     for e in range(g.m):
         p, v, volume = src[e], dst[e], vol[e]
+        passed_out[p] += volume
+        passed_in[v] += volume
         if p == source:
             if v == sink or (is_buffer[v] and all(dst[f] == sink for f in g.out_of(v))):
                 continue  # an input that is only an output: nothing to move
             compulsory += volume
             if not is_buffer[v]:
-                work[v].append((offchip, "read", volume, e))
+                read(v, offchip, volume, e)
             elif v in onchip_buffers:  # a program input placed on chip is loaded once
                 copy(v, offchip, onchip, volume, e)
             continue
@@ -222,127 +256,127 @@ def architecture_costs(
             if not (is_buffer[p] and any(src[f] == source for f in g.into(p))):
                 compulsory += volume
             if not is_buffer[p]:
-                work[p].append((offchip, "write", volume, e))
+                write(p, offchip, volume, e)
             elif p in onchip_buffers:  # an output placed on chip is written back once
                 copy(p, onchip, offchip, volume, e)
             continue
-        if v == g.exit and is_buffer[v]:  # the output buffer, without a pseudo sink
+        if v == exit_node and is_buffer[v]:  # the output buffer, without a pseudo sink
             compulsory += volume
             if v in onchip_buffers:
                 copy(v, onchip, offchip, volume, e)
         if streaming[e] and not is_buffer[v]:
-            continue  # over the link between the two units
+            crossings[unit_of[p], unit_of[v]] += volume  # over the link between the two units
+            continue
         if is_buffer[p] and is_buffer[v]:
             copy(v, home(p), home(v), volume, e)
         elif is_buffer[v]:
-            work[p].append((home(v), "write", volume, e))
+            write(p, home(v), volume, e)
         elif is_buffer[p]:
-            work[v].append((home(p), "read", volume, e))
+            read(v, home(p), volume, e)
         else:
-            work[p].append((offchip, "write", volume, e))
-            work[v].append((offchip, "read", volume, e))
+            write(p, offchip, volume, e)
+            read(v, offchip, volume, e)
 
     # Re-time in the order of the abstract starts (ends, blocks and the topological order break ties).
     block_of = schedule.block_of
     position = [0] * n
     for index, v in enumerate(dag.topological_order()):
         position[v] = index
-    order = sorted(range(n), key=lambda v: (t.start[v], t.end[v], block_of[v], position[v]))
+    t_start, t_end = t.start, t.end
+    order = sorted(range(n), key=lambda v: (t_start[v], t_end[v], block_of[v], position[v]))
     start, end, first = [0] * n, [0] * n, [0] * n
     pe = t.pe
+    in_start, in_edges = g.in_start, g.in_edges
     pe_free: dict[int, int] = {}
     counts = {unit: arch.unit_count(unit, pes) for unit in arch.units}
     instance_free: dict[tuple[str, int], int] = {}
-    memory_free: dict[str, int] = defaultdict(int)
+    memory_free = dict.fromkeys(arch.memories, 0)
     block_end: dict[int, int] = defaultdict(int)
     released = 0  # end of the blocks before the current one (blocks come in order)
     current_block = block_of[order[0]] if order else -1
     transfers: list[Transfer] = []
     for v in order:
-        if block_of[v] != current_block:
+        block = block_of[v]
+        if block != current_block:
             released = max(released, block_end[current_block])
-            current_block = block_of[v]
-        est = released if block_of[v] >= 0 else 0
+            current_block = block
+        est = released if block >= 0 else 0
         finish_floor = 0
-        for e in g.into(v):
+        where = pe[v]
+        consumes_streams = not is_buffer[v]
+        for e in in_edges[in_start[v] : in_start[v + 1]]:
             p = src[e]
-            if streaming[e] and not is_buffer[v] and pe[p] != pe[v]:
-                link = links[unit_of[p], unit_of[v]]
-                latency = link.latency_cycles if link is not None else 0
-                ready = first[p] + latency
-                if link is not None:
-                    finish_floor = max(
-                        finish_floor, ready + _cycles(vol[e] * element_bytes, _ratio(link.bandwidth_bytes_per_cycle))
-                    )
+            if consumes_streams and streaming[e]:
+                if pe[p] != where:
+                    pair = unit_of[p], unit_of[v]
+                    link = links[pair]
+                    ready = first[p]
+                    if link is not None:
+                        ready += link.latency_cycles
+                        floor = ready + _cycles(vol[e] * element_bytes, link_rates[pair])
+                        if floor > finish_floor:
+                            finish_floor = floor
+                else:
+                    ready = end[p]
+                if v != exit_node and end[p] > finish_floor:
+                    finish_floor = end[p]
             else:
                 ready = end[p]
-                if transfer_bandwidth is not None and pe[p] != pe[v]:
+                if transfer_bandwidth is not None and pe[p] != where:
                     ready += math.ceil(vol[e] / transfer_bandwidth)  # as the list scheduler counts it
-            if streaming[e] and not is_buffer[v] and v != g.exit:
-                finish_floor = max(finish_floor, end[p])
-            est = max(est, ready)
-        begin = max(est, pe_free.get(pe[v], est))
+            if ready > est:
+                est = ready
+        begin = max(est, pe_free.get(where, est))
         unit = unit_of[v]
         if unit is not None:
-            instance = unit, pe[v] % counts[unit]
+            instance = unit, where % counts[unit]
             begin = max(begin, instance_free.get(instance, begin))
         finish = max(begin + run[v], finish_floor)
-        for memory, direction, elements, e in work[v]:
+        for memory, direction, elements, e in slots[v]:
             slot = max(begin, memory_free[memory])
-            slot_end = slot + _cycles(elements * element_bytes, bandwidths[memory])
-            if bandwidths[memory] is not None:
-                memory_free[memory] = slot_end
+            slot_end = memory_free[memory] = slot + _cycles(elements * element_bytes, bandwidths[memory])
             transfers.append(Transfer(memory, v, e, direction, elements, slot, slot_end))
-            finish = max(finish, slot_end)
+            if slot_end > finish:
+                finish = slot_end
         start[v], end[v] = begin, finish
         if v == source:
             first[v] = 0
-        elif is_buffer[v] or v == g.exit:
+        elif is_buffer[v] or v == exit_node:
             first[v] = finish
         else:
             first[v] = begin + lead[v]
-        pe_free[pe[v]] = finish
+        pe_free[where] = finish
         if unit is not None:
             instance_free[instance] = finish
-        if block_of[v] >= 0:
-            block_end[block_of[v]] = max(block_end[block_of[v]], finish)
+        if block >= 0 and finish > block_end[block]:
+            block_end[block] = finish
     timing = Timing(list(pe), start, end, first)
 
-    # Energy by component.
-    accesses: dict[str, list[int]] = {name: [0, 0] for name in arch.memories}
-    energy: dict[str, float] = {name: 0.0 for name in arch.memories}
+    # Energy by component: memories, links, the units' compute.
     level: dict[str, str] = {name: memory.level.value for name, memory in arch.memories.items()}
-
-    def traverse(a: str | None, b: str | None, elements: int) -> None:
-        link = arch.link(a, b) if a is not None and b is not None else None
+    busy: dict[str, int] = dict.fromkeys(arch.units, 0)
+    compute: dict[str, int] = {}
+    locals_of = {unit: arch.local(unit) for unit in arch.units}
+    for v in dag.tasks:
+        unit = unit_of[v]
+        busy[unit] += run[v]
+        compute[unit] = compute.get(unit, 0) + macs[v]
+        local = locals_of[unit]
+        if local is not None:
+            reads[local] += passed_in[v]
+            writes[local] += passed_out[v]
+    energy: dict[str, float] = {}
+    for name, memory in arch.memories.items():
+        energy[name] = reads[name] * memory.read_energy_pj + writes[name] * memory.write_energy_pj
+    for (a, b), elements in crossings.items():
+        link = arch.link(a, b)
         if link is not None:
             name = "-".join(link.between)
             energy[name] = energy.get(name, 0.0) + elements * link.energy_per_element_pj
             level[name] = "links"
-
-    for transfer in transfers:
-        accesses[transfer.memory][0 if transfer.direction == "read" else 1] += transfer.elements
-        traverse(unit_of[transfer.node], transfer.memory, transfer.elements)
-    for (origin, target), elements in copied.items():
-        traverse(origin, target, elements)
-    for e in range(g.m):
-        if streaming[e] and not is_buffer[dst[e]] and src[e] != source:
-            traverse(unit_of[src[e]], unit_of[dst[e]], vol[e])
-    for v in dag.tasks:
-        unit = unit_of[v]
-        local = arch.local(unit)
-        if local is not None:
-            accesses[local][0] += sum(vol[e] for e in g.into(v))
-            accesses[local][1] += sum(vol[e] for e in g.out_of(v))
-        energy[unit] = energy.get(unit, 0.0) + macs[v] * arch.units[unit].energy_per_mac_pj
+    for unit, count in compute.items():
+        energy[unit] = count * arch.units[unit].energy_per_mac_pj
         level[unit] = "compute"
-    for name, (read, written) in accesses.items():
-        memory = arch.memories[name]
-        energy[name] += read * memory.read_energy_pj + written * memory.write_energy_pj
-
-    busy: dict[str, int] = dict.fromkeys(arch.units, 0)
-    for v in dag.tasks:
-        busy[unit_of[v]] += run[v]
     return ArchitectureCosts(
         architecture=arch.name,
         clock_mhz=arch.clock_mhz,
@@ -352,7 +386,7 @@ def architecture_costs(
         unit_of=tuple(unit_of),
         run_cycles=tuple(run),
         transfers=tuple(transfers),
-        accesses={name: (pair[0], pair[1]) for name, pair in accesses.items()},
+        accesses={name: (reads[name], writes[name]) for name in arch.memories},
         energy_pj=energy,
         component_level=level,
         area_mm2=arch.area_mm2(pes),
@@ -412,13 +446,13 @@ def validate_costs(schedule, costs: ArchitectureCosts) -> None:
         if costs.bandwidths.get(transfer.memory) is not None:
             by_memory[transfer.memory].append(transfer)
     for memory, transfers in by_memory.items():
-        bandwidth = costs.bandwidths[memory]
+        numerator, denominator = costs.bandwidths[memory]
         transfers.sort(key=lambda transfer: (transfer.start, transfer.end))
         for transfer in transfers:
-            if transfer.elements * costs.element_bytes > bandwidth * (transfer.end - transfer.start):
+            if transfer.elements * costs.element_bytes * denominator > numerator * (transfer.end - transfer.start):
                 raise ScheduleError(
                     f"{memory}: {transfer.elements} elements of {name(transfer.node)} in "
-                    f"{transfer.end - transfer.start} cycles exceed {float(bandwidth)} bytes per cycle"
+                    f"{transfer.end - transfer.start} cycles exceed {numerator / denominator:g} bytes per cycle"
                 )
         busy = [x for x in transfers if x.end > x.start]
         for before, after in zip(busy, busy[1:], strict=False):

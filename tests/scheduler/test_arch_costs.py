@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import dataclasses
+
 import pytest
 
 from dcaccel.architecture import Architecture, ArchitectureError, load
@@ -184,10 +186,8 @@ def test_summary_has_the_architecture():
 def test_validator_catches_a_bandwidth_overrun():
     result = schedule(copy_dag(), 1, arch=describe())
     costs = result.costs
-    squeezed = [
-        t if t.direction == "read" else type(t)(**{**t.__dict__, "start": 0, "end": 2}) for t in costs.transfers
-    ]
-    broken = type(costs)(**{**costs.__dict__, "transfers": tuple(squeezed)})
+    squeezed = [t if t.direction == "read" else t._replace(start=0, end=2) for t in costs.transfers]
+    broken = dataclasses.replace(costs, transfers=tuple(squeezed))
     with pytest.raises(ScheduleError, match="dram: transfers of task 2 'T' and task 2 'T' overlap above its bandwidth"):
         validate_costs(result, broken)
 
@@ -197,7 +197,7 @@ def test_validator_catches_a_short_run():
     costs = result.costs
     timing = type(costs.timing)(costs.timing.pe, costs.timing.start, [0, 0, 3, 3], [0, 0, 3, 3])
     with pytest.raises(ScheduleError, match="runs 3 cycles on hand, less than its cost 4"):
-        validate_costs(result, type(costs)(**{**costs.__dict__, "timing": timing}))
+        validate_costs(result, dataclasses.replace(costs, timing=timing))
 
 
 @pytest.mark.parametrize(("count", "spans"), [(None, [(0, 4), (0, 4)]), (2, [(0, 4), (0, 4)]), (1, [(0, 4), (4, 8)])])
