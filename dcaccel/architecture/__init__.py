@@ -7,9 +7,19 @@ schedule (:mod:`dcaccel.scheduler.architecture`).
 
 from dcaccel.architecture.graph import Architecture, ArchitectureError, all_to_all, bus, mesh_2d
 from dcaccel.architecture.load import DEFAULT, load, names
-from dcaccel.architecture.schema import ArchitectureSpec, Link, Memory, MemoryLevel, Topology, TopologyKind, Unit
+from dcaccel.architecture.schema import (
+    ANY_OP,
+    ArchitectureSpec,
+    Link,
+    Memory,
+    MemoryLevel,
+    Topology,
+    TopologyKind,
+    Unit,
+)
 
 __all__ = [
+    "ANY_OP",
     "DEFAULT",
     "Architecture",
     "ArchitectureError",

@@ -19,6 +19,7 @@ from dcaccel.dag.taskdag import TaskDAG
 from dcaccel.errors import DcaccelError
 from dcaccel.scheduler.architecture import ArchitectureCosts, validate_costs
 from dcaccel.scheduler.graph import CanonicalGraph
+from dcaccel.scheduler.heft import heft_schedule
 from dcaccel.scheduler.io import IOVolume
 from dcaccel.scheduler.list import list_schedule
 from dcaccel.scheduler.schedule import Schedule, ScheduleError, TaskEvent
@@ -28,11 +29,15 @@ __all__ = ["ArchitectureCosts", "IOVolume", "Schedule", "ScheduleError", "TaskEv
 
 SCHEDULERS = ("streaming", "list")
 PARTITIONINGS = ("relaxed", "strict")
+#: The heterogeneous list scheduler (:mod:`dcaccel.scheduler.heft`): needs ``arch``; not in SCHEDULERS,
+#: which the sweeps and the command line offer.
+HETEROGENEOUS = "heft"
 
-#: Options each scheduler accepts, with their defaults (``onchip`` and ``validate`` apply to both).
+#: Options each scheduler accepts, with their defaults (``onchip`` and ``validate`` apply to all).
 OPTIONS = {
     "streaming": {"refine": True, "reference": True},
     "list": {"insertion": True, "bandwidth": None},
+    HETEROGENEOUS: {},
 }
 
 
@@ -49,6 +54,8 @@ def schedule(
 ) -> Schedule:
     """Schedule ``dag`` on ``pes`` PEs and return the :class:`Schedule` (``dag`` is not modified).
 
+    ``scheduler="heft"`` (with ``arch``) is the heterogeneous list scheduler of
+    :mod:`dcaccel.scheduler.heft`: its PEs are the architecture's units (an open count is ``pes``).
     ``partitioning`` ("relaxed" or "strict") applies to the streaming scheduler. ``onchip`` is the
     on-chip memory per block, in elements, for the I/O split. Streaming options: ``refine``
     (the refinement loop, default True), ``reference`` (reproduce the reference's defects B1, B5,
@@ -68,8 +75,10 @@ def schedule(
     same schedule. The result reports the ``pes`` asked for, and its lower bound and utilisation
     are those of ``pes`` PEs.
     """
-    if scheduler not in SCHEDULERS:
-        raise DcaccelError(f"unknown scheduler '{scheduler}' (expected one of {', '.join(SCHEDULERS)})")
+    if scheduler not in OPTIONS:
+        raise DcaccelError(f"unknown scheduler '{scheduler}' (expected one of {', '.join(OPTIONS)})")
+    if scheduler == HETEROGENEOUS and arch is None:
+        raise DcaccelError(f"the {HETEROGENEOUS} scheduler places tasks on an architecture's units: give arch")
     if partitioning not in PARTITIONINGS:
         raise DcaccelError(f"unknown partitioning '{partitioning}' (expected one of {', '.join(PARTITIONINGS)})")
     if isinstance(pes, bool) or not isinstance(pes, int) or pes < 1:
@@ -85,7 +94,7 @@ def schedule(
     if architecture is not None and onchip == 0:
         onchip = architecture.onchip_capacity_elements
     with _without_cycle_collection():
-        built = _run(dag, pes, scheduler, partitioning, onchip, settings)
+        built = _run(dag, pes, scheduler, partitioning, onchip, settings, architecture)
         if validate:
             built.validate()
         if architecture is not None:
@@ -109,9 +118,15 @@ def _without_cycle_collection() -> Iterator[None]:
             gc.enable()
 
 
-def _run(dag: TaskDAG, pes: int, scheduler: str, partitioning: str, onchip: int, settings: dict) -> Schedule:
+def _run(
+    dag: TaskDAG, pes: int, scheduler: str, partitioning: str, onchip: int, settings: dict, arch: Architecture | None
+) -> Schedule:
     graph = CanonicalGraph.from_dag(dag)
-    if scheduler == "streaming":
+    if scheduler == HETEROGENEOUS:
+        timing, layout, order = heft_schedule(graph, arch, pes)
+        built = Schedule(graph, len(layout), scheduler, timing, onchip=onchip, placement=order)
+        built.unit_of_pe = layout
+    elif scheduler == "streaming":
         result = streaming_schedule(
             graph, pes, strict=partitioning == "strict", refine=settings["refine"], reference=settings["reference"]
         )
@@ -135,6 +150,6 @@ def _run(dag: TaskDAG, pes: int, scheduler: str, partitioning: str, onchip: int,
         # Every choice of the list scheduler takes the lowest fitting PE and an unused PE always fits,
         # so it never uses more PEs than there are nodes: P beyond that changes nothing but the cost.
         usable = min(pes, graph.n)
-        timing, _ = list_schedule(graph, usable, insertion=settings["insertion"], bandwidth=bandwidth)
-        built = Schedule(graph, pes, scheduler, timing, onchip=onchip, transfer_bandwidth=bandwidth)
+        timing, order = list_schedule(graph, usable, insertion=settings["insertion"], bandwidth=bandwidth)
+        built = Schedule(graph, pes, scheduler, timing, onchip=onchip, transfer_bandwidth=bandwidth, placement=order)
     return built

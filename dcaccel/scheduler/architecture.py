@@ -5,7 +5,8 @@ free memory); :func:`architecture_costs` keeps that placement and order and re-t
 architecture, node by node in the order of the abstract start times:
 
 * a task runs on the first unit kind whose ``ops`` hold its op (``meta["op"]``, ``"*"`` for every
-  op); its run, scheduled for D abstract cycles, takes ``max(⌈D / throughput⌉, ⌈MACs / MAC rate⌉)``
+  op), or, in a heterogeneous schedule (:mod:`dcaccel.scheduler.heft`), on the kind of its PE;
+  its run, scheduled for D abstract cycles, takes ``max(⌈D / throughput⌉, ⌈MACs / MAC rate⌉)``
   reference cycles, with MACs = ``meta["macs"]`` or its first in-edge's volume (one operation per
   element read on a port, the canonical model's count);
 * it runs on unit ``pe mod count`` of its kind (the schedule's PE itself when the kind has at
@@ -42,7 +43,7 @@ from dataclasses import dataclass, field
 from fractions import Fraction
 from typing import NamedTuple
 
-from dcaccel.architecture import Architecture, ArchitectureError
+from dcaccel.architecture import ANY_OP, Architecture, ArchitectureError
 from dcaccel.scheduler.schedule import ScheduleError
 from dcaccel.scheduler.timeline import Timing
 
@@ -188,12 +189,20 @@ def architecture_costs(
     macs = [0] * n
     rates = {unit: (_ratio(arch.throughput(unit)), _ratio(arch.mac_rate(unit))) for unit in arch.units}
     unit_by_op: dict[str | None, str] = {}
+    placed_on = schedule.unit_of_pe
     for v in dag.tasks:
         meta = dag.meta(v)
         op = meta.get("op")
-        unit = unit_by_op.get(op)
-        if unit is None:
-            unit = unit_by_op[op] = arch.unit_for(op)
+        if placed_on is not None:
+            unit = placed_on[t.pe[v]]
+            if ANY_OP not in arch.units[unit].ops and op not in arch.units[unit].ops:
+                raise ArchitectureError(
+                    f"task {v} '{dag.label(v)}' (op {op}) is placed on {unit}, which does not run it"
+                )
+        else:
+            unit = unit_by_op.get(op)
+            if unit is None:
+                unit = unit_by_op[op] = arch.unit_for(op)
         unit_of[v] = unit
         throughput, mac_rate = rates[unit]
         macs[v] = int(meta.get("macs", g.in_volume[v]))
@@ -277,13 +286,14 @@ def architecture_costs(
             write(p, offchip, volume, e)
             read(v, offchip, volume, e)
 
-    # Re-time in the order of the abstract starts (ends, blocks and the topological order break ties).
+    # Re-time in the order of the abstract starts (ends, then the order the scheduler placed the
+    # nodes in break ties).
     block_of = schedule.block_of
     position = [0] * n
-    for index, v in enumerate(dag.topological_order()):
+    for index, v in enumerate(schedule.placement_order):
         position[v] = index
     t_start, t_end = t.start, t.end
-    order = sorted(range(n), key=lambda v: (t_start[v], t_end[v], block_of[v], position[v]))
+    order = sorted(range(n), key=lambda v: (t_start[v], t_end[v], position[v]))
     start, end, first = [0] * n, [0] * n, [0] * n
     pe = t.pe
     in_start, in_edges = g.in_start, g.in_edges

@@ -19,6 +19,7 @@ from functools import cached_property
 from dcaccel.dag.metrics import io_volume, streaming_depth, upward_ranks
 from dcaccel.dag.taskdag import TaskDAG
 from dcaccel.errors import DcaccelError
+from dcaccel.scheduler.gang import block_orders
 from dcaccel.scheduler.graph import CanonicalGraph
 from dcaccel.scheduler.io import IOVolume, global_io, onchip_placement
 from dcaccel.scheduler.timeline import Timing
@@ -60,6 +61,7 @@ class Schedule:
         refinement_iterations: int = 0,
         onchip: int = 0,
         transfer_bandwidth: float | None = None,
+        placement: list[int] | None = None,
     ):
         self.graph = graph
         self.pes = pes
@@ -73,7 +75,9 @@ class Schedule:
         self.refinement_iterations = refinement_iterations
         self.onchip = onchip
         self.transfer_bandwidth = transfer_bandwidth
+        self._placement = placement
         self.costs = None  # ArchitectureCosts when scheduled with ``arch`` (dcaccel.scheduler.architecture)
+        self.unit_of_pe: list[str] | None = None  # the unit kind of every PE (heterogeneous schedules)
 
     # ------------------------------------------------------------------ per node
 
@@ -89,6 +93,14 @@ class Schedule:
             for v in block:
                 block_of[v] = index
         return block_of
+
+    @cached_property
+    def placement_order(self) -> list[int]:
+        """The order the scheduler placed the nodes in: the list schedulers' priority order, the blocks'
+        orders one after another for a streaming schedule (re-timing breaks ties of time with it)."""
+        if self._placement is not None:
+            return self._placement
+        return [v for order in block_orders(self.graph, self.blocks) for v in order]
 
     def event(self, v: int) -> TaskEvent:
         """Where and when node ``v`` runs."""

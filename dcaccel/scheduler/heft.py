@@ -1,0 +1,88 @@
+"""The heterogeneous list scheduler (HEFT, Topcuoglu et al., IEEE TPDS 2002) over an architecture's units.
+
+The PEs are the architecture's units, kind after kind in description order (a kind without a count
+has P units); a task may run on any unit of a kind whose ``ops`` hold its op (``"*"``: every op),
+buffer and pseudo nodes (no work) on any unit. A task takes, on a unit of kind k, its architecture
+run time ``max(⌈T(v) / throughput_k⌉, ⌈MACs / MAC rate_k⌉)`` cycles (T(v) its abstract cost,
+MACs as in :mod:`dcaccel.scheduler.architecture`). Tasks are taken by upward rank over the mean
+run time of their eligible kinds (the topological order breaks ties), each on the unit where it
+finishes earliest (the lowest unit on ties), after the last task of that unit (no insertion).
+Communication is free here: memory and link costs are the re-timing's (``Schedule.cost_on``).
+
+The result is a :class:`~dcaccel.scheduler.Schedule` in the abstract model for that placement and
+order (a node starts when its predecessors and the previous node of its unit have finished, and
+runs T(v)), so every abstract figure and check applies; ``Schedule.unit_of_pe`` records each PE's
+kind for the costs.
+"""
+
+from __future__ import annotations
+
+from dcaccel.architecture import ANY_OP, Architecture, ArchitectureError
+from dcaccel.scheduler.architecture import _cycles, _ratio
+from dcaccel.scheduler.graph import CanonicalGraph
+from dcaccel.scheduler.list import _FreeTimes
+from dcaccel.scheduler.timeline import Timing
+
+
+def unit_layout(arch: Architecture, pes: int) -> list[str]:
+    """The kind of every PE: the architecture's units, kind after kind (an open count is ``pes``)."""
+    return [unit for unit in arch.units for _ in range(arch.unit_count(unit, pes))]
+
+
+def heft_schedule(g: CanonicalGraph, arch: Architecture, pes: int) -> tuple[Timing, list[str], list[int]]:
+    """Place and order ``g`` on ``arch``'s units by HEFT (see the module docstring); returns the abstract
+    timing of that placement, the kind of every PE and the order the nodes were placed in."""
+    layout = unit_layout(arch, pes)
+    dag = g.dag
+    n = g.n
+    units = list(arch.units)
+    rates = {unit: (_ratio(arch.throughput(unit)), _ratio(arch.mac_rate(unit))) for unit in units}
+    eligible: list[list[str]] = [units] * n
+    duration: list[dict[str, int]] = [dict.fromkeys(units, 0) for _ in range(n)]
+    for v in dag.tasks:
+        meta = dag.meta(v)
+        op = meta.get("op")
+        kinds = [unit for unit in units if ANY_OP in arch.units[unit].ops or op in arch.units[unit].ops]
+        if not kinds:
+            raise ArchitectureError(f"architecture {arch.name}: no unit runs op '{op or '(none)'}'")
+        eligible[v] = kinds
+        macs = int(meta.get("macs", g.in_volume[v]))
+        duration[v] = {unit: max(_cycles(g.cost[v], rates[unit][0]), _cycles(macs, rates[unit][1])) for unit in kinds}
+
+    topological = dag.topological_order()
+    rank = [0.0] * n
+    for v in reversed(topological):
+        below = max((rank[g.dst[e]] for e in g.out_of(v)), default=0.0)
+        rank[v] = sum(duration[v].values()) / len(duration[v]) + below
+    order = sorted(topological, key=rank.__getitem__, reverse=True)
+
+    # Per kind, the units' free times (architecture cycles) in a segment tree: the lowest unit free by
+    # a time, or the lowest of those free earliest, is the unit of the kind where a task finishes first.
+    offset = {unit: layout.index(unit) for unit in units if unit in layout}
+    free = {unit: _FreeTimes(arch.unit_count(unit, pes)) for unit in offset}
+    finish = [0] * n
+    pe = [-1] * n
+    for v in order:
+        ready = max((finish[g.src[e]] for e in g.into(v)), default=0)
+        best = None
+        for unit in eligible[v]:
+            times = free[unit]
+            local = times.first_free_by(ready)
+            if local >= 0:
+                begin = ready
+            else:
+                begin, local = times.earliest()
+            candidate = (begin + duration[v][unit], offset[unit] + local)
+            if best is None or candidate < best:
+                best = candidate
+        finish[v], pe[v] = best
+        unit = layout[pe[v]]
+        free[unit].set(pe[v] - offset[unit], finish[v])
+
+    start, end = [0] * n, [0] * n
+    last = [0] * len(layout)  # abstract time each unit is free
+    for v in order:
+        begin = max([last[pe[v]], *(end[g.src[e]] for e in g.into(v))])
+        start[v], end[v] = begin, begin + g.cost[v]
+        last[pe[v]] = end[v]
+    return Timing(pe, start, end, end.copy()), layout, order
