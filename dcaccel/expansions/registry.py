@@ -22,7 +22,19 @@ import functools
 import importlib
 from dataclasses import dataclass
 
-MODULES = ("conv", "elementwise", "gemm", "linalg", "normalization", "padding", "pooling", "reduce", "resize", "shape_ops", "softmax")
+MODULES = (
+    "conv",
+    "elementwise",
+    "gemm",
+    "linalg",
+    "normalization",
+    "padding",
+    "pooling",
+    "reduce",
+    "resize",
+    "shape_ops",
+    "softmax",
+)
 """The op modules of :mod:`dcaccel.expansions` (each with an ``IMPLEMENTATIONS`` table)."""
 
 CANONICAL = "canonical"
