@@ -2,13 +2,17 @@
 
 Compiling costs seconds (code generation, cmake, gcc), so programs are cached by the content of
 their SDFG (:meth:`dace.SDFG.hash_sdfg`): an SDFG changed after a run is compiled again, and equal
-SDFGs share one program. Inputs are copied before a run: DaCe refuses arrays that are views, and a
-program may write its arguments.
+SDFGs share one program. Builds go to a folder of the user's cache (``$XDG_CACHE_HOME/dcaccel``, else
+``~/.cache/dcaccel``), not to ``.dacecache`` in the working directory, unless DaCe's
+``default_build_folder`` is set explicitly (configuration or ``DACE_default_build_folder``). Inputs
+are copied before a run: DaCe refuses arrays that are views, and a program may write its arguments.
 """
 
+import os
 import warnings
 from collections import OrderedDict
 from collections.abc import Mapping
+from pathlib import Path
 from typing import TYPE_CHECKING
 
 import dace
@@ -37,6 +41,7 @@ def compiled(sdfg: dace.SDFG) -> CompiledSDFG:
     program = _PROGRAMS.get(key)
     if program is None:
         check_implementations(sdfg)
+        _use_cache_build_folder()
         with warnings.catch_warnings():
             # Notes from inside DaCe's library-node expansions and code generator; nothing a user can act on.
             warnings.filterwarnings("ignore", message="Using sets for connectors is discouraged")
@@ -47,6 +52,18 @@ def compiled(sdfg: dace.SDFG) -> CompiledSDFG:
             _PROGRAMS.popitem(last=False)
     _PROGRAMS.move_to_end(key)
     return program
+
+
+#: DaCe's own default build folder, relative to the working directory.
+DACE_BUILD_FOLDER = ".dacecache"
+
+
+def _use_cache_build_folder() -> None:
+    """Point DaCe's builds to the user's cache folder if nobody chose a build folder."""
+    if "DACE_default_build_folder" in os.environ or dace.Config.get("default_build_folder") != DACE_BUILD_FOLDER:
+        return
+    cache = Path(os.environ.get("XDG_CACHE_HOME") or Path.home() / ".cache")
+    dace.Config.set("default_build_folder", value=str(cache / "dcaccel" / "dacecache"))
 
 
 def check_implementations(sdfg: dace.SDFG) -> None:

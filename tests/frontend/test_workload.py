@@ -90,3 +90,30 @@ def test_run_matches_torch_and_compiles_once(conv_seed, rng):
         expected = conv_seed_model()(torch.from_numpy(batch)).numpy()
     np.testing.assert_allclose(outputs["output"], expected[1:2], rtol=1e-5, atol=1e-5)
     np.testing.assert_allclose(again["output"], expected[2:3], rtol=1e-5, atol=1e-5)
+
+
+@pytest.mark.parametrize(
+    ("configured", "environment", "expected"),
+    [
+        (".dacecache", None, "CACHE/dcaccel/dacecache"),  # DaCe's default: the user's cache instead
+        ("/chosen", None, "/chosen"),  # chosen in DaCe's configuration: kept
+        (".dacecache", "/from-env", ".dacecache"),  # chosen through the environment: kept
+    ],
+)
+def test_builds_leave_the_working_directory_alone(monkeypatch, tmp_path, configured, environment, expected):
+    import dace
+
+    from dcaccel.frontend import execution
+
+    monkeypatch.setenv("XDG_CACHE_HOME", str(tmp_path))
+    if environment is None:
+        monkeypatch.delenv("DACE_default_build_folder", raising=False)
+    else:
+        monkeypatch.setenv("DACE_default_build_folder", environment)
+    previous = dace.Config.get("default_build_folder")
+    dace.Config.set("default_build_folder", value=configured)
+    try:
+        execution._use_cache_build_folder()
+        assert dace.Config.get("default_build_folder") == expected.replace("CACHE", str(tmp_path))
+    finally:
+        dace.Config.set("default_build_folder", value=previous)
