@@ -179,10 +179,14 @@ class CanonicalTranspose(CanonicalForward):
 
 
 class CanonicalConcat(CanonicalForward):
-    """Canonical Concat along ``axis``: one copy map per input, each writing its block of the output.
+    """Canonical Concat along ``axis``: copy tasks of equal size, each writing its slab of the output.
 
-    Each input is read once, row-major; the output is produced input by input (row-major within
-    each block).
+    The slab is ``g`` consecutive indices along ``axis`` (all other indices whole), ``g`` the greatest
+    common divisor of the inputs' lengths along ``axis``. An input of length ``g`` is one copy map (one
+    task); a longer input is a task map with one task per slab, in order along ``axis``. Every copy
+    task thus reads and writes the same number of elements, so the consumer of the output gets
+    in-edges of one volume (docs/dag.md, "Concat"). Each input is read once; the output is produced
+    input by input, slab by slab, row-major within a slab.
     """
 
     @staticmethod
@@ -195,20 +199,34 @@ class CanonicalConcat(CanonicalForward):
         inputs = ordered_inputs(node, state)
         out_shape = onnx_shape(steps.desc("concat_result"))
         axis = normalize_axis(node.axis, len(out_shape), node)
+        shapes = [onnx_shape(steps.desc(name)) for name in inputs]
+        slab = math.gcd(*(shape[axis] for shape in shapes if math.prod(shape) > 0))
         offset = 0
-        for k, name in enumerate(inputs):
-            shape = onnx_shape(steps.desc(name))
+        for k, (name, shape) in enumerate(zip(inputs, shapes, strict=True)):
             if math.prod(shape) > 0:
                 params = index_params(len(shape))
-                out_index = list(params)
-                out_index[axis] = f"{params[axis]} + {offset}"
-                steps.flat_map(
-                    f"copy_{k}",
-                    index_ranges(params, shape),
-                    {"v": Memlet(f"{name}[{subscript(params)}]")},
-                    "out = v",
-                    {"out": Memlet(f"concat_result[{subscript(out_index)}]")},
-                )
+                in_index, out_index = list(params), list(params)
+                if shape[axis] == slab:
+                    out_index[axis] = f"{params[axis]} + {offset}"
+                    steps.flat_map(
+                        f"copy_{k}",
+                        index_ranges(params, shape),
+                        {"v": Memlet(f"{name}[{subscript(in_index)}]")},
+                        "out = v",
+                        {"out": Memlet(f"concat_result[{subscript(out_index)}]")},
+                    )
+                else:
+                    in_index[axis] = f"__s * {slab} + {params[axis]}"
+                    out_index[axis] = f"__s * {slab} + {params[axis]} + {offset}"
+                    steps.task_map(
+                        f"copy_{k}",
+                        {"__s": f"0:{shape[axis] // slab}"},
+                        "slab",
+                        index_ranges(params, [*shape[:axis], slab, *shape[axis + 1 :]]),
+                        {"v": Memlet(f"{name}[{subscript(in_index)}]")},
+                        "out = v",
+                        {"out": Memlet(f"concat_result[{subscript(out_index)}]")},
+                    )
             offset += shape[axis]
         return steps.sdfg
 
