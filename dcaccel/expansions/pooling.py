@@ -1,12 +1,24 @@
 """Canonical pooling: MaxPool and AveragePool (window maps), GlobalAveragePool and GlobalMaxPool (reductions).
 
-MaxPool and AveragePool are one flat map over the output (N, C, O...), produced row-major. The
-tasklet of one output element reads its window: one input connector per kernel position, each a
-one-element memlet (so the memlet volumes count kh·kw accesses per output). A window position in
-the padding is read at the nearest input element (its index is clamped) and masked in the
-tasklet: it never wins a max and does not add to an average. Windows overlap (stride < kernel)
-or visit the input out of row-major order, so an input produced by another task is copied into
-a buffer first (REUSE if windows overlap, else REORDER), unless the kernel is 1×…×1.
+A window is clipped to the input first: along each spatial axis only the kernel positions that fall
+inside the input for some output are read (:meth:`PoolGeometry.clipped`; a 320-wide kernel over a
+2-wide input reads 2 positions). The other positions hold padding (or lie beyond it, with
+``ceil_mode``) for every output, so they never win a max and add nothing to a sum; an average
+still divides by the count ONNX prescribes (:func:`_divisor`).
+
+A clipped window of at most :data:`UNROLLED_WINDOW` positions is read by one flat map over the
+output (N, C, O...), produced row-major. The tasklet of one output element reads its window: one
+input connector per clipped kernel position, each a one-element memlet. A larger window is a WCR
+reduction (as :func:`dcaccel.expansions.reduce.add_reduction`): one flat map over the output and
+the clipped window positions, (N, C, O..., K...) row-major so each output's window is read in
+turn, accumulates into an ACCUMULATE buffer shaped like the output (set to the identity by an
+initialisation map); then one map writes the output from it, row-major.
+
+Volume rule: either way, the pool task reads ``outputs × clipped window`` elements of X. A clipped
+position that falls outside the input for some output is still read there, at the nearest input
+element (its index is clamped), and masked in the tasklet. Windows overlap (stride < kernel) or
+visit the input out of row-major order, so an input produced by another task is copied into a
+buffer first (REUSE if windows overlap, else REORDER), unless the kernel is 1×…×1.
 """
 
 import itertools
@@ -17,7 +29,17 @@ import dace
 from dace import SDFG, Memlet, SDFGState
 
 from dcaccel.buffers import BufferReason
-from dcaccel.expansions.builder import index_params, index_ranges, literal, lowest, subscript
+from dcaccel.expansions.builder import (
+    WCR_MAX,
+    WCR_SUM,
+    ExpansionBuilder,
+    index_params,
+    index_ranges,
+    literal,
+    lowest,
+    max_identity,
+    subscript,
+)
 from dcaccel.expansions.node import (
     CanonicalForward,
     input_shape,
@@ -29,6 +51,9 @@ from dcaccel.expansions.node import (
 )
 from dcaccel.expansions.reduce import REDUCTIONS, add_reduction
 from dcaccel.expansions.registry import CANONICAL, Implementation
+
+UNROLLED_WINDOW = 16
+"""The largest clipped window (in positions) read by one tasklet; larger ones are WCR reductions."""
 
 
 @dataclass(frozen=True)
@@ -54,16 +79,23 @@ class PoolGeometry:
         dilations = tuple(getattr(node, "dilations", None) or [1] * dims)
         in_sizes, out_sizes = tuple(in_shape[2:]), tuple(out_shape[2:])
         begin, end = onnx_pads(node, in_sizes, out_sizes, kernel, strides, dilations)
-        return cls(in_sizes, out_sizes, kernel, strides, dilations, begin, end)
+        geometry = cls(in_sizes, out_sizes, kernel, strides, dilations, begin, end)
+        for d in geometry.dims:
+            if not geometry.clipped(d):
+                raise unsupported(node, f"no window reaches the input along spatial axis {d}")
+        return geometry
 
     @property
     def dims(self) -> range:
         """The spatial axes, counted from 0."""
         return range(len(self.kernel))
 
-    def position(self, d: int, out_param: str, k: int) -> str:
-        """Input index along spatial axis ``d`` of kernel position ``k`` in the window of output ``out_param``."""
-        return f"{out_param} * {self.strides[d]} + {k * self.dilations[d] - self.pads_begin[d]}"
+    def position(self, d: int, out_param: str, k) -> str:
+        """Input index along spatial axis ``d`` of kernel position ``k`` (a number or a map parameter) in
+        the window of output ``out_param``."""
+        if isinstance(k, int):
+            return f"{out_param} * {self.strides[d]} + {k * self.dilations[d] - self.pads_begin[d]}"
+        return f"{out_param} * {self.strides[d]} + {k} * {self.dilations[d]} - {self.pads_begin[d]}"
 
     def low(self, d: int, k: int) -> bool:
         """Whether kernel position ``k`` of axis ``d`` falls before the input for some output."""
@@ -74,29 +106,50 @@ class PoolGeometry:
         last = (self.out_sizes[d] - 1) * self.strides[d] + k * self.dilations[d] - self.pads_begin[d]
         return last > self.in_sizes[d] - 1
 
+    def counted(self, d: int, k: int, out: int, low: int, high: int) -> bool:
+        """Whether kernel position ``k`` of axis ``d`` falls in ``[low, high)`` in the window of output ``out``."""
+        return low <= out * self.strides[d] + k * self.dilations[d] - self.pads_begin[d] < high
+
+    def reaches(self, d: int, k: int, low: int, high: int) -> bool:
+        """Whether kernel position ``k`` of axis ``d`` falls in ``[low, high)`` for some output."""
+        first = k * self.dilations[d] - self.pads_begin[d]
+        out = max(0, -((first - low) // self.strides[d]))  # the first output whose position is >= low
+        return out < self.out_sizes[d] and self.counted(d, k, out, low, high)
+
+    def clipped(self, d: int) -> range:
+        """The kernel positions of axis ``d`` read: from the first to the last that falls inside the input
+        for some output (empty if none does)."""
+        inside = [k for k in range(self.kernel[d]) if self.reaches(d, k, 0, self.in_sizes[d])]
+        return range(inside[0], inside[-1] + 1) if inside else range(0)
+
+    @property
+    def window(self) -> int:
+        """The number of positions of the clipped window."""
+        return math.prod(len(self.clipped(d)) for d in self.dims)
+
     @property
     def overlapping(self) -> bool:
         """Whether windows of neighbouring outputs share input elements (elements are re-read)."""
         return any((k - 1) * d + 1 > s for k, d, s in zip(self.kernel, self.dilations, self.strides, strict=True))
 
 
-def _window(geometry: PoolGeometry, source: str, params: list[str]):
-    """Connectors, memlets and validity conditions of every kernel position of an output's window."""
+def _read(geometry: PoolGeometry, source: str, params: list[str], offsets) -> tuple[Memlet, str]:
+    """The memlet reading kernel position ``offsets`` (numbers, or map parameters over the clipped ranges)
+    of the window of output ``params``, and the condition of it being inside the input ("" if always)."""
     spatial = params[2:]
-    for offsets in itertools.product(*(range(k) for k in geometry.kernel)):
-        indices, conditions = [params[0], params[1]], []
-        for d, k in enumerate(offsets):
-            position = geometry.position(d, spatial[d], k)
-            index = position
-            if geometry.low(d, k):
-                index = f"Max({index}, 0)"
-                conditions.append(f"({position} >= 0)")
-            if geometry.high(d, k):
-                index = f"Min({index}, {geometry.in_sizes[d] - 1})"
-                conditions.append(f"({position} < {geometry.in_sizes[d]})")
-            indices.append(index)
-        connector = "w_" + "_".join(str(k) for k in offsets)
-        yield connector, Memlet(f"{source}[{subscript(indices)}]"), " and ".join(conditions)
+    indices, conditions = [params[0], params[1]], []
+    for d, k in enumerate(offsets):
+        positions = geometry.clipped(d) if isinstance(k, str) else [k]
+        position = geometry.position(d, spatial[d], k)
+        index = position
+        if any(geometry.low(d, p) for p in positions):
+            index = f"Max({index}, 0)"
+            conditions.append(f"({position} >= 0)")
+        if any(geometry.high(d, p) for p in positions):
+            index = f"Min({index}, {geometry.in_sizes[d] - 1})"
+            conditions.append(f"({position} < {geometry.in_sizes[d]})")
+        indices.append(index)
+    return Memlet(f"{source}[{subscript(indices)}]"), " and ".join(conditions)
 
 
 def _check_rank(node, state: SDFGState, sdfg: SDFG) -> None:
@@ -114,7 +167,8 @@ def _check_pool(node, state: SDFGState, sdfg: SDFG) -> None:
 
 
 def _pool_steps(node, state: SDFGState, sdfg: SDFG, average: bool) -> SDFG:
-    """The nested SDFG of a MaxPool (or, ``average``, AveragePool) node: one map over the output windows."""
+    """The nested SDFG of a MaxPool (or, ``average``, AveragePool) node: one map over the output windows,
+    or a WCR reduction over them for windows of more than :data:`UNROLLED_WINDOW` positions."""
     steps = node_builder(node, state, sdfg)
     in_shape, out_shape = onnx_shape(steps.desc("X")), onnx_shape(steps.desc("Y"))
     geometry = PoolGeometry.from_node(node, in_shape, out_shape)
@@ -122,11 +176,26 @@ def _pool_steps(node, state: SDFGState, sdfg: SDFG, average: bool) -> SDFG:
     source = steps.operand(
         "X", reused=not pointwise, reason=BufferReason.REUSE if geometry.overlapping else BufferReason.REORDER
     )
-    dtype = steps.desc("Y").dtype
     params = index_params(len(out_shape))
+    divisor = _divisor(node, geometry, params[2:], steps.desc("Y").dtype) if average else None
+    if geometry.window > UNROLLED_WINDOW:
+        _reduced_window(steps, geometry, source, params, out_shape, divisor)
+    else:
+        _unrolled_window(steps, geometry, source, params, out_shape, divisor)
+    return steps.sdfg
+
+
+def _unrolled_window(
+    steps: ExpansionBuilder, geometry: PoolGeometry, source: str, params: list[str], out_shape: tuple, divisor
+) -> None:
+    """One flat map ``pool`` over the output whose tasklet reads every clipped window position: the max,
+    or (with a ``divisor`` expression) the sum divided by it."""
+    dtype = steps.desc("Y").dtype
+    average = divisor is not None
     inputs, lines = {}, []
-    for connector, memlet, condition in _window(geometry, source, params):
-        inputs[connector] = memlet
+    for offsets in itertools.product(*(geometry.clipped(d) for d in geometry.dims)):
+        connector = "w_" + "_".join(str(k) for k in offsets)
+        inputs[connector], condition = _read(geometry, source, params, offsets)
         if average:
             term = f"({connector} if {condition} else {literal(0, dtype)})" if condition else connector
             lines.append(f"__acc = __acc + {term}")
@@ -134,8 +203,7 @@ def _pool_steps(node, state: SDFGState, sdfg: SDFG, average: bool) -> SDFG:
             term = f"({connector} if {condition} else {lowest(dtype)})" if condition else connector
             lines.append(f"__acc = max(__acc, {term})")
     first = literal(0, dtype) if average else lowest(dtype)
-    code = [f"__acc = {first}", *lines]
-    code.append(f"y = __acc / {_divisor(node, geometry, params[2:], dtype)}" if average else "y = __acc")
+    code = [f"__acc = {first}", *lines, f"y = __acc / {divisor}" if average else "y = __acc"]
     steps.flat_map(
         "pool",
         index_ranges(params, out_shape),
@@ -143,29 +211,70 @@ def _pool_steps(node, state: SDFGState, sdfg: SDFG, average: bool) -> SDFG:
         "\n".join(code),
         {"y": Memlet(f"Y[{subscript(params)}]")},
     )
-    return steps.sdfg
+
+
+def _reduced_window(
+    steps: ExpansionBuilder, geometry: PoolGeometry, source: str, params: list[str], out_shape: tuple, divisor
+) -> None:
+    """A WCR reduction of the clipped windows: ``reduce`` accumulates every window position of every
+    output, (N, C, O..., K...) row-major, into an ACCUMULATE buffer (the max, or with a ``divisor``
+    expression the sum); ``output`` writes Y from it (divided by ``divisor``), row-major."""
+    dtype = steps.desc("Y").dtype
+    average = divisor is not None
+    accumulator = steps.transient("accumulator", out_shape, dtype, BufferReason.ACCUMULATE)
+    if average:
+        steps.init(accumulator, literal(0, dtype))
+    else:
+        steps.init(accumulator, max_identity(dtype), dace.Language.CPP)
+    offsets = index_params(len(geometry.kernel), prefix="__k")
+    ranges = index_ranges(params, out_shape)
+    ranges.update({k: f"{geometry.clipped(d).start}:{geometry.clipped(d).stop}" for d, k in enumerate(offsets)})
+    memlet, condition = _read(geometry, source, params, offsets)
+    masked = literal(0, dtype) if average else lowest(dtype)
+    steps.flat_map(
+        "reduce",
+        ranges,
+        {"v": memlet},
+        f"a = v if {condition} else {masked}" if condition else "a = v",
+        {"a": Memlet(f"{accumulator}[{subscript(params)}]", wcr=WCR_SUM if average else WCR_MAX)},
+    )
+    steps.flat_map(
+        "output",
+        index_ranges(params, out_shape),
+        {"a": Memlet(f"{accumulator}[{subscript(params)}]")},
+        f"y = a / {divisor}" if average else "y = a",
+        {"y": Memlet(f"Y[{subscript(params)}]")},
+    )
 
 
 def _divisor(node, geometry: PoolGeometry, spatial: list[str], dtype: dace.typeclass) -> str:
-    """The tasklet expression of the element count an average divides by.
+    """The tasklet expression of the element count an average divides by: per spatial axis, the kernel
+    positions of the window that count, multiplied.
 
     Positions in the input count; with ``count_include_pad`` positions in the padding count too,
-    but not those beyond it (a ``ceil_mode`` window that hangs over the end).
+    but not those beyond it (a ``ceil_mode`` window that hangs over the end), as onnxruntime
+    divides. An axis where every window counts the same is a number, else (counting the kernel
+    positions ``k`` with ``low <= start + k * dilation < high``, ``start`` the window's first position)
+    ``min(kernel, ceil((high - start) / dilation)) - ceil(max(low - start, 0) / dilation)``.
     """
     include_pad = bool(node.count_include_pad)
     factors = []
     for d in geometry.dims:
+        low = -geometry.pads_begin[d] if include_pad else 0
         high = geometry.in_sizes[d] + (geometry.pads_end[d] if include_pad else 0)
-        terms = []
-        for k in range(geometry.kernel[d]):
-            position = geometry.position(d, spatial[d], k)
-            checks = []
-            if geometry.low(d, k) and not include_pad:
-                checks.append(f"({position} >= 0)")
-            if geometry.high(d, k):
-                checks.append(f"({position} < {high})")
-            terms.append(f"(1 if {' and '.join(checks)} else 0)" if checks else "1")
-        factors.append("(" + " + ".join(terms) + ")")
+        kernel, dilation = geometry.kernel[d], geometry.dilations[d]
+        starts = [out * geometry.strides[d] - geometry.pads_begin[d] for out in range(geometry.out_sizes[d])]
+        counts = {min(kernel, -((start - high) // dilation)) - -(min(start - low, 0) // dilation) for start in starts}
+        if len(counts) == 1:
+            factors.append(str(counts.pop()))
+            continue
+        start = f"({spatial[d]} * {geometry.strides[d]} - {geometry.pads_begin[d]})"
+        if dilation == 1:
+            factors.append(f"(min({kernel}, {high} - {start}) - max({low} - {start}, 0))")
+        else:
+            upper = f"({high} - {start} + {dilation - 1}) // {dilation}"
+            lower = f"(max({low} - {start}, 0) + {dilation - 1}) // {dilation}"
+            factors.append(f"(min({kernel}, {upper}) - {lower})")
     return f"dace.{dtype.to_string()}({' * '.join(factors)})"
 
 
