@@ -41,8 +41,8 @@ from dcaccel.expansions.registry import Implementation
 
 
 @dataclass(frozen=True)
-class ConvGeometry:
-    """Sizes of a convolution ``Y = conv(X, W) + B`` with explicit begin pads."""
+class _ConvSizes:
+    """The sizes a convolution and a transposed convolution share, with explicit begin pads."""
 
     batch: int
     channels: int
@@ -64,6 +64,18 @@ class ConvGeometry:
         return self.filters // self.groups
 
     @property
+    def dims(self) -> range:
+        return range(len(self.kernel))
+
+    def kernel_params(self) -> list[str]:
+        return [f"__y{d}" for d in self.dims]
+
+
+@dataclass(frozen=True)
+class ConvGeometry(_ConvSizes):
+    """Sizes of a convolution ``Y = conv(X, W) + B`` with explicit begin pads."""
+
+    @property
     def patch(self) -> int:
         """K: the length of one patch (a column of X_col), channels per group × kernel size."""
         return self.channels_per_group * math.prod(self.kernel)
@@ -72,13 +84,6 @@ class ConvGeometry:
     def columns(self) -> int:
         """M: the number of columns of X_col and Y_col, batch × output size."""
         return self.batch * math.prod(self.out_sizes)
-
-    @property
-    def dims(self) -> range:
-        return range(len(self.kernel))
-
-    def kernel_params(self) -> list[str]:
-        return [f"__y{d}" for d in self.dims]
 
     def out_params(self) -> list[str]:
         return [f"__o{d}" for d in self.dims]
@@ -393,31 +398,12 @@ class DirectConv(CanonicalForward):
 
 
 @dataclass(frozen=True)
-class ConvTransposeGeometry:
+class ConvTransposeGeometry(_ConvSizes):
     """Sizes of a transposed convolution ``Y = convᵀ(X, W) + B`` with explicit begin pads.
 
     Input position ``i`` and kernel offset ``y`` contribute to output position
     ``stride·i + dilation·y - pad`` (dropped when outside the output). W is (C, F/G, kernel...).
     """
-
-    batch: int
-    channels: int
-    filters: int
-    groups: int
-    in_sizes: tuple[int, ...]
-    kernel: tuple[int, ...]
-    out_sizes: tuple[int, ...]
-    strides: tuple[int, ...]
-    dilations: tuple[int, ...]
-    pads_begin: tuple[int, ...]
-
-    @property
-    def channels_per_group(self) -> int:
-        return self.channels // self.groups
-
-    @property
-    def filters_per_group(self) -> int:
-        return self.filters // self.groups
 
     @property
     def rows(self) -> int:
@@ -428,13 +414,6 @@ class ConvTransposeGeometry:
     def columns(self) -> int:
         """The columns of X_col and Y_col: batch × input size."""
         return self.batch * math.prod(self.in_sizes)
-
-    @property
-    def dims(self) -> range:
-        return range(len(self.kernel))
-
-    def kernel_params(self) -> list[str]:
-        return [f"__y{d}" for d in self.dims]
 
     def in_params(self) -> list[str]:
         return [f"__i{d}" for d in self.dims]
