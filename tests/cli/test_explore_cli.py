@@ -297,3 +297,16 @@ def test_strict_refuses_an_opaque_op_in_one_line_before_the_sweep(opaque_onnx, t
     err = capsys.readouterr().err
     assert err == "dcaccel explore: error: unsupported op LogSoftmax (node 'logsoftmax'): no dcaccel implementation\n"
     assert not out.exists()
+
+
+def test_summary_ranks_by_the_architecture_cycles():
+    """On a concrete architecture the winner is the one with the fewest cycles there, not in the abstract model."""
+    from dcaccel.cli.explore import best_per_column
+
+    common = {"pes": 16, "scheduler": "streaming", "onchip_memory": 0, "lower_bound": 1, "utilisation": 0.5}
+    rows = [
+        common | {"assignment": "Conv=mv", "makespan": 100, "makespan_cycles": 900, "io_volume": 7},
+        common | {"assignment": "Conv=lmv", "makespan": 200, "makespan_cycles": 300, "io_volume": 9},
+    ]
+    (best,) = best_per_column(pd.DataFrame(rows))
+    assert (best.best, best.makespan, best.cycles, best.others) == ("Conv=lmv", 200, 300, "Conv=mv: 900")
