@@ -18,9 +18,11 @@ from tests.models import corpus
 #: The (model, shape) runs of the fast suite: a CNN under every shape and a text encoder under one.
 FAST = {("resnet", "mv"), ("resnet", "op"), ("resnet", "lmv"), ("bert", "mv")}
 
-#: Models that still fail, with the op and why (strict xfail: a fix makes the test fail until removed here).
-KNOWN_FAILURES: dict[str, str] = {
-    "mobilenet-v2": "over the time budget: lowering takes minutes per shape (2072 nested SDFGs to inline)",
+#: Models whose pipeline is not run, with why: lowering MobileNetV2 takes minutes per shape (2,072 nested
+#: SDFGs to inline, one MMM node per group of every depthwise convolution), far above the time budget, and
+#: would take the suite's whole budget; `python benchmarks/model_coverage.py --models mobilenet-v2` runs it.
+TOO_SLOW: dict[str, str] = {
+    "mobilenet-v2": "lowering takes minutes per shape (one MMM node per depthwise group), above the 2-minute budget",
 }
 
 #: Seconds a model may take from import to schedule (the issue's bound).
@@ -28,10 +30,10 @@ TIME_BUDGET = 120.0
 
 
 def _param(name: str, fast: bool, lowering: bool = True) -> pytest.param:
-    """``name`` as a parameter, slow unless ``fast``; a known failure when it is one and ``lowering`` is tested."""
+    """``name`` as a parameter, slow unless ``fast``; skipped when it is too slow and ``lowering`` is tested."""
     marks = [] if fast else [pytest.mark.slow]
-    if lowering and name in KNOWN_FAILURES:
-        marks.append(pytest.mark.xfail(reason=KNOWN_FAILURES[name], strict=True))
+    if lowering and name in TOO_SLOW:
+        marks.append(pytest.mark.skip(reason=TOO_SLOW[name]))
     return pytest.param(name, marks=marks, id=name)
 
 
