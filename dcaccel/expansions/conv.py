@@ -28,6 +28,7 @@ inputs an output reads depends on its position, which one flat map's memlets can
 
 import math
 from dataclasses import dataclass
+from typing import ClassVar
 
 import dace
 from dace import Memlet
@@ -70,40 +71,60 @@ class _ConvSizes:
     def kernel_params(self) -> list[str]:
         return [f"__y{d}" for d in self.dims]
 
+    #: Whether the columns of X_col / Y_col walk the output positions (a convolution, parameters ``__o``)
+    #: or the input positions (a transposed convolution, parameters ``__i``).
+    WALKS_OUTPUT: ClassVar[bool] = True
+
+    @property
+    def walked_sizes(self) -> tuple[int, ...]:
+        """The spatial sizes the columns walk; the other side is the one a position reaches."""
+        return self.out_sizes if self.WALKS_OUTPUT else self.in_sizes
+
+    @property
+    def reached_sizes(self) -> tuple[int, ...]:
+        return self.in_sizes if self.WALKS_OUTPUT else self.out_sizes
+
+    @property
+    def columns(self) -> int:
+        """M: the number of columns of X_col and Y_col, batch × walked size."""
+        return self.batch * math.prod(self.walked_sizes)
+
+    def walked_params(self) -> list[str]:
+        return [f"{'__o' if self.WALKS_OUTPUT else '__i'}{d}" for d in self.dims]
+
+    def column_index(self) -> str:
+        """Column of X_col / Y_col of batch element ``b`` and walked position ``o...`` (or ``i...``)."""
+        return _flat_index(["__b", *self.walked_params()], (self.batch, *self.walked_sizes))
+
+    def position(self, d: int) -> str:
+        """The coordinate on the other side, in spatial dimension ``d``, of walked position ``o_d`` (or
+        ``i_d``) and kernel offset ``y_d``: ``stride·walked + dilation·y - pad``."""
+        walked = self.walked_params()[d]
+        return f"{self.strides[d]} * {walked} + {self.dilations[d]} * __y{d} - {self.pads_begin[d]}"
+
+    def reaches_outside(self, d: int) -> bool:
+        """Whether some (walked position, kernel offset) pair falls outside the other side in dimension ``d``."""
+        last = self.strides[d] * (self.walked_sizes[d] - 1) + self.dilations[d] * (self.kernel[d] - 1)
+        return self.pads_begin[d] > 0 or last - self.pads_begin[d] >= self.reached_sizes[d]
+
 
 @dataclass(frozen=True)
 class ConvGeometry(_ConvSizes):
-    """Sizes of a convolution ``Y = conv(X, W) + B`` with explicit begin pads."""
+    """Sizes of a convolution ``Y = conv(X, W) + B`` with explicit begin pads; the columns of X_col
+    walk the output positions."""
 
     @property
     def patch(self) -> int:
         """K: the length of one patch (a column of X_col), channels per group × kernel size."""
         return self.channels_per_group * math.prod(self.kernel)
 
-    @property
-    def columns(self) -> int:
-        """M: the number of columns of X_col and Y_col, batch × output size."""
-        return self.batch * math.prod(self.out_sizes)
-
-    def out_params(self) -> list[str]:
-        return [f"__o{d}" for d in self.dims]
-
     def patch_index(self) -> str:
         """Row of X_col (and column of W_col) of channel ``c`` and kernel offset ``y...``."""
         return _flat_index(["__c", *self.kernel_params()], (self.channels_per_group, *self.kernel))
 
-    def column_index(self) -> str:
-        """Column of X_col / Y_col of batch element ``b`` and output position ``o...``."""
-        return _flat_index(["__b", *self.out_params()], (self.batch, *self.out_sizes))
-
-    def input_position(self, d: int) -> str:
-        """Input coordinate read in spatial dimension ``d`` by output ``o_d`` and kernel offset ``y_d``."""
-        return f"{self.strides[d]} * __o{d} + {self.dilations[d]} * __y{d} - {self.pads_begin[d]}"
-
-    def is_padded(self, d: int) -> bool:
-        """Whether some output position reads outside the input in spatial dimension ``d``."""
-        last = self.strides[d] * (self.out_sizes[d] - 1) + self.dilations[d] * (self.kernel[d] - 1)
-        return self.pads_begin[d] > 0 or last - self.pads_begin[d] >= self.in_sizes[d]
+    out_params = _ConvSizes.walked_params
+    input_position = _ConvSizes.position  # the input coordinate an output reads
+    is_padded = _ConvSizes.reaches_outside  # some output reads outside the input
 
 
 def _flat_index(params: list[str], sizes: tuple[int, ...]) -> str:
@@ -405,35 +426,20 @@ class ConvTransposeGeometry(_ConvSizes):
     ``stride·i + dilation·y - pad`` (dropped when outside the output). W is (C, F/G, kernel...).
     """
 
+    WALKS_OUTPUT = False
+
     @property
     def rows(self) -> int:
         """The rows of W_col and Y_col: filters per group × kernel size."""
         return self.filters_per_group * math.prod(self.kernel)
 
-    @property
-    def columns(self) -> int:
-        """The columns of X_col and Y_col: batch × input size."""
-        return self.batch * math.prod(self.in_sizes)
-
-    def in_params(self) -> list[str]:
-        return [f"__i{d}" for d in self.dims]
-
     def row_index(self) -> str:
         """Row of W_col / Y_col of filter ``f`` (within its group) and kernel offset ``y...``."""
         return _flat_index(["__f", *self.kernel_params()], (self.filters_per_group, *self.kernel))
 
-    def column_index(self) -> str:
-        """Column of X_col / Y_col of batch element ``b`` and input position ``i...``."""
-        return _flat_index(["__b", *self.in_params()], (self.batch, *self.in_sizes))
-
-    def output_position(self, d: int) -> str:
-        """Output coordinate in spatial dimension ``d`` that input ``i_d`` and kernel offset ``y_d`` add to."""
-        return f"{self.strides[d]} * __i{d} + {self.dilations[d]} * __y{d} - {self.pads_begin[d]}"
-
-    def is_cropped(self, d: int) -> bool:
-        """Whether some (input, kernel offset) pair falls outside the output in spatial dimension ``d``."""
-        last = self.strides[d] * (self.in_sizes[d] - 1) + self.dilations[d] * (self.kernel[d] - 1)
-        return self.pads_begin[d] > 0 or last - self.pads_begin[d] >= self.out_sizes[d]
+    in_params = _ConvSizes.walked_params
+    output_position = _ConvSizes.position  # the output coordinate an input adds to
+    is_cropped = _ConvSizes.reaches_outside  # some input adds outside the output
 
 
 def conv_transpose_geometry(node, state: dace.SDFGState, sdfg: dace.SDFG) -> ConvTransposeGeometry:
