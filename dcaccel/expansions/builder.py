@@ -306,6 +306,22 @@ class ExpansionBuilder:
             language,
         )
 
+    def row_max(self, source: str, ranges: Mapping[str, str], element: str, row: str, row_shape: Sequence) -> str:
+        """The maximum of every row of ``source``: a REUSE buffer ``row_max`` (``row_shape``) initialised to
+        the lowest value, then a ``max`` flat map over ``ranges`` that reads ``source[element]`` in
+        row-major order and accumulates into ``row_max[row]`` with a WCR max. Returns the buffer's name."""
+        dtype = self.desc(source).dtype
+        row_max = self.transient("row_max", row_shape, dtype, BufferReason.REUSE)
+        self.init(row_max, max_identity(dtype), dace.Language.CPP)
+        self.flat_map(
+            "max",
+            ranges,
+            {"v": dace.Memlet(f"{source}[{element}]")},
+            "m = v",
+            {"m": dace.Memlet(f"{row_max}[{row}]", wcr=WCR_MAX)},
+        )
+        return row_max
+
     def _mapped_tasklet(self, state, maps, inputs, code, outputs, language) -> nodes.Tasklet:
         """A tasklet inside the nest of ``maps`` (label, ranges), outermost first, connected to the
         containers of ``inputs`` and ``outputs``."""

@@ -220,7 +220,7 @@ class CanonicalArgMax(CanonicalForward):
         steps = node_builder(node, state, sdfg)
         shape = onnx_shape(steps.desc("data"))
         axis = normalize_axis(node.axis, len(shape), node)
-        dtype, index_dtype = steps.desc("data").dtype, steps.desc("reduced").dtype
+        index_dtype = steps.desc("reduced").dtype
         params = index_params(len(shape))
         ranges = index_ranges(params, shape)
         element = subscript(params)
@@ -230,17 +230,9 @@ class CanonicalArgMax(CanonicalForward):
         never_wins = literal(0 if last else shape[axis] - 1, index_dtype)
 
         source = steps.operand("data", reused=True)
-        row_max = steps.transient("row_max", row_shape, dtype, BufferReason.REUSE)
+        row_max = steps.row_max(source, ranges, element, row, row_shape)
         index = steps.transient("index", row_shape, index_dtype, BufferReason.ACCUMULATE)
-        steps.init(row_max, max_identity(dtype), dace.Language.CPP)
         steps.init(index, never_wins)
-        steps.flat_map(
-            "max",
-            ranges,
-            {"v": Memlet(f"{source}[{element}]")},
-            "m = v",
-            {"m": Memlet(f"{row_max}[{row}]", wcr=WCR_MAX)},
-        )
         steps.flat_map(
             "index",
             ranges,

@@ -1,10 +1,9 @@
 """Canonical Softmax: numerically stable, as four flat map steps."""
 
-import dace
 from dace import SDFG, Memlet, SDFGState
 
 from dcaccel.buffers import BufferReason
-from dcaccel.expansions.builder import WCR_MAX, WCR_SUM, index_params, index_ranges, literal, max_identity, subscript
+from dcaccel.expansions.builder import WCR_SUM, index_params, index_ranges, literal, subscript
 from dcaccel.expansions.node import (
     CanonicalForward,
     input_shape,
@@ -61,19 +60,10 @@ class CanonicalSoftmax(CanonicalForward):
         row_shape = [1 if d in axes else s for d, s in enumerate(shape)]
 
         source = steps.operand("input", reused=True)
-        row_max = steps.transient("row_max", row_shape, dtype, BufferReason.REUSE)
+        row_max = steps.row_max(source, ranges, element, row, row_shape)
         row_sum = steps.transient("row_sum", row_shape, dtype, BufferReason.REUSE)
         exps = steps.transient("exps", shape, dtype, BufferReason.REUSE)
-        steps.init(row_max, max_identity(dtype), dace.Language.CPP)
         steps.init(row_sum, literal(0, dtype))
-
-        steps.flat_map(
-            "max",
-            ranges,
-            {"v": Memlet(f"{source}[{element}]")},
-            "m = v",
-            {"m": Memlet(f"{row_max}[{row}]", wcr=WCR_MAX)},
-        )
         steps.flat_map(
             "exp",
             ranges,
