@@ -4,26 +4,28 @@ Progressive lowering: the Conv node expands into a nested SDFG of canonical step
 
     ``Wr``          weight reshape W → W_col [G, F/G, K]   (K = C/G · kernel size), a WEIGHTS buffer;
     ``Xr``          im2col X → X_col [G, K, M]              (M = batch · output size), column by column;
-    ``MMM`` × G     Y_col[g] = W_col[g] · X_col[g]          one MMM node per group, in the chosen shape;
+    ``MMM``         Y_col[g] = W_col[g] · X_col[g]          one MMM node in the chosen shape, batched over groups;
     ``AddBias``     Y_col_bias = Y_col + B (row by row)     a LAYER_OUTPUT buffer (absent without bias);
     ``ReshapeOut``  Y_col_bias → Y [batch, F, out...]
 
-and the MMM nodes expand in turn into their task maps. Groups (incl. depthwise) are one MMM node per
-group over the group's slice of W_col, X_col and Y_col; the batch is folded into the columns of X_col
-(M = batch · output size). The marks of X_col and Y_col follow from the orders the MMM shape declares
-(:func:`dcaccel.expansions.mmm.buffer_reason_between`): X_col is produced column by column, Y_col is
-read row by row by ``AddBias``. Without a bias, ``ReshapeOut`` reads Y_col, which is then the layer
+and the MMM node expands in turn into its task maps. One group is a single product; more groups (incl.
+depthwise) are one batched MMM whose batch dimension is the group (one task per group and task of the shape,
+the shape's single tasks ``BcastA``/``BcastB``/``Gather``/``Reduce`` once over all groups), so a depthwise
+convolution with hundreds of groups is one node to expand and inline. The batch of the convolution is folded
+into the columns of X_col (M = batch · output size). The marks of X_col and Y_col follow from the orders the
+MMM shape declares (:func:`dcaccel.expansions.mmm.buffer_reason_between`): X_col is produced column by column,
+Y_col is read row by row by ``AddBias``. Without a bias, ``ReshapeOut`` reads Y_col, which is then the layer
 output (LAYER_OUTPUT). Any number of spatial dimensions, pads (explicit or ``auto_pad``), strides and
 dilations are supported; padded input positions read a clamped element and are masked to zero.
 
 ``ConvTranspose`` (implementations ``mv``, ``op``, ``lmv``) is lowered as the adjoint of im2col, col2im
-(:func:`build_col2im_sdfg`): Y_col[g] = W_col[g] · X_col[g] with W_col [G, F/G·kernel size, C/G] and X_col
-[G, C/G, batch·in size], then a ``Col2im`` task adds every column of Y_col into the kernel-sized output
-window of its input position (WCR into an ACCUMULATE buffer), so no multiply-add by an inserted zero is
-counted (as the zero-inserted-input im2col would, stride^dims times more). Strides, pads, dilations,
-output_padding, groups, bias and batch are supported; ``auto_pad`` other than NOTSET and an explicit
-``output_shape`` raise in ``check``. There is no ``direct`` ConvTranspose: with a stride, the number of
-inputs an output reads depends on its position, which one flat map's memlets cannot count exactly.
+(:func:`build_col2im_sdfg`): Y_col[g] = W_col[g] · X_col[g] (one MMM, batched over the groups) with W_col [G,
+F/G·kernel size, C/G] and X_col [G, C/G, batch·in size], then a ``Col2im`` task adds every column of Y_col
+into the kernel-sized output window of its input position (WCR into an ACCUMULATE buffer), so no multiply-add
+by an inserted zero is counted (as the zero-inserted-input im2col would, stride^dims times more). Strides,
+pads, dilations, output_padding, groups, bias and batch are supported; ``auto_pad`` other than NOTSET and an
+explicit ``output_shape`` raise in ``check``. There is no ``direct`` ConvTranspose: with a stride, the number
+of inputs an output reads depends on its position, which one flat map's memlets cannot count exactly.
 """
 
 import math
@@ -226,6 +228,25 @@ def _add_bias(builder: ExpansionBuilder, filters_per_group: int, ranges: dict, i
     )
 
 
+def _add_grouped_mmm(builder: ExpansionBuilder, implementation: str, groups: int, sizes: tuple[int, int, int]) -> None:
+    """``MMM``: Y_col[g] = W_col[g] · X_col[g] for every group g, one ``MMM`` node with ``implementation``.
+
+    ``sizes`` are (N, K, M) of one group's product. One group is a single product of the group's matrices;
+    more groups are one batched product with the group as the batch dimension (one task per group and task
+    of the shape, the shape's single tasks once over all groups), so that a depthwise convolution is one
+    node to expand, however many groups it has.
+    """
+    n, k, m = sizes
+    group = f"0:{groups}" if groups > 1 else "0"
+    mmm = MMM("MMM")
+    mmm.implementation = implementation
+    builder.library_node(
+        mmm,
+        {"_a": Memlet(f"W_col[{group}, 0:{n}, 0:{k}]"), "_b": Memlet(f"X_col[{group}, 0:{k}, 0:{m}]")},
+        {"_c": Memlet(f"Y_col[{group}, 0:{n}, 0:{m}]")},
+    )
+
+
 def _add_output_reshape(builder: ExpansionBuilder, geometry: ConvGeometry, y_col: str) -> None:
     """``ReshapeOut``: Y[b, g·F/G + f, o...] = Y_col[g, f, b·out size + o...], reading Y_col row by row."""
     out_params = geometry.out_params()
@@ -280,7 +301,7 @@ def build_im2col_sdfg(
 ) -> dace.SDFG:
     """The im2col lowering of a convolution as a nested SDFG with inputs ``X``, ``W`` (and ``B``), output ``Y``.
 
-    One state: ``Wr`` and ``Xr`` → one ``MMM`` node per group with ``implementation`` → ``AddBias`` →
+    One state: ``Wr`` and ``Xr`` → one ``MMM`` node (batched over the groups) with ``implementation`` → ``AddBias`` →
     ``ReshapeOut`` (see the module docstring); the transients carry the marks of :func:`im2col_marks`.
     """
     g, fg, k, m = geometry.groups, geometry.filters_per_group, geometry.patch, geometry.columns
@@ -290,14 +311,7 @@ def build_im2col_sdfg(
         builder.transient(container, shapes[container], dtype, reason)
     _add_weight_reshape(builder, geometry)
     _add_im2col(builder, geometry, dtype)
-    for group in range(g):
-        mmm = MMM(f"MMM_g{group}" if g > 1 else "MMM")
-        mmm.implementation = implementation
-        builder.library_node(
-            mmm,
-            {"_a": Memlet(f"W_col[{group}, 0:{fg}, 0:{k}]"), "_b": Memlet(f"X_col[{group}, 0:{k}, 0:{m}]")},
-            {"_c": Memlet(f"Y_col[{group}, 0:{fg}, 0:{m}]")},
-        )
+    _add_grouped_mmm(builder, implementation, g, (fg, k, m))
     layer_output = "Y_col"
     if has_bias:
         layer_output = "Y_col_bias"
@@ -574,12 +588,12 @@ def build_col2im_sdfg(
 
     - ``Wr``: W → W_col [G, F/G·kernel size, C/G] (row by row; a WEIGHTS buffer);
     - ``Xr``: X → X_col [G, C/G, batch·in size] (row by row: streams into every MMM shape);
-    - one ``MMM`` node per group, Y_col[g] = W_col[g] · X_col[g] with ``implementation`` (K = C/G);
+    - one ``MMM`` node batched over the groups, Y_col[g] = W_col[g] · X_col[g] with ``implementation`` (K = C/G);
     - ``Col2im``: Y_col, read row by row (a REORDER buffer when the MMM produces it column by column), is
       added with WCR into ``Y_acc`` [batch, F, out...] (an ACCUMULATE buffer);
     - ``AddBias`` (Y = Y_acc + B[f]) or, without a bias, ``WriteOut`` (Y = Y_acc), row-major.
 
-    Unlike the zero-inserted-input im2col, no multiplication by an inserted zero is counted: the MMMs do
+    Unlike the zero-inserted-input im2col, no multiplication by an inserted zero is counted: the MMM does
     C/G · F/G · kernel size · batch · in size multiply-adds per group, as many as the op has.
     """
     g, rows, cg, columns = geometry.groups, geometry.rows, geometry.channels_per_group, geometry.columns
@@ -596,14 +610,7 @@ def build_col2im_sdfg(
         builder.transient(container, transients[container], dtype, reason)
     _add_transposed_weight_reshape(builder, geometry)
     _add_input_reshape(builder, geometry)
-    for group in range(g):
-        mmm = MMM(f"MMM_g{group}" if g > 1 else "MMM")
-        mmm.implementation = implementation
-        builder.library_node(
-            mmm,
-            {"_a": Memlet(f"W_col[{group}, 0:{rows}, 0:{cg}]"), "_b": Memlet(f"X_col[{group}, 0:{cg}, 0:{columns}]")},
-            {"_c": Memlet(f"Y_col[{group}, 0:{rows}, 0:{columns}]")},
-        )
+    _add_grouped_mmm(builder, implementation, g, (rows, cg, columns))
     builder.init("Y_acc", literal(0, dtype))
     _add_col2im(builder, geometry, dtype)
     out_params = [f"__o{d}" for d in geometry.dims]

@@ -188,14 +188,35 @@ def test_without_bias_the_mmm_output_is_the_layer_output(implementation):
     assert "AddBias" not in {e.map.label for e in _top_level_maps(_state(lowered.sdfg))}
 
 
-@pytest.mark.parametrize("config, groups", [("groups", 2), ("depthwise", 3)])
-@pytest.mark.parametrize("implementation", IM2COL)
-def test_one_mmm_per_group(implementation, config, groups):
+# Per group: "groups" is 2 groups of N = F/G = 3, K = 2·3·3 = 18, M = 5·5 = 25; "depthwise" is 3 groups of
+# N = 1, K = 3·3 = 9, M = 3·3 = 9. The batched MMM has one task per group and task of the shape.
+GROUPED_TASKS = {
+    ("groups", "mv"): ("MV", 2 * 25),
+    ("groups", "op"): ("OP", 2 * 18),
+    ("groups", "lmv"): ("LMV", 2 * 3),
+    ("depthwise", "mv"): ("MV", 3 * 9),
+    ("depthwise", "op"): ("OP", 3 * 9),
+    ("depthwise", "lmv"): ("LMV", 3 * 1),
+}
+
+
+@pytest.mark.parametrize("config, implementation", sorted(GROUPED_TASKS))
+def test_groups_are_one_batched_mmm(config, implementation):
+    from dcaccel.dag import extract
+
     lowered = _lower_single(config, implementation)
     state = _state(lowered.sdfg)
-    task_maps = [e for e in _top_level_maps(state) if _is_task_map(state, e)]
-    assert len(task_maps) == groups
+    task_maps = [(e.map.label, e.map.range.num_elements()) for e in _top_level_maps(state) if _is_task_map(state, e)]
+    assert task_maps == [GROUPED_TASKS[config, implementation]]
     assert not any(isinstance(d, dace.data.View) for d in lowered.sdfg.arrays.values())
+    dag = extract(lowered)
+    dag.validate()
+    labels = [dag.label(t) for t in dag.tasks]
+    task, count = GROUPED_TASKS[config, implementation]
+    assert sum(label.startswith(task) for label in labels) == count
+    # the shape's single tasks and the im2col steps run once over all groups
+    singles = sorted(label for label in labels if not label.startswith(task))
+    assert singles == sorted(SEED_SINGLE_TASKS[implementation])
 
 
 def test_batch_is_folded_into_the_columns():
