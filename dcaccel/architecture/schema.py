@@ -15,6 +15,8 @@ from typing import Annotated, Literal
 import pydantic
 from pydantic import BaseModel, ConfigDict, Field, NonNegativeFloat, PositiveFloat, PositiveInt, model_validator
 
+from dcaccel.architecture.support import PatternText, SupportRule, UnitRole, check_support
+
 #: An op name as a task's ``meta["op"]`` carries it (ONNX op type), or ``"*"`` for every op.
 ANY_OP = "*"
 
@@ -62,9 +64,13 @@ class Unit(_Strict):
     area_mm2: NonNegativeFloat = 0.0  # per unit
     energy_per_mac_pj: NonNegativeFloat = 0.0
     topology: Topology = Field(default_factory=Topology)
+    role: UnitRole = UnitRole.ACCELERATOR  # host: the CPU that runs what the accelerator cannot
+    support: list[SupportRule] | None = None  # None: every op of ``ops``, unconstrained (dcaccel.architecture.support)
+    patterns: list[PatternText] = Field(default_factory=list)  # composites it runs, e.g. "Conv+Relu"
 
     @model_validator(mode="after")
     def _mesh_count(self) -> Unit:
+        check_support(self.ops, self.role, self.support)
         topology = self.topology
         if topology.kind == TopologyKind.MESH:
             if self.count is None:
@@ -128,6 +134,9 @@ class ArchitectureSpec(_Strict):
         shared = set(self.units) & set(self.memories)
         if shared:
             raise ValueError(f"'{sorted(shared)[0]}' names both a unit and a memory")
+        hosts = [name for name, unit in self.units.items() if unit.role == UnitRole.HOST]
+        if len(hosts) > 1:
+            raise ValueError(f"units: at most one host, got {', '.join(hosts)}")
         offchip = [name for name, memory in self.memories.items() if memory.level == MemoryLevel.OFFCHIP]
         if len(offchip) != 1:
             raise ValueError(f"memories: exactly one offchip memory, got {', '.join(offchip) or 'none'}")
