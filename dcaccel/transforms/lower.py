@@ -27,7 +27,7 @@ type in ``choices`` is refused likewise (there is nothing to choose).
 import contextlib
 import copy
 import warnings
-from collections.abc import Mapping
+from collections.abc import Collection, Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -98,15 +98,22 @@ def _default_implementation(available: list[str]) -> str | None:
 
 
 def _resolve(
-    node: nodes.LibraryNode, state: dace.SDFGState, choices: dict[str, str], seen: set[str], strict: bool
+    node: nodes.LibraryNode,
+    state: dace.SDFGState,
+    choices: dict[str, str],
+    seen: set[str],
+    strict: bool,
+    host: frozenset[str] = frozenset(),
 ) -> tuple[str, bool]:
     """Choose ``node``'s implementation — its name in ``choices``, else its op type, else the
     implementation already set on it (if dcaccel has it), else the default — and check that it
     applies; adds the node's name and op type to ``seen``. Returns the implementation and whether the
     node becomes an opaque task (no dcaccel implementation: DaCe's, unless ``strict`` or named in
-    ``choices``)."""
+    ``choices``; a node named in ``host`` always: it runs on the host, dcaccel.transforms.offload)."""
     op = op_type(node)
     seen.update((node.label, op))
+    if node.label in host:
+        return fallback_implementation(node, state), True
     available = available_implementations(node)
     if not available:
         if strict or node.label in choices or op in choices:
@@ -145,7 +152,11 @@ class CachedExpansion:
 
 
 def expand_all(
-    sdfg: dace.SDFG, choices: dict[str, str], cache: dict | None = None, strict: bool = False
+    sdfg: dace.SDFG,
+    choices: dict[str, str],
+    cache: dict | None = None,
+    strict: bool = False,
+    host: frozenset[str] = frozenset(),
 ) -> tuple[dict[str, str], set[str], dict[str, str]]:
     """Expand every library node of ``sdfg`` (in place) until none is left.
 
@@ -169,7 +180,7 @@ def expand_all(
     fallback: set[nodes.LibraryNode] = set()
 
     def resolve(node: nodes.LibraryNode, state: dace.SDFGState) -> None:
-        chosen, opaque_task = _resolve(node, state, choices, seen, strict)
+        chosen, opaque_task = _resolve(node, state, choices, seen, strict, host)
         node.implementation = implementations[node.label] = chosen
         if opaque_task:
             fallback.add(node)
@@ -265,7 +276,9 @@ def mark_program_io(sdfg: dace.SDFG) -> None:
             mark_buffer(desc, BufferReason.PROGRAM_IO)
 
 
-def lower(workload, choices: dict[str, str] | None = None, *, strict: bool = False) -> LoweredWorkload:
+def lower(
+    workload, choices: dict[str, str] | None = None, *, strict: bool = False, host: Collection[str] = ()
+) -> LoweredWorkload:
     """Lower ``workload`` (a Workload, or a bare SDFG) to maps with the implementations in ``choices``.
 
     ``choices`` maps an op type or a node name to an implementation name (``{"Conv": "op", "conv2":
@@ -274,7 +287,8 @@ def lower(workload, choices: dict[str, str] | None = None, *, strict: bool = Fal
     opaque task (DaCe's expansion, kept whole; listed in ``opaque`` with one :class:`OpaqueOpWarning`),
     or raises :class:`UnsupportedOpError` with ``strict`` (or when DaCe cannot expand it either).
     Choices naming no node or op type of the workload are returned in ``unused_choices`` with one
-    warning. The workload's SDFG is not modified.
+    warning. The nodes named in ``host`` (a partition's host side) are expanded by DaCe as opaque tasks
+    whatever dcaccel has for them. The workload's SDFG is not modified.
     """
     if choices is not None and not isinstance(choices, Mapping):
         raise DcaccelError(
@@ -290,7 +304,7 @@ def lower(workload, choices: dict[str, str] | None = None, *, strict: bool = Fal
         # DaCe's own ExpandTransformation passes connector sets to add_nested_sdfg and warns about it.
         warnings.filterwarnings("ignore", "Using sets for connectors", UserWarning)
         implementations, seen, opaque = expand_all(
-            sdfg, choices, getattr(workload, "expansion_cache", None), strict=strict
+            sdfg, choices, getattr(workload, "expansion_cache", None), strict=strict, host=frozenset(host)
         )
         origins = map_origins(sdfg, sources, implementations)
         simplify(sdfg)
