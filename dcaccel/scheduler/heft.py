@@ -1,7 +1,8 @@
 """The heterogeneous list scheduler (HEFT, Topcuoglu et al., IEEE TPDS 2002) over an architecture's units.
 
 The PEs are the architecture's units, kind after kind in description order (a kind without a count
-has P units); a task may run on any unit of a kind whose ``ops`` hold its op (``"*"``: every op),
+has P units); a task may run on any unit of a kind whose ``ops`` hold its op (``"*"``: every op), or
+only on the kind its ``meta["unit"]`` names (a partition's placement, :mod:`dcaccel.transforms.offload`),
 buffer and pseudo nodes (no work) on any unit. A task takes, on a unit of kind k, its architecture
 run time ``max(⌈T(v) / throughput_k⌉, ⌈MACs / MAC rate_k⌉)`` cycles (T(v) its abstract cost,
 MACs as in :mod:`dcaccel.scheduler.architecture`). Tasks are taken by upward rank over the mean
@@ -42,7 +43,16 @@ def heft_schedule(g: CanonicalGraph, arch: Architecture, pes: int) -> tuple[Timi
     for v in dag.tasks:
         meta = dag.meta(v)
         op = meta.get("op")
-        kinds = [unit for unit in units if ANY_OP in arch.units[unit].ops or op in arch.units[unit].ops]
+        pinned = meta.get("unit")
+        if pinned is not None and pinned not in arch.units:
+            raise ArchitectureError(
+                f"architecture {arch.name}: task {v} '{dag.label(v)}' asks for unknown unit {pinned}"
+            )
+        kinds = (
+            [pinned]
+            if pinned is not None
+            else [u for u in units if ANY_OP in arch.units[u].ops or op in arch.units[u].ops]
+        )
         if not kinds:
             raise ArchitectureError(f"architecture {arch.name}: no unit runs op '{op or '(none)'}'")
         eligible[v] = kinds
