@@ -70,7 +70,7 @@ class Unit(_Strict):
 
     @model_validator(mode="after")
     def _mesh_count(self) -> Unit:
-        check_support(self.ops, self.role, self.support)
+        check_support(self.ops, self.role, self.support, self.patterns)
         topology = self.topology
         if topology.kind == TopologyKind.MESH:
             if self.count is None:

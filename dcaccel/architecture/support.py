@@ -76,11 +76,18 @@ def pattern_ops(pattern: str) -> list[str]:
     return pattern.split("+")
 
 
-def check_support(ops: Sequence[str], role: UnitRole, support: Sequence[SupportRule] | None) -> None:
+def check_support(
+    ops: Sequence[str], role: UnitRole, support: Sequence[SupportRule] | None, patterns: Sequence[str]
+) -> None:
     """The consistency of a unit kind's declarations (raises ValueError, reported by pydantic): a host
-    runs every op; a support rule names an op of ``ops`` (or ``ops`` is ``"*"``), once."""
+    runs every op; a support rule names an op of ``ops`` (or ``ops`` is ``"*"``), once; so does every
+    op of a pattern (its tasks are costed on the kind)."""
     if role == UnitRole.HOST and "*" not in ops:
         raise ValueError('a host runs every op: its ops must be ["*"]')
+    for index, pattern in enumerate(patterns):
+        missing = [op for op in pattern_ops(pattern) if "*" not in ops and op not in ops]
+        if missing:
+            raise ValueError(f"patterns.{index}: '{missing[0]}' is not in the unit's ops")
     seen = set()
     for index, rule in enumerate(support or ()):
         if "*" not in ops and rule.op not in ops:
