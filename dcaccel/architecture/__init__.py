@@ -1,5 +1,6 @@
 """Accelerator descriptions: compute units, memories and links as a graph (``Architecture``),
-validated from YAML (``dcaccel/architectures/*.yaml`` ships the designs) or built in Python.
+validated from YAML (``dcaccel/architectures/*.yaml`` ships the designs) or built in Python;
+variants with swept parameters (``units.pe.count=16``) come from :mod:`dcaccel.architecture.parameters`.
 
 Importing this package does not import DaCe; the schedulers read an architecture to cost a
 schedule (:mod:`dcaccel.scheduler.architecture`).
@@ -7,6 +8,7 @@ schedule (:mod:`dcaccel.scheduler.architecture`).
 
 from dcaccel.architecture.graph import Architecture, ArchitectureError, all_to_all, bus, mesh_2d
 from dcaccel.architecture.load import DEFAULT, load, names
+from dcaccel.architecture.parameters import parse_parameter, variants, with_parameters
 from dcaccel.architecture.schema import (
     ANY_OP,
     ArchitectureSpec,
@@ -35,4 +37,7 @@ __all__ = [
     "load",
     "mesh_2d",
     "names",
+    "parse_parameter",
+    "variants",
+    "with_parameters",
 ]

@@ -55,21 +55,23 @@ class Architecture:
     (:meth:`from_dict`), YAML text (:meth:`from_yaml`), or by name or file
     (:func:`dcaccel.architecture.load`)."""
 
-    def __init__(self, spec: ArchitectureSpec):
+    def __init__(self, spec: ArchitectureSpec, label: str | None = None):
         self.spec = spec
+        self._label = label
 
     # ------------------------------------------------------------------ construction
 
     @classmethod
-    def from_dict(cls, data: Any, source: str = "") -> Architecture:
-        """Validate ``data`` (the parsed YAML) and build the architecture; ``source`` names it in errors."""
+    def from_dict(cls, data: Any, source: str = "", label: str | None = None) -> Architecture:
+        """Validate ``data`` (the parsed YAML) and build the architecture; ``source`` names it in errors,
+        ``label`` in results (default: its name)."""
         if not isinstance(data, dict):
             raise ArchitectureError(f"architecture {source or '?'}: expected a mapping, got {type(data).__name__}")
         try:
             spec = ArchitectureSpec.model_validate(data)
         except pydantic.ValidationError as err:
             raise ArchitectureError(describe_error(err, source or repr(data.get("name", "?")))) from None
-        return cls(spec)
+        return cls(spec, label)
 
     @classmethod
     def from_yaml(cls, text: str, source: str = "") -> Architecture:
@@ -98,6 +100,12 @@ class Architecture:
     @property
     def name(self) -> str:
         return self.spec.name
+
+    @property
+    def label(self) -> str:
+        """What results call it: its name, or for a variant with swept parameters
+        (:mod:`dcaccel.architecture.parameters`) ``name[path=value,...]``."""
+        return self._label or self.name
 
     @property
     def element_bytes(self) -> int:

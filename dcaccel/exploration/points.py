@@ -10,9 +10,12 @@ from dataclasses import asdict, dataclass, fields
 
 import pandas as pd
 
-from dcaccel.scheduler import SCHEDULERS
+from dcaccel.scheduler import HETEROGENEOUS, SCHEDULERS
 
 _ARTICLES = {str: "a string", int: "an integer", float: "a number"}
+
+#: The values of the ``scheduler`` column: the homogeneous schedulers and HEFT over an architecture's units.
+SWEEP_SCHEDULERS = (*SCHEDULERS, HETEROGENEOUS)
 
 #: Relative tolerance of the derived columns (speedup, utilisation) against the columns they derive from.
 TOLERANCE = 1e-9
@@ -20,15 +23,15 @@ TOLERANCE = 1e-9
 
 @dataclass(frozen=True)
 class ExplorationPoint:
-    """The metrics of one (implementation assignment, P, scheduler, on-chip memory) point."""
+    """The metrics of one (implementation assignment, P, scheduler, architecture, on-chip memory) point."""
 
     workload: str
     assignment: str  # e.g. "Conv=mv" or "conv1=mv,conv2=op"
     granularity: str
-    pes: int
-    scheduler: str  # "streaming" or "list"
+    pes: int  # under "heft": the architecture's units the schedule ran on (an open count is the P swept)
+    scheduler: str  # "streaming", "list" or "heft"
     onchip_memory: int  # on-chip capacity per block, in elements
-    architecture: str  # the accelerator description the architecture columns below are computed on
+    architecture: str  # the description the columns below are costed on: its name, name[path=value,...] for a variant
     makespan: int  # cycles
     lower_bound: int  # list: max(depth, ceil(work / pes)); streaming: ceil(work / pes) (streams overlap the depth)
     speedup: float  # work / makespan
@@ -105,7 +108,7 @@ def inconsistency(point: ExplorationPoint) -> str | None:
         value = values[name]
         if not math.isfinite(value) or value < (1 if name == "pes" else 0):
             return f"{name} {value!r} is out of range"
-    if point.scheduler not in SCHEDULERS:
+    if point.scheduler not in SWEEP_SCHEDULERS:
         return f"scheduler {point.scheduler!r} is unknown"
     if point.utilisation > 1 + TOLERANCE:
         return f"utilisation {point.utilisation!r} is above 1"

@@ -6,7 +6,8 @@ Three tables, each derived from a dataclass or a mapping, never listed by hand:
   design point (:data:`KEY`), so a point is stored at most once;
 - ``failures``: the last :class:`Failure` of each assignment that has not succeeded since;
 - ``settings``: what the numbers depend on that is not part of a point's key: the sweep's options
-  (edge-volume rule, partitioning, cost model) and each workload's fingerprint (its program and
+  (edge-volume rule, partitioning, cost model), the description behind each ``architecture`` label
+  and each workload's fingerprint (its program and
   sizes, see :func:`dcaccel.exploration.sweep.fingerprint`). A sweep resumes only a file written
   with the same settings.
 
@@ -36,7 +37,7 @@ from dcaccel.exploration.executors import Failure
 from dcaccel.exploration.points import ExplorationPoint, columns, inconsistency, to_frame, typed
 
 #: The columns that identify a design point.
-KEY = ("workload", "assignment", "granularity", "pes", "scheduler", "onchip_memory")
+KEY = ("workload", "assignment", "granularity", "pes", "scheduler", "architecture", "onchip_memory")
 
 #: The largest integer a result file holds (SQLite's INTEGER is 64-bit signed).
 MAX_INTEGER = 2**63 - 1
@@ -48,7 +49,8 @@ SUFFIXES = (".sqlite", ".sqlite3", ".db")
 APPLICATION_ID = 0x64636163
 
 #: Version of the tables' layout, SQLite's ``user_version`` (files of dcaccel before it have none).
-SCHEMA_VERSION = 4  # 3: the opaque_tasks and opaque_work_share columns; 4: the architecture columns
+#: 3: the opaque_tasks and opaque_work_share columns; 4: the architecture columns; 5: the architecture in the key
+SCHEMA_VERSION = 5
 
 _SQL_TYPES = {str: "TEXT", int: "INTEGER", float: "REAL"}
 

@@ -1,13 +1,14 @@
-"""Sweeps: every (implementation assignment, P, scheduler, on-chip memory) point of a workload.
+"""Sweeps: every (implementation assignment, P, scheduler, architecture, on-chip memory) point of a workload.
 
-Each assignment is lowered and its task DAG extracted once; all its (P, scheduler, on-chip memory)
-points are then scheduled on that DAG, in the same process (see :mod:`dcaccel.exploration.executors`
+Each assignment is lowered and its task DAG extracted once; all its (P, scheduler, architecture,
+on-chip memory) points are then scheduled on that DAG, in the same process (see :mod:`dcaccel.exploration.executors`
 for where that happens). Nothing is compiled. Points stream into an optional result file
 (:mod:`dcaccel.exploration.store`) as their assignments finish, and a resumed sweep skips the stored ones.
 """
 
 import math
 import numbers
+import os
 import time
 import warnings
 from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
@@ -20,6 +21,7 @@ from tqdm import tqdm
 from dcaccel.architecture import DEFAULT as DEFAULT_ARCHITECTURE
 from dcaccel.architecture import Architecture
 from dcaccel.architecture import load as load_architecture
+from dcaccel.architecture import variants as architecture_variants
 from dcaccel.dag.extract import EDGE_VOLUME_RULES, Granularity, extract
 from dcaccel.dag.metrics import opaque_work
 from dcaccel.dag.taskdag import TaskDAG
@@ -27,11 +29,12 @@ from dcaccel.errors import DcaccelError
 from dcaccel.exploration.assignments import STRATEGIES, Assignment, node_candidates, per_node, per_op_type
 from dcaccel.exploration.cost import CostModel
 from dcaccel.exploration.executors import Executor, Failure, Outcome, WorkloadSource, check_executor, make_executor
-from dcaccel.exploration.points import ExplorationPoint, metrics, to_frame
+from dcaccel.exploration.points import SWEEP_SCHEDULERS, ExplorationPoint, metrics, to_frame
 from dcaccel.exploration.store import ResultStore
 from dcaccel.frontend import ops
 from dcaccel.frontend.ops import library_nodes
-from dcaccel.scheduler import PARTITIONINGS, SCHEDULERS, schedule
+from dcaccel.scheduler import HETEROGENEOUS, PARTITIONINGS, schedule
+from dcaccel.scheduler.heft import unit_layout
 from dcaccel.transforms.lower import (
     OpaqueOpWarning,
     available_implementations,
@@ -101,32 +104,75 @@ def build_dag(workload, assignment: Assignment, granularity, edge_volume: str, s
     return LoweredDAG(assignment, label, dag, lowered_at - start, time.perf_counter() - lowered_at)
 
 
+def heft_units(arch: Architecture, pes: int) -> int:
+    """The PEs of a HEFT schedule on ``arch`` for P = ``pes``: its units (an open count is ``pes``),
+    the ``pes`` column of its points."""
+    return len(unit_layout(arch, pes))
+
+
+def runs(grid: Grid, archs: Sequence[Architecture]) -> Iterator[tuple[int, str, tuple[Architecture, ...]]]:
+    """The schedules ``grid`` asks for on each DAG, in order, as (P, scheduler, the architectures it is
+    costed on). A homogeneous schedule does not depend on the architecture: it is built once and costed
+    on every one. HEFT places tasks on an architecture's units: one schedule per architecture and
+    distinct number of units (an architecture whose unit counts are all fixed has one whatever P)."""
+    seen: set[tuple[str, int]] = set()
+    for pes in grid.pes:
+        for scheduler in grid.schedulers:
+            if scheduler != HETEROGENEOUS:
+                yield pes, scheduler, tuple(archs)
+                continue
+            for arch in archs:
+                key = (arch.label, heft_units(arch, pes))
+                if key not in seen:
+                    seen.add(key)
+                    yield pes, scheduler, (arch,)
+
+
+def point_keys(grid: Grid, archs: Sequence[Architecture]) -> list[tuple[int, str, str, int]]:
+    """The (pes, scheduler, architecture, onchip_memory) columns of the points of one DAG, in the order
+    :func:`schedule_points` yields them."""
+    return [
+        (heft_units(arch, pes) if scheduler == HETEROGENEOUS else pes, scheduler, arch.label, memory)
+        for pes, scheduler, costed in runs(grid, archs)
+        for arch in costed
+        for memory in grid.onchip_memory
+    ]
+
+
 def schedule_points(
-    workload_name: str, built: LoweredDAG, grid: Grid, granularity: str, cost_model: CostModel, arch: Architecture
+    workload_name: str,
+    built: LoweredDAG,
+    grid: Grid,
+    granularity: str,
+    cost_model: CostModel,
+    archs: Sequence[Architecture] = (),
 ) -> Iterator[ExplorationPoint]:
-    """Schedule ``built.dag`` on every (P, scheduler) of ``grid`` and yield one point per on-chip size,
-    each costed on ``arch``."""
+    """Schedule ``built.dag`` as :func:`runs` says and yield one point per architecture and on-chip size,
+    each costed on its architecture (none given: the default, ``abstract``). Under HEFT the ``pes``
+    column is the number of units the schedule ran on."""
+    archs = archs or (load_architecture(DEFAULT_ARCHITECTURE),)
     dag = built.dag
     tasks = len(dag.tasks)
     buffers = len(dag.buffers)
     opaque_tasks, opaque_share = opaque_work(dag)
-    for pes in grid.pes:
-        for scheduler in grid.schedulers:
-            start = time.perf_counter()
-            result = schedule(dag, pes, scheduler=scheduler, partitioning=grid.partitioning, validate=False)
-            seconds = time.perf_counter() - start
+    for pes, scheduler, costed in runs(grid, archs):
+        shared = None if scheduler == HETEROGENEOUS else _timed_schedule(dag, pes, scheduler, grid.partitioning, None)
+        for arch in costed:
+            result, seconds = shared or _timed_schedule(dag, pes, scheduler, grid.partitioning, arch)
             for memory in grid.onchip_memory:
                 io = result.io_at(memory)
-                costs = result.cost_on(arch, memory or arch.onchip_capacity_elements)
+                onchip = memory or arch.onchip_capacity_elements
+                scheduled_on = result.costs is not None and onchip == result.onchip
+                costs = result.costs if scheduled_on else result.cost_on(arch, onchip)
                 energy = costs.energy_by_level
                 yield ExplorationPoint(
                     workload=workload_name,
                     assignment=built.label,
                     granularity=granularity,
-                    pes=pes,
+                    pes=result.pes,
                     scheduler=scheduler,
                     onchip_memory=memory,
-                    architecture=arch.name,
+                    architecture=arch.label,
                     makespan=result.makespan,
                     lower_bound=result.lower_bound,
                     speedup=result.speedup,
@@ -142,8 +188,8 @@ def schedule_points(
                     onchip_io=io.on_chip,
                     streamed_io=io.streamed,
                     num_blocks=result.num_blocks,
-                    area=cost_model.area(pes, memory),
-                    power=cost_model.power(pes, result.makespan, io.off_chip, io.on_chip, io.streamed),
+                    area=cost_model.area(result.pes, memory),
+                    power=cost_model.power(result.pes, result.makespan, io.off_chip, io.on_chip, io.streamed),
                     makespan_cycles=costs.makespan_cycles,
                     makespan_us=costs.makespan_seconds * 1e6,
                     energy_pj=costs.energy_total_pj,
@@ -161,18 +207,27 @@ def schedule_points(
                 )
 
 
+def _timed_schedule(dag: TaskDAG, pes: int, scheduler: str, partitioning: str, arch: Architecture | None):
+    """The schedule of ``dag`` (on ``arch``'s units for HEFT, costed there at its on-chip capacity) and
+    the seconds it took."""
+    start = time.perf_counter()
+    result = schedule(dag, pes, scheduler=scheduler, partitioning=partitioning, validate=False, arch=arch)
+    return result, time.perf_counter() - start
+
+
 @dataclass(frozen=True)
 class Sweep:
     """What every assignment of one exploration is evaluated on: the grid, how the DAG is extracted,
-    and the cost model; ``strict`` refuses ops without a canonical implementation (a failed assignment)
-    instead of lowering them as opaque tasks. Picklable: executors ship it to their workers."""
+    the cost model and the architectures every point is costed on (distinct labels); ``strict`` refuses ops
+    without a canonical implementation (a failed assignment) instead of lowering them as opaque tasks.
+    Picklable: executors ship it to their workers."""
 
     grid: Grid
     granularity: Granularity
     edge_volume: str
     cost_model: CostModel
     strict: bool = False
-    arch: Architecture = field(default_factory=lambda: load_architecture(DEFAULT_ARCHITECTURE))
+    archs: tuple[Architecture, ...] = field(default_factory=lambda: (load_architecture(DEFAULT_ARCHITECTURE),))
 
     @property
     def label(self) -> str:
@@ -183,25 +238,26 @@ class Sweep:
     def points(self, workload, assignment: Assignment) -> list[ExplorationPoint]:
         """Lower ``workload`` under ``assignment``, extract its DAG and schedule every point of the grid."""
         built = build_dag(workload, assignment, self.granularity, self.edge_volume, self.strict)
-        return list(schedule_points(workload.name, built, self.grid, self.label, self.cost_model, self.arch))
+        return list(schedule_points(workload.name, built, self.grid, self.label, self.cost_model, self.archs))
 
     def settings(self, workload) -> dict[str, object]:
         """What a result file must share to be resumed by this sweep on ``workload``: the options not in
-        a point's key, and the workload's fingerprint (:func:`fingerprint`)."""
+        a point's key, the description behind each ``architecture`` label, and the workload's fingerprint
+        (:func:`fingerprint`). A file resumed with other architectures gains their points; a label whose
+        description changed is refused."""
         return {
             "edge_volume": self.edge_volume,
             "partitioning": self.grid.partitioning,
             "cost_model": asdict(self.cost_model),
-            "architecture": self.arch.to_dict(),
+            **{f"architecture {arch.label}": arch.to_dict() for arch in self.archs},
             **fingerprint(workload),
         }
 
     def complete(self, stored: Sequence[ExplorationPoint]) -> list[ExplorationPoint] | None:
         """The points of the grid among ``stored`` (one assignment's), in the order :func:`schedule_points`
         yields them; None when one is missing."""
-        by_key = {(point.pes, point.scheduler, point.onchip_memory): point for point in stored}
-        grid = self.grid
-        wanted = [(p, s, m) for p in grid.pes for s in grid.schedulers for m in grid.onchip_memory]
+        by_key = {(point.pes, point.scheduler, point.architecture, point.onchip_memory): point for point in stored}
+        wanted = point_keys(self.grid, self.archs)
         if not all(key in by_key for key in wanted):
             return None
         return [by_key[key] for key in wanted]
@@ -325,6 +381,7 @@ def explore(
     resume: bool = False,
     strict: bool = False,
     arch=DEFAULT_ARCHITECTURE,
+    arch_params: Mapping[str, Sequence] | None = None,
 ) -> pd.DataFrame:
     """Explore ``workload`` (a Workload or a built-in name) and return one row per design point.
 
@@ -350,21 +407,29 @@ def explore(
         (:class:`UnsupportedOpError`, before anything is lowered). Without it such an op is lowered as an
         opaque task (one warning names every such node) and the ``opaque_tasks`` and
         ``opaque_work_share`` columns count them.
-    :param arch: the accelerator every point is costed on (an :class:`~dcaccel.architecture.Architecture`,
-        a shipped name or a YAML file; default ``"abstract"``): the ``architecture`` column and the
-        columns from ``makespan_cycles`` on (re-timed makespan, energy by level, area, power,
-        utilisation per unit kind). The other columns do not depend on it.
+    :param scheduler: ``"streaming"``, ``"list"`` and/or ``"heft"`` (the heterogeneous list scheduler:
+        each task on a unit of a kind that runs it, at that kind's speed; its ``pes`` column is the
+        number of the architecture's units, P for an open count).
+    :param arch: the accelerators every point is costed on, one or several (an
+        :class:`~dcaccel.architecture.Architecture`, a shipped name or a YAML file; default
+        ``"abstract"``): a dimension of the sweep, whose ``architecture`` column names the description,
+        and the columns from ``makespan_cycles`` on (re-timed makespan, energy by level, area, power,
+        utilisation per unit kind) depend on it. The other columns do not (but under ``"heft"``): the
+        DAG of an assignment is built once and each (P, scheduler) scheduled once for all of them.
+    :param arch_params: parameter path → values (``{"units.pe.count": [16, 64]}``, paths of
+        :mod:`dcaccel.architecture.parameters`): every architecture of ``arch`` is swept over the
+        product of the values, each variant labelled ``name[path=value,...]``.
     :raises SweepError: after the whole sweep, when assignments failed; it carries the finished points
         (``results``) and the failures. Every executor returns the same rows in the same order (the
-        order of the assignments, then P, scheduler, on-chip memory), timing columns aside.
+        order of the assignments, then P, scheduler, architecture, on-chip memory), timing columns aside.
     :return: a DataFrame whose columns are the fields of :class:`ExplorationPoint`.
     """
     if strategy not in STRATEGIES:
         raise DcaccelError(f"explore: unknown strategy '{strategy}' (expected one of {', '.join(STRATEGIES)})")
     schedulers = _as_tuple(scheduler, "scheduler")
-    unknown = [name for name in schedulers if name not in SCHEDULERS]
+    unknown = [name for name in schedulers if name not in SWEEP_SCHEDULERS]
     if unknown:
-        raise DcaccelError(f"explore: unknown scheduler {unknown[0]!r} (expected {', '.join(SCHEDULERS)})")
+        raise DcaccelError(f"explore: unknown scheduler {unknown[0]!r} (expected {', '.join(SWEEP_SCHEDULERS)})")
     if edge_volume not in EDGE_VOLUME_RULES:
         raise DcaccelError(f"explore: unknown edge volume {edge_volume!r} (expected {', '.join(EDGE_VOLUME_RULES)})")
     if partitioning not in PARTITIONINGS:
@@ -373,7 +438,9 @@ def explore(
         raise DcaccelError(f"explore: objective {objective!r} is not a numeric column of the results")
     check_executor(executor, address, workers)
     grid = Grid(_as_tuple(pes, "pes", 1), schedulers, _as_tuple(onchip_memory, "onchip_memory", 0), partitioning)
-    sweep = Sweep(grid, Granularity.parse(granularity), edge_volume, cost_model, strict, load_architecture(arch))
+    archs = architectures(arch, arch_params)
+    check_units(grid, archs)
+    sweep = Sweep(grid, Granularity.parse(granularity), edge_volume, cost_model, strict, archs)
     builtin = isinstance(workload, str)
     if builtin:
         from dcaccel.workloads import get
@@ -427,6 +494,32 @@ def explore(
             list(run.failures.values()),
         )
     return frame
+
+
+def architectures(arch, parameters: Mapping[str, Sequence] | None = None) -> tuple[Architecture, ...]:
+    """``arch`` (one or several names, files or :class:`Architecture` objects) loaded, each swept over
+    the product of ``parameters``; the labels must be distinct (a repeated identical description counts once)."""
+    given = (arch,) if isinstance(arch, (str, os.PathLike, Architecture)) else tuple(arch)
+    if not given:
+        raise DcaccelError("explore: arch is empty")
+    found: dict[str, Architecture] = {}
+    for loaded in map(load_architecture, given):
+        for variant in architecture_variants(loaded, parameters or {}):
+            known = found.setdefault(variant.label, variant)
+            if known is not variant and known.to_dict() != variant.to_dict():
+                raise DcaccelError(f"explore: two different architectures are labelled '{variant.label}'")
+    return tuple(found.values())
+
+
+def check_units(grid: Grid, archs: Sequence[Architecture]) -> None:
+    """Refuse a P of a homogeneous scheduler above the units an architecture has (each PE runs on a unit)."""
+    if all(scheduler == HETEROGENEOUS for scheduler in grid.schedulers):
+        return
+    for arch in archs:
+        for pes in grid.pes:
+            units = sum(arch.unit_count(unit, pes) for unit in arch.units)
+            if pes > units:
+                raise DcaccelError(f"explore: architecture {arch.label} has {units} units, fewer than P = {pes}")
 
 
 class _Run:

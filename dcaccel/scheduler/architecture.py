@@ -388,7 +388,7 @@ def architecture_costs(
         energy[unit] = count * arch.units[unit].energy_per_mac_pj
         level[unit] = "compute"
     return ArchitectureCosts(
-        architecture=arch.name,
+        architecture=arch.label,
         clock_mhz=arch.clock_mhz,
         element_bytes=element_bytes,
         pes=pes,

@@ -134,7 +134,7 @@ def no_sweep(monkeypatch):
         (["--granularity", "tiles=0"], "argument --granularity: extract: granularity must be"),
         (["--workers", "0"], "argument --workers: expected an integer of at least 1, got 0"),
         (["--strategy", "random"], "argument --strategy: invalid choice: 'random'"),
-        (["--scheduler", "heft"], "argument --scheduler: unknown scheduler 'heft'"),
+        (["--scheduler", "fifo"], "argument --scheduler: unknown scheduler 'fifo'"),
         (["--scheduler", "Streaming"], "(did you mean 'streaming'?)"),
         (["--scheduler", ","], "argument --scheduler: expected streaming,list"),
         (["--impl", "Conv="], "argument --impl: expected KEY=NAME[,NAME...], got 'Conv='"),

@@ -204,7 +204,7 @@ def test_a_damaged_or_foreign_file_is_one_line_naming_it(damage, message, reader
         ("pes = 0", "pes 0 is out of range"),
         ("onchip_memory = -4096", "onchip_memory -4096 is out of range"),
         ("area = 9e999", "area inf is out of range"),
-        ("scheduler = 'heft'", "scheduler 'heft' is unknown"),
+        ("scheduler = 'fifo'", "scheduler 'fifo' is unknown"),
         ("lower_bound = makespan + 1", "makespan 35715 is below its lower bound 35716"),
         ("lower_bound = 1", "lower bound 1 is below work / P"),
         ("speedup = speedup * 2", "speedup 1.6840543189136217 is not work / makespan = 0.8420271594568108"),

@@ -92,7 +92,7 @@ def test_node_strategies_key_the_conv_node(strategy, conv_seed):
     ("options", "message"),
     [
         ({"strategy": "random"}, "unknown strategy 'random'"),
-        ({"scheduler": "heft"}, "unknown scheduler 'heft'"),
+        ({"scheduler": "fifo"}, "unknown scheduler 'fifo'"),
         ({"pes": []}, "pes is empty"),
     ],
 )

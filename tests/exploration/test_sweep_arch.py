@@ -11,6 +11,7 @@ from dcaccel.errors import DcaccelError
 from dcaccel.exploration import explore
 from dcaccel.scheduler import schedule
 
+TIMING = ["lower_seconds", "extract_seconds", "schedule_seconds"]
 ABSTRACT_COLUMNS = ["assignment", "pes", "scheduler", "makespan", "io_volume", "offchip_io", "area", "power"]
 
 
@@ -57,8 +58,15 @@ def test_columns_are_the_schedule_costs(sweeps, conv_seed, name):
         assert {unit: float(share) for unit, share in shares.items()} == pytest.approx(costs.utilisation, rel=1e-5)
 
 
-def test_resume_needs_the_same_architecture(tmp_path):
+def test_resume_adds_architectures_and_refuses_a_changed_one(tmp_path):
+    """The architecture is part of a point's key: resuming with another one adds its points; a label whose
+    description changed since the file was written is refused."""
     path = tmp_path / "sweep.sqlite"
-    explore("conv-seed", {"Conv": ["mv"]}, pes=[4], scheduler="list", progress=False, results=path, arch="tpu")
-    with pytest.raises(DcaccelError, match="was written with architecture="):
-        explore("conv-seed", {"Conv": ["mv"]}, pes=[4], scheduler="list", progress=False, results=path, resume=True)
+    options = {"pes": [4], "scheduler": "list", "progress": False, "results": path}
+    tpu = explore("conv-seed", {"Conv": ["mv"]}, arch="tpu", **options)
+    both = explore("conv-seed", {"Conv": ["mv"]}, arch=["tpu", "abstract"], resume=True, **options)
+    assert both["architecture"].tolist() == ["tpu", "abstract"]
+    assert both.iloc[:1].drop(columns=TIMING).equals(tpu.drop(columns=TIMING))
+    slower = load("tpu").replace(clock_mhz=100)
+    with pytest.raises(DcaccelError, match="was written with architecture tpu="):
+        explore("conv-seed", {"Conv": ["mv"]}, arch=slower, resume=True, **options)
