@@ -79,7 +79,7 @@ def locate(arch: Architecture, path: str) -> tuple[str | int, ...]:
         if len(parts) < 3:
             fail(f"expected {head}.NAME.FIELD")
         if parts[1] not in components:
-            fail(f"no {head[:-1]} '{parts[1]}' ({head}: {', '.join(components)})")
+            fail(f"no {'unit' if head == 'units' else 'memory'} '{parts[1]}' ({head}: {', '.join(components)})")
         return (head, parts[1], *_field(Unit if head == "units" else Memory, parts[2:], fail))
     if head == "links":
         if len(parts) < 4:

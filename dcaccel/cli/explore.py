@@ -9,6 +9,11 @@ without it a local cluster runs on loopback); ``--results FILE`` streams points 
 as they finish, and ``--resume`` continues it. When assignments fail (some or all), the others'
 summary is printed, the failures are listed on stderr and the exit status is 1.
 
+``--arch NAME|FILE`` (repeatable) costs every point on each accelerator description, and
+``--arch-param PATH=V[,V...]`` (repeatable) sweeps each of them over the product of the values; the
+summary ranks by the cycles on the architecture, one table per architecture when there are several.
+``--scheduler heft`` places tasks on the architecture's unit kinds (HEFT).
+
 Every argument is checked before the sweep starts (all but the ``--impl`` keys before the model is
 loaded): a sweep never runs and then fails on an output path, a number or an ``--impl`` key (a key
 naming no node or op type of the model is an error, with the closest name suggested). Repeated
@@ -27,7 +32,7 @@ import pandas as pd
 
 from dcaccel import workloads
 from dcaccel.architecture import DEFAULT as DEFAULT_ARCHITECTURE
-from dcaccel.architecture import load as load_architecture
+from dcaccel.architecture import parse_parameter
 from dcaccel.cli.arguments import bounded_int, bounded_ints, check_output, suggest
 from dcaccel.cli.models import MODEL_HELP, add_strict_argument, check_choice_keys, resolve_model
 from dcaccel.cli.table import format_table
@@ -35,6 +40,7 @@ from dcaccel.dag.extract import Granularity
 from dcaccel.errors import DcaccelError
 from dcaccel.exploration.assignments import STRATEGIES
 from dcaccel.exploration.executors import EXECUTORS
+from dcaccel.exploration.points import SWEEP_SCHEDULERS
 from dcaccel.exploration.store import MAX_INTEGER
 from dcaccel.exploration.store import SUFFIXES as RESULT_SUFFIXES
 from dcaccel.scheduler import SCHEDULERS
@@ -94,7 +100,8 @@ def register(subparsers) -> None:
         type=_schedulers,
         default=list(SCHEDULERS),
         metavar="NAME[,NAME...]",
-        help=f"schedulers: {', '.join(SCHEDULERS)} (default: both)",
+        help=f"schedulers: {', '.join(SWEEP_SCHEDULERS)} ({SWEEP_SCHEDULERS[-1]}: on the architecture's unit kinds; "
+        f"default: {','.join(SCHEDULERS)})",
     )
     parser.add_argument(
         "--onchip",
@@ -105,10 +112,20 @@ def register(subparsers) -> None:
     )
     parser.add_argument(
         "--arch",
-        default=DEFAULT_ARCHITECTURE,
+        action="append",
+        default=[],
         metavar="NAME|FILE",
         help="accelerator description the architecture columns are computed on (dcaccel arch list; "
-        f"default: {DEFAULT_ARCHITECTURE}); with --onchip 0 its on-chip capacity places the buffers",
+        f"default: {DEFAULT_ARCHITECTURE}); repeatable; with --onchip 0 its on-chip capacity places the buffers",
+    )
+    parser.add_argument(
+        "--arch-param",
+        action="append",
+        type=_arch_parameter,
+        default=[],
+        metavar="PATH=VALUE[,VALUE...]",
+        help="sweep a field of the architectures, e.g. offchip.bandwidth_bytes_per_cycle=8,16 or "
+        "units.pe.count=16,64; repeatable: the product of the values",
     )
     parser.add_argument(
         "--granularity",
@@ -162,7 +179,7 @@ def register(subparsers) -> None:
 def run(args: argparse.Namespace) -> int:
     """Check every argument, run the sweep, print the summary, write the requested files."""
     from dcaccel.exploration.executors import check_executor
-    from dcaccel.exploration.sweep import DEFAULT_PES, SweepError, explore
+    from dcaccel.exploration.sweep import DEFAULT_PES, SweepError, architectures, explore
 
     if args.demo == bool(args.model):
         raise DcaccelError("give a MODEL or --demo (not both)")
@@ -172,7 +189,7 @@ def run(args: argparse.Namespace) -> int:
     check_output("--out", args.out, WRITERS)
     check_output("--plot", args.plot, PLOT_SUFFIXES)
     check_output("--results", args.results, RESULT_SUFFIXES)
-    arch = load_architecture(args.arch)
+    archs = architectures(args.arch or [DEFAULT_ARCHITECTURE], merge(args.arch_param))
     spec = DEMO_MODEL if args.demo else args.model
     implementations = dict(DEMO_IMPLEMENTATIONS) if args.demo and not args.impl else merge(args.impl) or None
     builtin = spec in workloads.names()
@@ -196,13 +213,13 @@ def run(args: argparse.Namespace) -> int:
             results=args.results,
             resume=args.resume,
             strict=args.strict,
-            arch=arch,
+            arch=archs,
         )
     except SweepError as err:
         results, status = err.results, 1
         sys.stderr.write("".join(f"{line}\n" for line in [str(err), *failure_lines(err.failures)]))
     name = workload if isinstance(workload, str) else workload.name
-    sys.stdout.write(f"{name}: {len(results)} points\n{format_table(best_per_column(results))}\n")
+    sys.stdout.write(f"{name}: {len(results)} points\n{summary(results)}\n")
     if results.empty:
         if args.out is not None or args.plot is not None:
             sys.stderr.write("no point finished: nothing written\n")
@@ -235,6 +252,17 @@ def merge(pairs: Iterable[tuple[str, list[str]]]) -> dict[str, list[str]]:
 def failure_lines(failures) -> list[str]:
     """One line per failed assignment: the assignment and its error."""
     return [f"  {failure.assignment}: {failure.error}" for failure in failures]
+
+
+def summary(results: pd.DataFrame) -> str:
+    """The table of :func:`best_per_column`; one per architecture, headed by its label, when the results
+    hold several."""
+    labels = list(dict.fromkeys(results["architecture"])) if "architecture" in results else []
+    if len(labels) < 2:
+        return format_table(best_per_column(results))
+    return "\n".join(
+        f"on {label}:\n{format_table(best_per_column(results[results['architecture'] == label]))}" for label in labels
+    )
 
 
 def best_per_column(results: pd.DataFrame) -> list[BestPoint]:
@@ -278,16 +306,25 @@ def _names(text: str) -> list[str]:
 
 
 def _schedulers(text: str) -> list[str]:
-    """``--scheduler NAME[,NAME...]``, each one of :data:`SCHEDULERS`."""
+    """``--scheduler NAME[,NAME...]``, each one of :data:`SWEEP_SCHEDULERS`."""
     names = _names(text)
     if not names:
         raise argparse.ArgumentTypeError(f"expected {','.join(SCHEDULERS)} or one of them, got {text!r}")
     for name in names:
-        if name not in SCHEDULERS:
+        if name not in SWEEP_SCHEDULERS:
             raise argparse.ArgumentTypeError(
-                f"unknown scheduler {name!r} (expected {', '.join(SCHEDULERS)}){suggest(name, SCHEDULERS)}"
+                f"unknown scheduler {name!r} (expected {', '.join(SWEEP_SCHEDULERS)}){suggest(name, SWEEP_SCHEDULERS)}"
             )
     return list(dict.fromkeys(names))
+
+
+def _arch_parameter(text: str) -> tuple[str, list]:
+    """One ``--arch-param PATH=VALUE[,VALUE...]`` (values are YAML scalars)."""
+    try:
+        path, values = parse_parameter(text)
+    except DcaccelError as err:
+        raise argparse.ArgumentTypeError(str(err)) from None
+    return path, list(values)
 
 
 def _granularity(text: str) -> Granularity:

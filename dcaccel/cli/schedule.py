@@ -1,7 +1,9 @@
 """``dcaccel schedule DAG.json --pes P``: schedule a task DAG file and report makespan, bounds and I/O.
 
 ``--onchip`` is the on-chip memory per block in elements, as in ``dcaccel explore`` (the model
-counts elements). Every argument is checked before the DAG is read.
+counts elements). ``--arch`` also costs the schedule on an accelerator description; with it,
+``--scheduler heft`` places the tasks on the description's unit kinds (HEFT, its PEs are the
+units). Every argument is checked before the DAG is read.
 """
 
 from __future__ import annotations
@@ -14,7 +16,8 @@ from dcaccel.architecture import load as load_architecture
 from dcaccel.cli.arch import costs_lines
 from dcaccel.cli.arguments import bounded_int, check_output
 from dcaccel.dag.taskdag import TaskDAG
-from dcaccel.scheduler import PARTITIONINGS, SCHEDULERS, schedule
+from dcaccel.errors import DcaccelError
+from dcaccel.scheduler import HETEROGENEOUS, PARTITIONINGS, SCHEDULERS, schedule
 
 #: Formats the Gantt chart can be written in (matplotlib's backends here).
 GANTT_FORMATS = (".png", ".svg", ".pdf")
@@ -28,7 +31,12 @@ def register(subparsers: argparse._SubParsersAction) -> None:
     )
     parser.add_argument("dag", metavar="DAG.json", help="task DAG file")
     parser.add_argument("--pes", type=bounded_int(1), required=True, metavar="P", help="number of processing elements")
-    parser.add_argument("--scheduler", choices=SCHEDULERS, default="streaming")
+    parser.add_argument(
+        "--scheduler",
+        choices=(*SCHEDULERS, HETEROGENEOUS),
+        default="streaming",
+        help=f"{HETEROGENEOUS}: on the unit kinds of --arch (default: streaming)",
+    )
     parser.add_argument("--partitioning", choices=PARTITIONINGS, default="relaxed", help="streaming scheduler only")
     parser.add_argument(
         "--onchip",
@@ -48,6 +56,8 @@ def register(subparsers: argparse._SubParsersAction) -> None:
 def run(args: argparse.Namespace) -> int:
     """Schedule the DAG file ``args.dag`` and print its summary; every argument is checked first."""
     check_output("--gantt", args.gantt, GANTT_FORMATS)
+    if args.scheduler == HETEROGENEOUS and args.arch is None:
+        raise DcaccelError(f"--scheduler {HETEROGENEOUS} places tasks on an architecture's units: give --arch")
     arch = None if args.arch is None else load_architecture(args.arch)
     dag = TaskDAG.from_json(args.dag)
     result = schedule(dag, args.pes, args.scheduler, args.partitioning, onchip=args.onchip, arch=arch)
