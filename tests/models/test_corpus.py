@@ -18,23 +18,13 @@ from tests.models import corpus
 #: The (model, shape) runs of the fast suite: a CNN under every shape and a text encoder under one.
 FAST = {("resnet", "mv"), ("resnet", "op"), ("resnet", "lmv"), ("bert", "mv")}
 
-#: Models whose pipeline is not run, with why: lowering MobileNetV2 takes minutes per shape (2,072 nested
-#: SDFGs to inline, one MMM node per group of every depthwise convolution), far above the time budget, and
-#: would take the suite's whole budget; `python benchmarks/model_coverage.py --models mobilenet-v2` runs it.
-TOO_SLOW: dict[str, str] = {
-    "mobilenet-v2": "lowering takes minutes per shape (one MMM node per depthwise group), above the 2-minute budget",
-}
-
 #: Seconds a model may take from import to schedule (the issue's bound).
 TIME_BUDGET = 120.0
 
 
-def _param(name: str, fast: bool, lowering: bool = True) -> pytest.param:
-    """``name`` as a parameter, slow unless ``fast``; skipped when it is too slow and ``lowering`` is tested."""
-    marks = [] if fast else [pytest.mark.slow]
-    if lowering and name in TOO_SLOW:
-        marks.append(pytest.mark.skip(reason=TOO_SLOW[name]))
-    return pytest.param(name, marks=marks, id=name)
+def _param(name: str, fast: bool) -> pytest.param:
+    """``name`` as a parameter, slow unless ``fast``."""
+    return pytest.param(name, marks=[] if fast else [pytest.mark.slow], id=name)
 
 
 def _models(shapes: tuple[str, ...]) -> list[pytest.param]:
@@ -64,7 +54,7 @@ def _run(name: str, shape: str) -> corpus.PipelineRun:
     return corpus.run_pipeline(_imported(name)[0], shape)
 
 
-@pytest.mark.parametrize("name", [_param(name, (name, "mv") in FAST, lowering=False) for name in corpus.names()])
+@pytest.mark.parametrize("name", [_param(name, (name, "mv") in FAST) for name in corpus.names()])
 def test_imports(name):
     workload, _ = _imported(name)
     assert workload.name == name
