@@ -1,0 +1,112 @@
+"""The off-chip stage: rank the off-chip choices of a layer by off-chip traffic, without scheduling.
+
+The traffic of a choice (in elements) is the sum of two closed forms:
+
+- the *re-fetch traffic of the tiled loop nest* (Marvel's off-chip model): with tiles (tn, tk, tm)
+  of C[n×m] = A[n×k]·B[k×m] (``groups`` times) and the operand ``stay`` kept resident, an operand
+  that is not resident is fetched once per tile of the loop that does not index it:
+
+  ======  =====================================================================
+  stay    traffic
+  ======  =====================================================================
+  ``C``   A·m/tm + B·n/tn + C                  (partial sums stay on chip)
+  ``A``   A + B·n/tn + C·(2·k/tk − 1)          (partial sums leave and return)
+  ``B``   A·m/tm + B + C·(2·k/tk − 1)
+  ======  =====================================================================
+
+  built once per layer and order as a SymPy expression in tn, tk, tm and evaluated for every tile
+  choice at once with ``lambdify``; a choice is kept only when its tiles fit on chip,
+  tn·tk + tk·tm + tn·tm ≤ the architecture's on-chip capacity in elements. The re-fetches beyond
+  one pass (traffic − A − B − C) are the choice's ``refetch``;
+- the *buffer traffic of the realised program*: the I/O volume (Σ over buffer nodes of the volume in
+  and out) of the layer's task DAG with the implementation and the task granularity of the choice,
+  one extraction per (implementation, task tile), never a schedule.
+
+The stage returns the ``top_k`` choices of least traffic (ties: fewer re-fetches, then the order of
+the space).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from dataclasses import dataclass
+
+import numpy as np
+import sympy
+
+from dcaccel.mapping.layers import LoopNest
+from dcaccel.mapping.realise import TASK_DIMENSION
+from dcaccel.mapping.space import MappingSpace, OffchipChoice
+
+TILE_SYMBOLS = {name: sympy.Symbol(f"t{name}", positive=True, integer=True) for name in ("n", "k", "m")}
+
+
+def traffic_expression(nest: LoopNest, stay: str) -> sympy.Expr:
+    """Off-chip traffic (elements) of the tiled loop nest of ``nest`` with ``stay`` resident."""
+    tn, tk, tm = (TILE_SYMBOLS[name] for name in ("n", "k", "m"))
+    volumes = nest.operand_volumes
+    a, b, c = (sympy.Integer(volumes[name]) for name in ("A", "B", "C"))
+    partial_sums = c * (2 * nest.k / tk - 1)
+    return {
+        "C": a * nest.m / tm + b * nest.n / tn + c,
+        "A": a + b * nest.n / tn + partial_sums,
+        "B": a * nest.m / tm + b + partial_sums,
+    }[stay]
+
+
+def footprint_expression() -> sympy.Expr:
+    """Elements on chip for one tile of each operand: tn·tk + tk·tm + tn·tm."""
+    tn, tk, tm = (TILE_SYMBOLS[name] for name in ("n", "k", "m"))
+    return tn * tk + tk * tm + tn * tm
+
+
+@dataclass(frozen=True)
+class RankedChoice:
+    """An off-chip choice with its traffic: re-fetches of the tiled nest plus the program's buffer I/O."""
+
+    choice: OffchipChoice
+    refetch: int
+    buffer_io: int
+
+    @property
+    def traffic(self) -> int:
+        return self.refetch + self.buffer_io
+
+
+@dataclass(frozen=True)
+class OffchipStage:
+    """What the off-chip stage did: every choice that fits, ranked, and how many were evaluated."""
+
+    ranked: list[RankedChoice]
+    evaluated: int
+    fitting: int
+
+    def top(self, k: int | None) -> list[RankedChoice]:
+        return self.ranked if k is None else self.ranked[:k]
+
+
+def rank(space: MappingSpace, capacity: int, buffer_io: Callable[[str, int], int]) -> OffchipStage:
+    """Every off-chip choice of ``space`` that fits ``capacity`` elements, least traffic first.
+
+    ``buffer_io(implementation, task_tile)`` is the I/O volume of the realised program.
+    """
+    names = [name for name, _ in space.tiles]
+    symbols = [TILE_SYMBOLS[name] for name in names]
+    choices = list(space.offchip())
+    tiles = np.array([[size for _, size in choice.tiles] for choice in choices], dtype=np.int64)
+    columns = [tiles[:, i].astype(float) for i in range(len(names))]
+    fits = sympy.lambdify(symbols, footprint_expression(), "numpy")(*columns) <= capacity
+    compulsory = sum(space.nest.operand_volumes.values())
+    traffic = np.zeros(len(choices))
+    for stay in space.orders:
+        selected = np.array([choice.stay == stay for choice in choices])
+        function = sympy.lambdify(symbols, traffic_expression(space.nest, stay), "numpy")
+        traffic[selected] = np.broadcast_to(function(*columns), traffic.shape)[selected]
+    ranked = []
+    for index in np.flatnonzero(fits):
+        choice = choices[index]
+        task_tile = dict(choice.tiles)[TASK_DIMENSION[choice.implementation]]
+        refetch = int(round(traffic[index])) - compulsory
+        ranked.append((index, RankedChoice(choice, refetch, buffer_io(choice.implementation, task_tile))))
+    ranked.sort(key=lambda item: (item[1].traffic, item[1].refetch, item[0]))
+    return OffchipStage([item for _, item in ranked], len(choices), len(ranked))

@@ -1,0 +1,253 @@
+"""The mapping search of a whole model: per layer, the off-chip stage then the on-chip stage.
+
+``map_workload(workload, arch, objective=...)`` (``dcaccel.map``) takes every Conv, Gemm and 2-D MatMul
+node of the model (:mod:`dcaccel.mapping.layers`), builds its bounded :class:`MappingSpace`, and
+
+- ``search="decoupled"``: ranks the off-chip subspace by traffic (:mod:`dcaccel.mapping.offchip`, no
+  scheduling), keeps the ``top_k`` choices, and schedules each of them with every on-chip choice
+  (:mod:`dcaccel.mapping.onchip`), ranking by the objective;
+- ``search="exhaustive"``: schedules every mapping of the space that fits on chip.
+
+Each candidate is realised (:mod:`dcaccel.mapping.realise`), extracted and scheduled; a layer is
+lowered once per implementation. Layers with the same op, attributes and shapes (a signature) are
+searched once and share the result. The whole model's cost is the sum over its mapped layers, run
+one after the other (the other nodes, element-wise and pooling, are not mapped and not counted).
+"""
+
+from __future__ import annotations
+
+import time
+import warnings
+from dataclasses import asdict, dataclass, field
+
+import pandas as pd
+
+from dcaccel.architecture import Architecture
+from dcaccel.architecture import load as load_architecture
+from dcaccel.dag.metrics import io_volume
+from dcaccel.errors import DcaccelError
+from dcaccel.mapping.layers import Layer, mapped_layers
+from dcaccel.mapping.notation import Mapping
+from dcaccel.mapping.offchip import rank
+from dcaccel.mapping.onchip import Cost, check_objective, cost
+from dcaccel.mapping.realise import TASK_DIMENSION, realised_dag
+from dcaccel.mapping.space import IMPLEMENTATIONS, MappingSpace
+
+SEARCHES = ("decoupled", "exhaustive")
+
+
+@dataclass
+class LayerResult:
+    """The search of one layer: one row of :meth:`MappingResult.table`."""
+
+    layer: str
+    op_type: str
+    space_size: int
+    space_formula: str
+    fitting: int  # off-chip choices within the on-chip capacity
+    offchip_evaluated: int  # off-chip choices whose traffic the off-chip stage computed
+    evaluations: int  # mappings scheduled
+    seconds: float
+    makespan_cycles: int
+    energy_pj: float
+    objective: float
+    mapping: str
+    shared_with: str = ""  # the layer of the same signature that was searched instead
+
+
+@dataclass
+class MappingResult:
+    """The best mapping of every mapped layer of a model, and what the search cost."""
+
+    workload: str
+    architecture: str
+    objective_name: str
+    search: str
+    layers: list[LayerResult]
+    best: dict[str, Mapping]
+    seconds: float
+    total: Cost = field(default_factory=lambda: Cost(0, 0.0))
+
+    @property
+    def space_size(self) -> int:
+        """Σ over the searched layers of their space's size."""
+        return sum(row.space_size for row in self.layers if not row.shared_with)
+
+    @property
+    def evaluations(self) -> int:
+        """Mappings scheduled, over all layers."""
+        return sum(row.evaluations for row in self.layers)
+
+    @property
+    def objective(self) -> float:
+        """The objective of the whole model (its layers one after the other)."""
+        return self.total.value(self.objective_name)
+
+    def table(self) -> pd.DataFrame:
+        """One row per mapped layer, the fields of :class:`LayerResult`."""
+        return pd.DataFrame([asdict(row) for row in self.layers])
+
+    def to_json(self) -> dict:
+        """One JSON object: totals, the best mapping per layer (notation) and the per-layer rows."""
+        return {
+            "workload": self.workload,
+            "architecture": self.architecture,
+            "search": self.search,
+            "objective_name": self.objective_name,
+            "objective": self.objective,
+            "makespan_cycles": self.total.makespan_cycles,
+            "energy_pj": self.total.energy_pj,
+            "space_size": self.space_size,
+            "evaluations": self.evaluations,
+            "seconds": self.seconds,
+            "best": {node: str(mapping) for node, mapping in self.best.items()},
+            "layers": [asdict(row) for row in self.layers],
+        }
+
+
+class LayerSearch:
+    """The search of one layer: its one-node workload lowered once per implementation, realised DAGs
+    and their buffer I/O cached per (implementation, task tile, fusion)."""
+
+    def __init__(self, layer: Layer, arch: Architecture, capacity: int):
+        from dcaccel.frontend import load
+        from dcaccel.frontend.ops import library_nodes
+
+        self.layer, self.arch, self.capacity = layer, arch, capacity
+        self.workload = load(layer.model, name="layer")
+        self.node = library_nodes(self.workload.sdfg)[0][0].label
+        self._lowered: dict[str, object] = {}
+        self._dags: dict[tuple, object] = {}
+
+    def lowered(self, implementation: str):
+        if implementation not in self._lowered:
+            self._lowered[implementation] = self.workload.lower({self.node: implementation})
+        return self._lowered[implementation]
+
+    def dag(self, implementation: str, task_tile: int, fuse: bool):
+        key = (implementation, task_tile, fuse)
+        if key not in self._dags:
+            dimension = TASK_DIMENSION[implementation]
+            mapping = Mapping(self.node, implementation, ((dimension, task_tile),), fuse=fuse)
+            with warnings.catch_warnings():
+                warnings.simplefilter("ignore")
+                self._dags[key] = realised_dag(self.lowered(implementation), mapping)
+        return self._dags[key]
+
+    def buffer_io(self, implementation: str, task_tile: int) -> int:
+        return int(io_volume(self.dag(implementation, task_tile, False)))
+
+    def cost(self, mapping: Mapping, refetch: int) -> Cost:
+        task_tile = mapping.tile(TASK_DIMENSION[mapping.implementation])
+        dag = self.dag(mapping.implementation, task_tile, mapping.fuse)
+        return cost(dag, mapping, self.arch, refetch, self.capacity)
+
+    def run(self, space: MappingSpace, objective: str, search: str, top_k: int) -> tuple[LayerResult, Mapping]:
+        start = time.perf_counter()
+        stage = rank(space, self.capacity, self.buffer_io)
+        if not stage.ranked:
+            raise DcaccelError(
+                f"map {self.layer.node}: no tiling of its space fits the {self.capacity} elements on chip"
+            )
+        kept = stage.top(top_k if search == "decoupled" else None)
+        best: tuple[float, Mapping, Cost] | None = None
+        evaluations = 0
+        for ranked in kept:
+            for on in space.onchip():
+                mapping = space.mapping(ranked.choice, on)
+                value = self.cost(mapping, ranked.refetch)
+                evaluations += 1
+                if best is None or value.value(objective) < best[0]:
+                    best = (value.value(objective), mapping, value)
+        score, mapping, value = best
+        row = LayerResult(
+            self.layer.node,
+            self.layer.op_type,
+            space.size,
+            space.formula,
+            stage.fitting,
+            stage.evaluated,
+            evaluations,
+            time.perf_counter() - start,
+            value.makespan_cycles,
+            value.energy_pj,
+            score,
+            str(mapping),
+        )
+        return row, mapping
+
+
+def _model(workload):
+    """The ONNX model of ``workload`` (a built-in workload's name, a Workload, an ONNX file or proto)."""
+    import onnx
+
+    if isinstance(workload, onnx.ModelProto):
+        return "model", workload
+    if isinstance(workload, str):
+        from dcaccel import workloads
+
+        if workload in workloads.names():
+            workload = workloads.get(workload)
+        else:
+            from dcaccel.frontend import load
+
+            workload = load(workload)
+    model = getattr(workload, "onnx_model", None)
+    if model is None:
+        label = getattr(workload, "name", workload)
+        raise DcaccelError(f"map {label}: the mapping search needs an ONNX or PyTorch model")
+    return workload.name, model
+
+
+def map_workload(
+    workload,
+    arch: Architecture | str = "abstract",
+    objective: str = "edp",
+    *,
+    search: str = "decoupled",
+    top_k: int = 4,
+    pes: tuple[int, ...] = (16,),
+    implementations: tuple[str, ...] = IMPLEMENTATIONS,
+    tile_limit: int | None = 4,
+    capacity: int | None = None,
+) -> MappingResult:
+    """Search the best mapping of every Conv, Gemm and 2-D MatMul node of ``workload`` on ``arch``.
+
+    ``objective``: ``makespan`` (cycles), ``energy`` (pJ) or ``edp``; ``search``: ``decoupled`` (off-chip
+    stage, then the ``top_k`` choices on chip) or ``exhaustive`` (the whole bounded space); ``pes``: the
+    PE counts of the on-chip placement; ``tile_limit``: divisors kept per loop dimension (None: all);
+    ``capacity``: on-chip elements (default: the architecture's; needed for ``abstract``).
+    """
+    check_objective(objective)
+    if search not in SEARCHES:
+        raise DcaccelError(f"unknown search '{search}' (expected one of {', '.join(SEARCHES)})")
+    if isinstance(top_k, bool) or not isinstance(top_k, int) or top_k < 1:
+        raise DcaccelError(f"top_k must be a positive integer, got {top_k!r}")
+    start = time.perf_counter()
+    architecture = load_architecture(arch)
+    capacity = architecture.onchip_capacity_elements if capacity is None else capacity
+    if capacity < 1:
+        raise DcaccelError(f"map: architecture {architecture.name} has no on-chip capacity; give capacity= (elements)")
+    name, model = _model(workload)
+    layers = mapped_layers(model)
+    if not layers:
+        raise DcaccelError(f"map {name}: no Conv, Gemm or 2-D MatMul node to map")
+    rows, best, searched = [], {}, {}
+    total = Cost(0, 0.0)
+    for layer in layers:
+        if layer.signature in searched:
+            first, (row, mapping) = searched[layer.signature]
+            shared = LayerResult(**{**asdict(row), "layer": layer.node, "evaluations": 0, "offchip_evaluated": 0})
+            shared.seconds, shared.shared_with = 0.0, first
+            rows.append(shared)
+        else:
+            run = LayerSearch(layer, architecture, capacity)
+            space = MappingSpace.of(
+                run.node, layer.nest, implementations=implementations, pes=pes, tile_limit=tile_limit
+            )
+            row, mapping = run.run(space, objective, search, top_k)
+            searched[layer.signature] = (layer.node, (row, mapping))
+            rows.append(row)
+        best[layer.node] = searched[layer.signature][1][1]
+        total = total + Cost(rows[-1].makespan_cycles, rows[-1].energy_pj)
+    return MappingResult(name, architecture.name, objective, search, rows, best, time.perf_counter() - start, total)
