@@ -24,6 +24,7 @@ _EXPORTS = {
     "schedule": "dcaccel.scheduler",
     "Schedule": "dcaccel.scheduler",
     "explore": "dcaccel.exploration",
+    "map": "dcaccel.mapping",
     "pareto_front": "dcaccel.exploration",
     "verify": "dcaccel.verification",
     "DcaccelError": "dcaccel.errors",

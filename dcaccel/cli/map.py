@@ -1,0 +1,49 @@
+"""``dcaccel map MODEL --arch X``: the best mapping of every layer, searched off-chip first, then on-chip."""
+
+import json
+import sys
+
+from dcaccel.cli.arguments import bounded_int, bounded_ints
+from dcaccel.cli.table import format_table
+
+
+def register(subparsers) -> None:
+    from dcaccel.mapping.onchip import OBJECTIVES
+    from dcaccel.mapping.search import SEARCHES
+
+    parser = subparsers.add_parser("map", help="search the mapping of every Conv/Gemm/MatMul layer (docs/mapping.md)")
+    parser.add_argument("model", help="a built-in workload name, an ONNX file or a Python model spec")
+    parser.add_argument("--arch", default="abstract", help="a shipped architecture or a YAML file")
+    parser.add_argument("--objective", choices=OBJECTIVES, default="edp")
+    parser.add_argument("--search", choices=SEARCHES, default="decoupled")
+    parser.add_argument("--top-k", type=bounded_int(1), default=4, help="off-chip choices the on-chip stage schedules")
+    parser.add_argument("--pes", type=bounded_ints(1), default=[16], help="PE counts to place on, e.g. 16,64")
+    parser.add_argument(
+        "--capacity", type=bounded_int(1), default=None, help="on-chip elements (default: the design's)"
+    )
+    parser.add_argument("--json", action="store_true", help="print one JSON object instead of the table")
+    parser.set_defaults(run=run)
+
+
+def run(args) -> int:
+    from dcaccel.mapping import map_workload
+
+    result = map_workload(
+        args.model,
+        args.arch,
+        args.objective,
+        search=args.search,
+        top_k=args.top_k,
+        pes=tuple(args.pes),
+        capacity=args.capacity,
+    )
+    if args.json:
+        sys.stdout.write(json.dumps(result.to_json()) + "\n")
+        return 0
+    sys.stdout.write(format_table(result.layers) + "\n")
+    sys.stdout.write(
+        f"{result.workload} on {result.architecture}, {result.search} search: {result.objective_name} "
+        f"{result.objective:.6g}, space {result.space_size}, {result.evaluations} mappings scheduled, "
+        f"{result.seconds:.1f} s\n"
+    )
+    return 0
