@@ -203,6 +203,16 @@ class Architecture:
     def _clock_ratio(self, spec: Unit) -> float:
         return 1.0 if spec.frequency_mhz is None else spec.frequency_mhz / self.clock_mhz
 
+    def peak_macs_per_cycle(self, pes: int) -> float:
+        """The compute roof: MACs per reference cycle of every unit together, each at its MAC rate (one
+        MAC per element of its port throughput when MACs never limit); an open unit count is ``pes``."""
+        return sum(self.unit_count(unit, pes) * (self.mac_rate(unit) or self.throughput(unit)) for unit in self.units)
+
+    @property
+    def offchip_bandwidth(self) -> float | None:
+        """The bandwidth roof: the off-chip memory's bytes per cycle (None: unlimited)."""
+        return self.memories[self.offchip].bandwidth_bytes_per_cycle
+
     def area_mm2(self, pes: int) -> float:
         """Units, their local memories and the on-chip memories (off-chip memory excluded); an open
         unit count is ``pes``."""

@@ -2,17 +2,30 @@
 writes PNG or SVG by the path's suffix."""
 
 import math
+from collections.abc import Iterable
 from pathlib import Path
 
 import matplotlib.colors
 import matplotlib.pyplot as plt
+import numpy as np
 import pandas as pd
 from matplotlib.lines import Line2D
 
+from dcaccel.architecture import Architecture
+from dcaccel.errors import DcaccelError
 from dcaccel.exploration.pareto import pareto_front
 
 #: Line style and marker of each scheduler's series.
-SCHEDULER_STYLES = {"streaming": "-o", "list": "--s"}
+SCHEDULER_STYLES = {"streaming": "-o", "list": "--s", "heft": ":^"}
+
+#: The energy columns of a point, one per component level, in the order their bars stack.
+ENERGY_PARTS = {
+    "offchip_energy_pj": "off chip",
+    "onchip_energy_pj": "on chip",
+    "local_energy_pj": "local memories",
+    "link_energy_pj": "links",
+    "compute_energy_pj": "compute",
+}
 
 #: Legend entries per column; a longer legend gets more columns (and the figure more width).
 LEGEND_ROWS = 30
@@ -103,6 +116,73 @@ def plot_pareto(results: pd.DataFrame, x: str = "makespan", y: str = "offchip_io
     ax.set_title(f"{_title(results)}: Pareto front")
     ax.legend(fontsize="small")
     fig.tight_layout()
+    return fig
+
+
+def plot_energy(results: pd.DataFrame, label: str | Iterable[str] = "architecture") -> plt.Figure:
+    """One bar per row of ``results``, named by its ``label`` column(s) (joined with ``/``), stacked by
+    component level (:data:`ENERGY_PARTS`, pJ): where each design spends its energy."""
+    columns = [label] if isinstance(label, str) else list(label)
+    names = ["/".join(str(row[column]) for column in columns) for _, row in results.iterrows()]
+    fig, ax = plt.subplots(figsize=(max(6.0, 0.9 * len(names) + 2.5), 4.5), layout="constrained")
+    bottom = np.zeros(len(names))
+    for column, part in ENERGY_PARTS.items():
+        values = results[column].to_numpy(dtype=float)
+        ax.bar(range(len(names)), values, bottom=bottom, label=part)
+        bottom += values
+    tilted = len(names) > 4
+    ax.set_xticks(range(len(names)), names, rotation=30 if tilted else 0, ha="right" if tilted else "center")
+    ax.set_ylabel("energy (pJ)")
+    ax.set_title(f"{_title(results)}: energy by component")
+    ax.grid(True, axis="y", alpha=0.3)
+    ax.legend(fontsize="small")
+    return fig
+
+
+def plot_roofline(results: pd.DataFrame, archs: Iterable[Architecture]) -> plt.Figure:
+    """The roofline of each architecture and its points: achieved throughput (``macs / makespan_cycles``,
+    MACs per cycle) against arithmetic intensity (``macs / offchip_bytes``, MACs per byte of off-chip
+    traffic), log-log, one colour per architecture (``archs`` must hold every label of the
+    ``architecture`` column) and one marker per scheduler. Its roof is ``min(peak, bandwidth ×
+    intensity)``: the compute roof :meth:`Architecture.peak_macs_per_cycle` at the largest P of its
+    points, the bandwidth roof its off-chip bytes per cycle (flat when unlimited). Points without
+    off-chip traffic or cycles have no intensity or throughput and are left out."""
+    by_label = {arch.label: arch for arch in archs}
+    data = results[(results["offchip_bytes"] > 0) & (results["makespan_cycles"] > 0)]
+    if data.empty:
+        raise DcaccelError("roofline: no point with off-chip traffic and cycles")
+    labels = list(dict.fromkeys(data["architecture"]))
+    missing = [label for label in labels if label not in by_label]
+    if missing:
+        raise DcaccelError(f"roofline: no architecture given for {', '.join(map(repr, missing))}")
+    intensity = data["macs"] / data["offchip_bytes"]
+    throughput = data["macs"] / data["makespan_cycles"]
+    span = np.geomspace(intensity.min() / 4, intensity.max() * 4, 256)
+    colour = colours(labels)
+    fig, ax = plt.subplots(figsize=(8, 5), layout="constrained")
+    for label in labels:
+        arch = by_label[label]
+        mine = data["architecture"] == label
+        peak = arch.peak_macs_per_cycle(int(data.loc[mine, "pes"].max()))
+        bandwidth = arch.offchip_bandwidth
+        roof = np.full_like(span, peak) if bandwidth is None else np.minimum(peak, bandwidth * span)
+        ax.plot(span, roof, color=colour[label], linewidth=1.5, alpha=0.8, label=f"{label} (peak {peak:.3g} MAC/cycle)")
+        for scheduler in dict.fromkeys(data.loc[mine, "scheduler"]):
+            chosen = mine & (data["scheduler"] == scheduler)
+            marker = SCHEDULER_STYLES.get(scheduler, "o")[-1]
+            ax.scatter(intensity[chosen], throughput[chosen], color=colour[label], marker=marker, s=24, zorder=3)
+    schedulers = list(dict.fromkeys(data["scheduler"]))
+    markers = [
+        Line2D([], [], color="black", linestyle="", marker=SCHEDULER_STYLES.get(name, "o")[-1], label=name)
+        for name in schedulers
+    ]
+    ax.set_xscale("log")
+    ax.set_yscale("log")
+    ax.set_xlabel("arithmetic intensity (MACs per byte of off-chip traffic)")
+    ax.set_ylabel("achieved throughput (MACs per cycle)")
+    ax.set_title(f"{_title(data)}: roofline")
+    ax.grid(True, which="both", alpha=0.3)
+    ax.legend(handles=[*ax.get_lines(), *markers], fontsize="small", loc="upper left")
     return fig
 
 

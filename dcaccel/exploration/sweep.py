@@ -192,6 +192,8 @@ def schedule_points(
                     power=cost_model.power(result.pes, result.makespan, io.off_chip, io.on_chip, io.streamed),
                     makespan_cycles=costs.makespan_cycles,
                     makespan_us=costs.makespan_seconds * 1e6,
+                    macs=costs.macs,
+                    offchip_bytes=costs.offchip_bytes,
                     energy_pj=costs.energy_total_pj,
                     offchip_energy_pj=energy["offchip"],
                     onchip_energy_pj=energy["onchip"],

@@ -87,6 +87,7 @@ class ArchitectureCosts:
     busy_cycles: dict[str, int]  # unit kind -> Σ of its tasks' run cycles
     compulsory_elements: int  # program inputs read once, outputs written once
     bandwidths: dict[str, tuple[int, int] | None] = field(repr=False, default_factory=dict)  # bytes/cycle
+    macs_by_unit: dict[str, int] = field(default_factory=dict)  # unit kind -> Σ of its tasks' MACs
 
     @property
     def makespan_cycles(self) -> int:
@@ -121,6 +122,17 @@ class ArchitectureCosts:
         return {
             unit: (self.busy_cycles[unit] / (count * span) if span else 0.0) for unit, count in self.unit_counts.items()
         }
+
+    @property
+    def macs(self) -> int:
+        """The MACs of every task (``meta["macs"]``, else its first in-edge's volume)."""
+        return sum(self.macs_by_unit.values())
+
+    @property
+    def offchip_bytes(self) -> int:
+        """Bytes read from and written to the off-chip memory (the traffic of a roofline's intensity)."""
+        offchip = [name for name in self.accesses if self.component_level.get(name) == "offchip"]
+        return sum(map(self.offchip_elements, offchip)) * self.element_bytes
 
     def offchip_elements(self, memory: str) -> int:
         read, written = self.accesses.get(memory, (0, 0))
@@ -404,6 +416,7 @@ def architecture_costs(
         busy_cycles=busy,
         compulsory_elements=compulsory,
         bandwidths=bandwidths,
+        macs_by_unit=compute,
     )
 
 

@@ -70,3 +70,131 @@ def test_resume_adds_architectures_and_refuses_a_changed_one(tmp_path):
     slower = load("tpu").replace(clock_mhz=100)
     with pytest.raises(DcaccelError, match="was written with architecture tpu="):
         explore("conv-seed", {"Conv": ["mv"]}, arch=slower, resume=True, **options)
+
+
+@pytest.mark.parametrize("name", ["abstract", "eyeriss", "tpu", "cgra"])
+def test_every_point_lies_under_its_roofline(sweeps, name):
+    """Throughput never beats the units' peak, off-chip traffic never beats the bandwidth (per cycle)."""
+    arch = load(name)
+    for row in sweeps[name].itertuples():
+        assert row.macs > 0 and row.offchip_bytes > 0
+        assert row.macs / row.makespan_cycles <= arch.peak_macs_per_cycle(row.pes)
+        if arch.offchip_bandwidth is not None:
+            assert row.offchip_bytes / row.makespan_cycles <= arch.offchip_bandwidth
+
+
+@pytest.fixture(scope="module")
+def several(sweeps):
+    """One sweep over three architectures (a variant of eyeriss among them) and both schedulers plus HEFT,
+    counting the DAGs built."""
+    from dcaccel.exploration import sweep
+
+    built = []
+    original = sweep.build_dag
+
+    def counting(*args, **kwargs):
+        built.append(args[1])
+        return original(*args, **kwargs)
+
+    with pytest.MonkeyPatch.context() as patch:
+        patch.setattr(sweep, "build_dag", counting)
+        frame = explore(
+            "conv-seed",
+            {"Conv": ["mv", "lmv"]},
+            pes=[16],
+            scheduler=("streaming", "list", "heft"),
+            progress=False,
+            arch=["abstract", "eyeriss", "tpu"],
+        )
+    return frame, built
+
+
+def test_several_architectures_share_each_dag(several):
+    frame, built = several
+    assert [str(assignment) for assignment in built] == ["Conv=mv", "Conv=lmv"]
+    assert list(dict.fromkeys(frame["architecture"])) == ["abstract", "eyeriss", "tpu"]
+    keys = ["assignment", "pes", "scheduler", "architecture"]
+    assert not frame.duplicated(keys).any()
+
+
+@pytest.mark.parametrize("name", ["abstract", "eyeriss", "tpu"])
+def test_several_architectures_give_each_one_sweep(sweeps, several, name):
+    """The homogeneous points on each architecture are those of a sweep on it alone."""
+    frame, _ = several
+    mine = frame[(frame["architecture"] == name) & (frame["scheduler"] != "heft")].reset_index(drop=True)
+    alone = sweeps[name]
+    assert mine.drop(columns=TIMING).equals(alone.drop(columns=TIMING))
+
+
+@pytest.mark.parametrize(("name", "units"), [("abstract", 16), ("eyeriss", 168), ("tpu", 257)])
+def test_heft_runs_on_the_architecture_units(several, conv_seed, name, units):
+    frame, _ = several
+    rows = frame[(frame["architecture"] == name) & (frame["scheduler"] == "heft")]
+    assert rows["pes"].tolist() == [units, units]
+    arch = load(name)
+    for row in rows.itertuples():
+        dag = extract(conv_seed.lower({"Conv": row.assignment.removeprefix("Conv=")}))
+        result = schedule(dag, 16, "heft", arch=arch)
+        assert (row.makespan, row.makespan_cycles, row.pes) == (result.makespan, result.costs.makespan_cycles, units)
+        assert row.energy_pj == pytest.approx(result.costs.energy_total_pj)
+
+
+def test_parameters_sweep_each_architecture(conv_seed, tmp_path):
+    """arch_params: the product of the values on every architecture, each variant costed as itself, and a
+    resumed sweep finds every point stored (HEFT on a design of fixed counts: one point for all P)."""
+    path = tmp_path / "r.sqlite"
+    options = {
+        "pes": [4, 8],
+        "scheduler": ("list", "heft"),
+        "progress": False,
+        "arch": ["eyeriss", "cgra"],
+        "arch_params": {"offchip.bandwidth_bytes_per_cycle": [4, 64]},
+        "results": path,
+    }
+    frame = explore("conv-seed", {"Conv": ["mv"]}, **options)
+    labels = [f"{name}[offchip.bandwidth_bytes_per_cycle={value}]" for name in ("eyeriss", "cgra") for value in (4, 64)]
+    assert list(dict.fromkeys(frame["architecture"])) == labels
+    assert frame[frame["scheduler"] == "heft"]["pes"].tolist() == [168, 168, 65, 65]
+    assert len(frame) == 2 * 4 + 4
+    dag = extract(conv_seed.lower({"Conv": "mv"}))
+    for row in frame.itertuples():
+        name, value = row.architecture.split("[")[0], int(row.architecture.split("=")[1].rstrip("]"))
+        memories = load(name).to_dict()["memories"]
+        memories[load(name).offchip]["bandwidth_bytes_per_cycle"] = value
+        costs = schedule(
+            dag, 4 if row.scheduler == "heft" else row.pes, row.scheduler, arch=load(name).replace(memories=memories)
+        ).costs
+        assert (row.makespan_cycles, row.energy_pj) == (costs.makespan_cycles, pytest.approx(costs.energy_total_pj))
+    for name in ("eyeriss", "cgra"):
+        slow, fast = (frame[frame["architecture"] == f"{name}[offchip.bandwidth_bytes_per_cycle={v}]"] for v in (4, 64))
+        assert (slow["makespan_cycles"].to_numpy() >= fast["makespan_cycles"].to_numpy()).all()
+    resumed = explore("conv-seed", {"Conv": ["mv"]}, resume=True, **options)
+    assert resumed.drop(columns=TIMING).equals(frame.drop(columns=TIMING))
+
+
+@pytest.mark.parametrize(
+    ("options", "message"),
+    [
+        ({"arch": "eyeriss", "pes": [256]}, "explore: architecture eyeriss has 168 units, fewer than P = 256"),
+        ({"arch": "abstract", "arch_params": {"units.pe.count": [8]}, "pes": [16]}, "has 8 units, fewer than P = 16"),
+        ({"arch": [], "pes": [4]}, "explore: arch is empty"),
+        ({"arch": "eyeriss", "arch_params": {"units.pe.cnt": [1]}}, "parameter units.pe.cnt: no field 'cnt'"),
+        ({"arch": "eyeriss", "arch_params": {"units.pe.count": [0]}}, "eyeriss[units.pe.count=0]: units.pe.count"),
+        ({"arch": "nope"}, "unknown architecture 'nope'"),
+    ],
+)
+def test_architecture_errors_come_first(options, message, monkeypatch):
+    from dcaccel.exploration import sweep
+
+    monkeypatch.setattr(sweep, "build_dag", lambda *args: pytest.fail("a DAG was built"))
+    with pytest.raises(DcaccelError) as raised:
+        explore("conv-seed", {"Conv": ["mv"]}, progress=False, **options)
+    assert message in str(raised.value)
+
+
+def test_one_label_one_description():
+    from dcaccel.exploration.sweep import architectures
+
+    assert [arch.label for arch in architectures(["tpu", "tpu", load("tpu")])] == ["tpu"]
+    with pytest.raises(DcaccelError, match="two different architectures are labelled 'tpu'"):
+        architectures(["tpu", load("tpu").replace(clock_mhz=1)])
