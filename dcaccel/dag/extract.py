@@ -65,9 +65,9 @@ from dcaccel.dag.walk import (
 from dcaccel.errors import DAGContractError
 
 if TYPE_CHECKING:
-    from dcaccel.dag.scopes import Access, TaskScope
+    from dcaccel.dag.scopes import Access, LoweredProgram, TaskScope
 
-__all__ = ["EDGE_VOLUME_RULES", "SINK_MODES", "ConcreteGraph", "Granularity", "extract"]
+__all__ = ["EDGE_VOLUME_RULES", "SINK_MODES", "ConcreteGraph", "Granularity", "extract", "extract_program"]
 
 #: Largest number of (producer, consumer) box pairs intersected in one NumPy operation.
 _PAIR_CHUNK = 1 << 21
@@ -340,7 +340,7 @@ def extract(
     if symbols is None:
         symbols = getattr(workload, "symbols", None)
     sdfg = getattr(lowered, "sdfg", lowered)
-    origins = _origins(lowered)
+    origins = origins_of(lowered)
     if fusion:
         from dcaccel.transforms.fusion import fuse_elementwise
 
@@ -348,18 +348,36 @@ def extract(
         origins = _fused_origins(origins, fuse_elementwise(sdfg))
     program = read_program(sdfg, symbols, positive_sizes=True, sources=origins)
     name = name or getattr(workload, "name", None) or program.name
+    return extract_program(program, granularity, edge_volume, sink=sink, name=name)
+
+
+def extract_program(
+    program: LoweredProgram,
+    granularity: Granularity,
+    edge_volume: str,
+    *,
+    sink: str = "auto",
+    name: str | None = None,
+    groups: dict[int, _Group] | None = None,
+) -> TaskDAG:
+    """The task DAG of the steps of ``program`` (what :func:`extract` does once it has read the SDFG).
+
+    ``groups`` holds the tasks of steps already instantiated at ``granularity``, by step index (the
+    fragments of :mod:`dcaccel.dag.compose` pass theirs); steps missing from it are instantiated here.
+    """
+    name = name or program.name
     if program.symbols:
         from dcaccel.dag.symbolic import SymbolicGraph
 
         walk = walk_program(program, lambda: SymbolicGraph(granularity), edge_volume)
         nodes, edges, produced = walk.graph.materialise()
     else:
-        groups: dict[int, _Group] = {}
+        groups = {} if groups is None else groups
         walk = walk_program(program, lambda: ConcreteGraph(granularity, groups), edge_volume)
         nodes, edges, produced = walk.graph.nodes, walk.graph.edges, walk.graph.produced
         _warn_fewer_tiles(walk.graph.fewer_tiles, granularity)
     for data, fault in walk.inserted.items():
-        warnings.warn(f"extract: container '{data}' made a buffer node ({fault.reason})", stacklevel=2)
+        warnings.warn(f"extract: container '{data}' made a buffer node ({fault.reason})", stacklevel=3)
     dag = _emit(nodes, edges, produced, edge_volume, sink, name)
     try:
         dag.validate()
@@ -378,7 +396,7 @@ def _warn_fewer_tiles(fewer: list[str], granularity: Granularity) -> None:
         )
 
 
-def _origins(lowered) -> dict[str, dict[str, str]]:
+def origins_of(lowered) -> dict[str, dict[str, str]]:
     """Map-entry guid → the source node it lowers (``op``, ``node``, ``implementation``), from the
     ``origins`` table of a ``LoweredWorkload`` (guids survive inlining and copies of the SDFG)."""
     return {

@@ -49,6 +49,7 @@ __all__ = [
     "OpaqueOpWarning",
     "SourceNode",
     "available_implementations",
+    "chosen_implementation",
     "expand_all",
     "lower",
     "op_type",
@@ -97,6 +98,17 @@ def _default_implementation(available: list[str]) -> str | None:
     return None
 
 
+def chosen_implementation(node: nodes.LibraryNode, choices: Mapping[str, str]) -> str | None:
+    """The implementation :func:`lower` gives ``node`` under ``choices``: its name in ``choices``, else its
+    op type, else the implementation already set on it (if dcaccel has it), else the default; None when
+    dcaccel has none (an opaque task). Nothing is checked or expanded."""
+    available = available_implementations(node)
+    if not available:
+        return None
+    preset = node.implementation if node.implementation in available else None
+    return choices.get(node.label, choices.get(op_type(node), preset or _default_implementation(available)))
+
+
 def _resolve(
     node: nodes.LibraryNode,
     state: dace.SDFGState,
@@ -119,8 +131,7 @@ def _resolve(
         if strict or node.label in choices or op in choices:
             raise UnsupportedOpError(op, node.label, "no dcaccel implementation")
         return fallback_implementation(node, state), True
-    preset = node.implementation if node.implementation in available else None
-    chosen = choices.get(node.label, choices.get(op, preset or _default_implementation(available)))
+    chosen = chosen_implementation(node, choices)
     if chosen not in available:
         raise DcaccelError(f"{op} node '{node.label}': no implementation '{chosen}'; available: {', '.join(available)}")
     implementation_of(node, chosen).expansion.check(node, state, state.sdfg)

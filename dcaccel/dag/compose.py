@@ -1,0 +1,218 @@
+"""Composition: the task DAG of an implementation assignment, from the fragments of its nodes.
+
+A :class:`Composer` belongs to one workload (one per process: :func:`composer_for`). It keeps the
+:mod:`fragments <dcaccel.dag.fragments>` of every whole-program lowering it is given
+(:meth:`Composer.add`) and the tasks of their steps, instantiated once per granularity. For an
+assignment whose every node has a fragment, :meth:`Composer.dag` builds the program the lowering
+would give without lowering anything:
+
+1. each node's implementation is resolved as ``lower()`` resolves it
+   (:func:`~dcaccel.transforms.lower.chosen_implementation`);
+2. the fragments' steps are joined in program order, the nodes' own containers and states renamed
+   as DaCe's inlining would name them in this program (:func:`~dcaccel.dag.fragments.inline_names`);
+3. the joined program is walked by the one walk of :mod:`dcaccel.dag.walk`, exactly as
+   :func:`~dcaccel.dag.extract.extract` walks a lowered program: buffer marks, stream or buffer at
+   every boundary, contract repair (inserted buffers, repeated passes), both edge-volume rules, the
+   pseudo source and sink, node and edge order are the whole-program rules applied to the whole
+   program, never per fragment. Those rules are global (a collapsed container becomes a buffer
+   because of a consumer in another node; an edge's volume depends on both ends), which is why
+   composition joins steps, not task sub-DAGs.
+
+The result is the DAG of the whole-program extraction, JSON for JSON. Where the model of DaCe's
+inlining does not describe a workload's lowering (:class:`~dcaccel.dag.fragments.NotComposable`),
+or the first composed DAG differs from the whole-program one (:meth:`Composer.check`), ``reason``
+says why and :meth:`Composer.dag` returns None: the caller lowers the whole program instead.
+"""
+
+from __future__ import annotations
+
+import weakref
+from collections.abc import Mapping
+from dataclasses import replace
+from typing import TYPE_CHECKING, Any
+
+from dcaccel.dag.extract import Granularity, _Group, _instantiate, extract_program, origins_of
+from dcaccel.dag.fragments import (
+    Fragment,
+    NotComposable,
+    Skeleton,
+    fragment_key,
+    harvest,
+    inline_names,
+    inlining_of,
+    rename_step,
+    skeleton,
+)
+
+if TYPE_CHECKING:
+    from dcaccel.dag.scopes import Container
+    from dcaccel.dag.taskdag import TaskDAG
+
+__all__ = ["Composer", "composer_for"]
+
+
+class Composer:
+    """The fragments of one workload's lowerings, and the DAGs of assignments composed from them.
+
+    ``reason`` is None while composition applies, else why every assignment must be lowered whole.
+    ``verified`` turns true once a composed DAG matched the whole-program extraction (:meth:`check`).
+    """
+
+    def __init__(self, workload):
+        self.workload = workload
+        self.reason: str | None = None
+        self.verified = False
+        self.fragments: dict[tuple[str, str | None], Fragment] = {}
+        self.shared: dict[str, Container] = {}
+        self.inlinings: dict[tuple[str, str | None], Any] = {}
+        self.tasks: dict[tuple, _Group] = {}
+        self.frame: Skeleton | None = None
+        self.nodes: list = []
+        try:
+            if getattr(workload, "expansion_cache", None) is None:
+                raise NotComposable("the workload keeps no expansions (a bare SDFG)")
+            self.frame = skeleton(workload.sdfg)
+        except NotComposable as err:
+            self.reason = str(err)
+            return
+        from dcaccel.frontend.ops import library_nodes
+
+        self.nodes = [node for node, _ in library_nodes(workload.sdfg)]
+
+    # -- fragments
+    def add(self, lowered) -> None:
+        """Keep the fragments of ``lowered`` (this workload lowered whole under some assignment); a
+        lowering that cannot be cut into fragments sets ``reason``."""
+        if self.reason is not None:
+            return
+        from dcaccel.dag.scopes import read_program
+
+        try:
+            for node in self.frame.order:
+                key = fragment_key(node, lowered)
+                if key not in self.inlinings:
+                    cached = None if key[1] is None else self.workload.expansion_cache.get(key)
+                    if key[1] is not None and cached is None:
+                        raise NotComposable(f"the expansion of node '{node}' ({key[1]}) is not cached")
+                    self.inlinings[key] = None if cached is None else inlining_of(cached.nested)
+            sources = origins_of(lowered)
+            program = read_program(lowered.sdfg, self.workload.symbols, positive_sizes=True, sources=sources)
+            cut = harvest(self.workload, lowered, program, self.frame, self.inlinings)
+            for name, container in cut.shared.items():
+                if self.shared.setdefault(name, container) != container:
+                    raise NotComposable(f"container '{name}' of the source program differs between lowerings")
+            for fragment in cut.fragments:
+                self.fragments.setdefault((fragment.node, fragment.implementation), fragment)
+            composed = self.program({f.node: f.implementation for f in cut.fragments}, cut.fragments)
+            if composed is None or composed[0].steps != program.steps:
+                raise NotComposable("the fragments of a lowering do not compose back to it")
+        except NotComposable as err:
+            self.reason = str(err)
+
+    def implementations(self, choices: Mapping[str, str]) -> dict[str, str | None]:
+        """The implementation ``lower()`` gives each top-level node under ``choices`` (None: opaque)."""
+        from dcaccel.transforms.lower import chosen_implementation
+
+        return {node.label: chosen_implementation(node, choices) for node in self.nodes}
+
+    # -- composition
+    def program(self, implementations: Mapping[str, str | None], fragments=None):
+        """The program of the assignment giving each node ``implementations[node]``, with the origin of
+        each step (fragment, index in it, containers renamed, state); None when a fragment is missing."""
+        from dcaccel.dag.scopes import LoweredProgram
+
+        if fragments is None:
+            fragments = [self.fragments.get((node, implementations[node])) for node in self.frame.order]
+            if any(fragment is None for fragment in fragments):
+                return None
+        naming = inline_names(self.frame, {f.node: f.inlining for f in fragments})
+        containers = dict(self.shared)
+        steps = []
+        origin = []
+        state = None
+        for fragment in fragments:
+            data = naming.data.get(fragment.node, {})
+            states = naming.states.get(fragment.node, {})
+            names = {final: data[local] for final, local in fragment.own.items()}
+            for final, container in fragment.containers.items():
+                new = names[final]
+                containers[new] = container if new == final else replace(container, name=new)
+            changed = {old: new for old, new in names.items() if old != new}
+            for index, (step, inherits) in enumerate(zip(fragment.steps, fragment.inherits, strict=True)):
+                state = state if inherits else states[fragment.own_states[step.state]]
+                steps.append(rename_step(step, changed, state))
+                origin.append((fragment, index, changed, state))
+        return LoweredProgram(self.workload.sdfg.name, steps, containers, frozenset()), origin
+
+    def dag(self, choices: Mapping[str, str], granularity: Granularity, edge_volume: str, strict: bool = False):
+        """The task DAG of ``choices`` composed from fragments (as ``extract(lower(workload, choices))``
+        would give it), or None when a fragment is missing, composition does not apply (``reason``),
+        or ``strict`` meets an opaque node (the whole-program lowering refuses it)."""
+        if self.reason is not None:
+            return None
+        implementations = self.implementations(choices)
+        if strict and None in implementations.values():
+            return None
+        built = self.program(implementations)
+        if built is None:
+            return None
+        program, origin = built
+        return extract_program(
+            program, granularity, edge_volume, name=self.workload.name, groups=self._groups(origin, granularity)
+        )
+
+    def _groups(self, origin, granularity: Granularity) -> dict[int, _Group]:
+        """The tasks of every task scope of a composed program, by step index: instantiated once per
+        (fragment step, granularity), then renamed to the composed program's containers and state."""
+        from dcaccel.dag.scopes import Copy
+
+        groups = {}
+        for index, (fragment, position, changed, state) in enumerate(origin):
+            step = fragment.steps[position]
+            if isinstance(step, Copy):
+                continue
+            key = (granularity, fragment.node, fragment.implementation, position)
+            group = self.tasks.get(key)
+            if group is None:
+                group = self.tasks[key] = _instantiate(step, granularity)
+            groups[index] = _renamed(group, changed, state, step.state)
+        return groups
+
+    def check(self, composed: TaskDAG, whole: TaskDAG, assignment: str) -> bool:
+        """Compare a composed DAG with the whole-program extraction of the same assignment; on a
+        difference, composition stops for this workload (``reason`` names the assignment)."""
+        if composed.to_json() == whole.to_json():
+            self.verified = True
+            return True
+        self.reason = f"the composed DAG of {assignment} differs from the whole-program extraction"
+        return False
+
+
+def _renamed(group: _Group, changed: Mapping[str, str], state: str, was: str) -> _Group:
+    """``group`` with its containers renamed by ``changed`` and its tasks in ``state`` (they were in ``was``)."""
+    if not changed and state == was:
+        return group
+    metas = group.metas if state == was else [{**meta, "state": state} for meta in group.metas]
+    return _Group(
+        group.labels,
+        metas,
+        {changed.get(name, name): rows for name, rows in group.reads.items()},
+        {changed.get(name, name): rows for name, rows in group.writes.items()},
+        frozenset(changed.get(name, name) for name in group.accumulated),
+    )
+
+
+#: One composer per workload object in this process (a sweep's workers each keep their own).
+_COMPOSERS: dict[int, tuple[weakref.ref, Composer]] = {}
+
+
+def composer_for(workload) -> Composer:
+    """The :class:`Composer` of ``workload`` in this process (made at the first call)."""
+    entry = _COMPOSERS.get(id(workload))
+    if entry is not None and entry[0]() is workload:
+        return entry[1]
+    for key in [key for key, (ref, _) in _COMPOSERS.items() if ref() is None]:
+        del _COMPOSERS[key]
+    composer = Composer(workload)
+    _COMPOSERS[id(workload)] = (weakref.ref(workload), composer)
+    return composer

@@ -1,0 +1,308 @@
+"""DAG fragments: the part of a lowered program that one node of the source program lowers to.
+
+A :class:`Fragment` is, for one library node of the workload and one implementation, the steps of
+the fully lowered program that this node became (task scopes and copies, as :mod:`dcaccel.dag.scopes`
+reads them, in program order) and the containers it added; every other container a step touches is
+a tensor of the source program, shared with the other nodes (its boundary containers: what it
+reads and writes, and whether each is a buffer, is in the steps and in the program's containers).
+:func:`harvest` cuts a real ``LoweredWorkload`` (``lower()`` of the whole program) into its nodes'
+fragments: fragments are always taken from the node lowered in its program, never from a template.
+:mod:`dcaccel.dag.compose` joins fragments of several lowerings into the program of an assignment.
+
+What is not local to a node is how DaCe names what it inlines (:func:`inline_names`): the lowering
+inlines the nodes' nested SDFGs one at a time, the last node first, and a container of a node keeps
+its name unless the program already has one of that name, in which case it becomes
+``{nested SDFG}_{name}`` (then ``..._0``, ``..._1``: DaCe's ``find_new_name``); the node's states
+are renamed the same way against every state label of the program. So the names of a node depend
+on the implementations of the nodes after it. A fragment therefore keeps, besides its steps in the
+names of the lowering it came from, the names before inlining (:class:`Inlining`, read from the
+workload's expansion of the node, inlined on its own), and the names of a composed program are
+recomputed by replaying DaCe's rule. After inlining, DaCe fuses the states: a step is in a state of
+its own node (``own``), or in the state the previous step is in.
+
+A lowering whose structure this model does not describe raises :class:`NotComposable` with the
+reason (the nodes' steps interleave in program order, a step touches another node's container,
+sizes stay symbolic, the program has several top-level states, ...): the caller then lowers every
+assignment of that workload whole.
+"""
+
+from __future__ import annotations
+
+import copy
+from collections import Counter
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass, replace
+from typing import TYPE_CHECKING
+
+from dcaccel.errors import DcaccelError
+
+if TYPE_CHECKING:
+    from dcaccel.dag.scopes import Access, Container, Copy, LoweredProgram, TaskScope
+
+
+class NotComposable(DcaccelError):
+    """A lowering that cannot be cut into fragments and composed again (the message says why)."""
+
+
+@dataclass(frozen=True)
+class Inlining:
+    """What inlining one node's nested SDFG into the program adds: the nested SDFG's ``label``, its
+    transient containers in the order DaCe adds them, and its state labels in the order DaCe renames
+    them (both as they are before the node is inlined into the program)."""
+
+    label: str
+    transients: tuple[str, ...]
+    blocks: tuple[str, ...]
+
+
+@dataclass(frozen=True)
+class Fragment:
+    """The steps one node became under one implementation, in the names of the lowering they come from.
+
+    ``own`` maps each container the node added (its name in that lowering) to its name before
+    inlining, ``own_states`` likewise for state labels; ``inherits[i]`` says that step ``i`` sits in the
+    state of the step before it (its label comes from another node). ``containers`` are the node's
+    own containers. ``inlining`` is None for a node that is not inlined (an opaque task).
+    """
+
+    node: str
+    implementation: str | None
+    steps: tuple[TaskScope | Copy, ...]
+    inherits: tuple[bool, ...]
+    own: Mapping[str, str]
+    own_states: Mapping[str, str]
+    containers: Mapping[str, Container]
+    inlining: Inlining | None
+
+
+@dataclass(frozen=True)
+class Skeleton:
+    """What the names of a composed program depend on besides the fragments: the top-level library
+    nodes in program order, the names the program has before anything is inlined (containers,
+    symbols, constants) and the label of its one top-level state."""
+
+    order: tuple[str, ...]
+    names: frozenset[str]
+    state: str
+
+
+@dataclass(frozen=True)
+class Naming:
+    """The names every node's own containers and states get when the program is inlined: node →
+    (name before inlining → name in the program)."""
+
+    data: Mapping[str, Mapping[str, str]]
+    states: Mapping[str, Mapping[str, str]]
+
+
+def find_new_name(name: str, taken) -> str:
+    """DaCe's ``find_new_name``: ``name``, else ``name_0``, ``name_1``, ... whichever is free."""
+    from dace.utils import find_new_name as dace_find_new_name
+
+    return dace_find_new_name(name, taken)
+
+
+def skeleton(sdfg) -> Skeleton:
+    """The :class:`Skeleton` of a workload's (not lowered) SDFG; :class:`NotComposable` when its
+    library nodes are not all in its one top-level state."""
+    from dcaccel.frontend.ops import library_nodes
+
+    states = list(sdfg.states())
+    if len(states) != 1 or list(sdfg.all_control_flow_blocks()) != states:
+        raise NotComposable(f"the program '{sdfg.name}' has {len(states)} top-level states")
+    order = []
+    for node, state in library_nodes(sdfg):
+        if state is not states[0]:
+            raise NotComposable(f"node '{node.label}' is inside a nested SDFG")
+        order.append(node.label)
+    if len(set(order)) != len(order):
+        raise NotComposable(f"two library nodes of '{sdfg.name}' share a name")
+    names = frozenset(sdfg.arrays) | frozenset(map(str, sdfg.symbols)) | frozenset(sdfg.constants)
+    return Skeleton(tuple(order), names, states[0].label)
+
+
+def inlining_of(nested) -> Inlining:
+    """The :class:`Inlining` of a node's expansion (the ``NestedSDFG`` that replaced it, its own nested
+    SDFGs not yet inlined): a copy is inlined on its own, as the lowering does before it inlines the
+    node into the program, and its transients are listed in the order DaCe's multi-state inlining
+    adds them (states in order, access nodes in order)."""
+    from dace.sdfg import nodes as dnodes
+    from dace.sdfg.utils import inline_sdfgs
+
+    sdfg = copy.deepcopy(nested).sdfg
+    inline_sdfgs(sdfg, multistate=True)
+    transients = []
+    for state in sdfg.states():
+        for node in state.nodes():
+            if isinstance(node, dnodes.AccessNode) and sdfg.arrays[node.data].transient and node.data not in transients:
+                transients.append(node.data)
+    blocks = tuple(block.label for block in sdfg.all_control_flow_blocks(recursive=True))
+    if len(set(blocks)) != len(blocks):
+        raise NotComposable(f"two states of the expansion '{sdfg.label}' share a label")
+    return Inlining(sdfg.label, tuple(transients), blocks)
+
+
+def inline_names(frame: Skeleton, inlinings: Mapping[str, Inlining | None]) -> Naming:
+    """Replay DaCe's naming while it inlines the nodes' nested SDFGs into the program (the last node
+    first; see the module docstring). ``inlinings`` has every node of ``frame.order`` (None: not
+    inlined)."""
+    arrays = set(frame.names)
+    pending = Counter(label for inlining in inlinings.values() if inlining for label in inlining.blocks)
+    placed = {frame.state}
+    current = frame.state
+    data: dict[str, dict[str, str]] = {}
+    states: dict[str, dict[str, str]] = {}
+    for node in reversed(frame.order):
+        inlining = inlinings[node]
+        if inlining is None:
+            continue
+        # The node's state is split around it (DaCe's isolate_nested_sdfg); the nodes before it stay in
+        # the state before.
+        placed.discard(current)
+        placed.update((f"{current}_pre_state", f"{current}_post_state"))
+        current = f"{current}_pre_state"
+        labels = placed | {label for label, count in pending.items() if count > 0}
+        renamed = {}
+        for label in inlining.blocks:
+            new = find_new_name(label, labels)
+            labels.add(new)
+            renamed[label] = new
+        pending.subtract(inlining.blocks)
+        placed.update(renamed.values())
+        states[node] = renamed
+        names = {}
+        for name in inlining.transients:
+            new = f"{inlining.label}_{name}" if name in arrays else name
+            new = find_new_name(new, arrays).replace(".", "_")
+            new = find_new_name(new, arrays)
+            arrays.add(new)
+            names[name] = new
+        data[node] = names
+    return Naming(data, states)
+
+
+def accesses(step: TaskScope | Copy) -> tuple[Access, ...]:
+    """Every access of a step (a copy's source and target, a task scope's per-iteration and whole ones)."""
+    from dcaccel.dag.scopes import Copy
+
+    if isinstance(step, Copy):
+        return (step.src, step.dst)
+    return (*step.reads, *step.writes, *step.whole_reads, *step.whole_writes)
+
+
+def rename_step(step: TaskScope | Copy, names: Mapping[str, str], state: str) -> TaskScope | Copy:
+    """``step`` in state ``state`` with its containers renamed by ``names`` (the others keep theirs)."""
+    from dcaccel.dag.scopes import Copy
+
+    def access(a: Access) -> Access:
+        new = names.get(a.data)
+        return a if new is None else replace(a, data=new)
+
+    if isinstance(step, Copy):
+        return replace(step, state=state, src=access(step.src), dst=access(step.dst))
+    if not names or not any(a.data in names for a in accesses(step)):
+        return step if step.state == state else replace(step, state=state)
+    return replace(
+        step,
+        state=state,
+        reads=tuple(map(access, step.reads)),
+        writes=tuple(map(access, step.writes)),
+        whole_reads=tuple(map(access, step.whole_reads)),
+        whole_writes=tuple(map(access, step.whole_writes)),
+    )
+
+
+@dataclass(frozen=True)
+class Harvest:
+    """The fragments of one lowering (one per top-level node, in program order) and the containers of
+    the source program it shares between them (by name)."""
+
+    fragments: tuple[Fragment, ...]
+    shared: Mapping[str, Container]
+
+
+def harvest(workload, lowered, program: LoweredProgram, frame: Skeleton, inlinings: Mapping) -> Harvest:
+    """Cut ``program`` (the steps of ``lowered``, the whole ``workload`` lowered) into the fragments of
+    its nodes. ``inlinings`` maps (node, implementation) to the node's :class:`Inlining`.
+
+    :raises NotComposable: when a step cannot be given to one node, the nodes' steps interleave or come
+        out of program order, a step touches a container of another node, or the first step's state is
+        not its node's own.
+    """
+    if program.symbols:
+        names = ", ".join(sorted(map(str, program.symbols)))
+        raise NotComposable(f"sizes stay symbolic ({names})")
+    keys = {node: fragment_key(node, lowered) for node in frame.order}
+    naming = inline_names(frame, {node: inlinings[keys[node]] for node in frame.order})
+    owner = {name: node for node, names in naming.data.items() for name in names.values()}
+    steps = program.steps
+    owners = [_owner(step, owner) for step in steps]
+    _fill_unowned(owners, steps)
+    position = {node: i for i, node in enumerate(frame.order)}
+    runs = [node for i, node in enumerate(owners) if i == 0 or owners[i - 1] != node]
+    if len(set(runs)) != len(runs) or [position[n] for n in runs] != sorted(position[n] for n in runs):
+        raise NotComposable("the steps of the nodes interleave in program order (DaCe's depth-first order)")
+    fragments = []
+    for node in frame.order:
+        inverse = {final: local for local, final in naming.data.get(node, {}).items()}
+        inverse_states = {final: local for local, final in naming.states.get(node, {}).items()}
+        mine = [step for step, who in zip(steps, owners, strict=True) if who == node]
+        inherits = tuple(step.state not in inverse_states for step in mine)
+        used = {a.data for step in mine for a in accesses(step)}
+        foreign = sorted(name for name in used if name in owner and owner[name] != node)
+        if foreign:
+            other = owner[foreign[0]]
+            raise NotComposable(f"node '{node}' reads or writes '{foreign[0]}', a container of node '{other}'")
+        fragments.append(
+            Fragment(
+                node=node,
+                implementation=keys[node][1],
+                steps=tuple(mine),
+                inherits=inherits,
+                own={final: local for final, local in inverse.items() if final in program.containers},
+                own_states=inverse_states,
+                containers={final: program.containers[final] for final in inverse if final in program.containers},
+                inlining=inlinings[keys[node]],
+            )
+        )
+    if steps and owners[0] is not None and fragments[position[owners[0]]].inherits[0]:
+        raise NotComposable("the first step of the program is not in a state of its own node")
+    unknown = sorted(
+        a.data for step in steps for a in accesses(step) if a.data not in owner and a.data not in frame.names
+    )
+    if unknown:
+        raise NotComposable(f"container '{unknown[0]}' is neither a node's nor the source program's")
+    shared = {name: container for name, container in program.containers.items() if name not in owner}
+    return Harvest(tuple(fragments), shared)
+
+
+def fragment_key(node: str, lowered) -> tuple[str, str | None]:
+    """(node, implementation) of ``node`` in ``lowered``; an opaque task's implementation is None."""
+    return node, None if node in lowered.opaque else lowered.implementations[node]
+
+
+def _owner(step: TaskScope | Copy, owner: Mapping[str, str]) -> str | None:
+    """The node a step belongs to: the node its origin names, else the one whose containers it touches
+    (None when it touches only the source program's tensors)."""
+    node = getattr(step, "meta", {}).get("node")
+    if node is not None:
+        return node
+    nodes = {owner[a.data] for a in accesses(step) if a.data in owner}
+    if len(nodes) > 1:
+        raise NotComposable(f"a step touches the containers of nodes {', '.join(sorted(nodes))}")
+    return next(iter(nodes), None)
+
+
+def _fill_unowned(owners: list[str | None], steps: Sequence) -> None:
+    """Give a step of no node (a copy between two tensors of the source program) to the node of the
+    steps around it, when both are the same node's (or it is at an end)."""
+    for i, who in enumerate(owners):
+        if who is not None:
+            continue
+        before = next((owners[j] for j in range(i - 1, -1, -1) if owners[j] is not None), None)
+        after = next((owners[j] for j in range(i + 1, len(owners)) if owners[j] is not None), None)
+        if before is not None and after is not None and before != after:
+            raise NotComposable(f"a copy of '{steps[i].src.data}' lies between the steps of two nodes")
+        owners[i] = before or after
+        if owners[i] is None:
+            raise NotComposable("no step of the program belongs to a node")
