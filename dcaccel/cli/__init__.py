@@ -16,7 +16,7 @@ import typing
 from dcaccel.errors import DcaccelError
 
 #: Sub-command modules, in the order ``dcaccel --help`` lists them.
-COMMANDS = ("info", "verify", "dag", "schedule", "explore", "arch", "map")
+COMMANDS = ("info", "verify", "dag", "schedule", "explore", "arch", "map", "partition")
 
 
 class Parser(argparse.ArgumentParser):
