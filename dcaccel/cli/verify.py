@@ -3,7 +3,9 @@
 Prints the maximum absolute and relative error per output and exits with status 1 on a mismatch.
 With ``--impl`` (or ``--lowered``) the model is first lowered with those implementation choices and
 the lowered SDFG is checked; an op with no canonical implementation is then DaCe's own expansion kept
-as one opaque task, or refused with ``--strict``.
+as one opaque task, or refused with ``--strict``. With ``--arch`` the model is partitioned between that
+design's accelerator and its host (``--policy``, :mod:`dcaccel.transforms.offload`) and the partitioned
+program is checked: host operators on DaCe's expansions, offloaded ones on their canonical implementations.
 """
 
 import argparse
@@ -20,6 +22,8 @@ from dcaccel.cli.models import (
     resolve_model,
 )
 from dcaccel.cli.table import format_table
+from dcaccel.errors import DcaccelError
+from dcaccel.transforms.offload import POLICIES, partition
 from dcaccel.verification import VerifyReport, verify
 
 
@@ -39,6 +43,10 @@ def register(subparsers) -> None:
     add_impl_argument(parser)
     parser.add_argument("--lowered", action="store_true", help="lower the model fully before checking it")
     add_strict_argument(parser)
+    parser.add_argument("--arch", metavar="NAME|FILE", help="check the program partitioned for this design")
+    parser.add_argument(
+        "--policy", choices=POLICIES, default="greedy", help="partition policy with --arch (default: %(default)s)"
+    )
     parser.set_defaults(run=run)
 
 
@@ -48,7 +56,11 @@ def run(args: argparse.Namespace) -> int:
     workload = resolve_model(args.model)
     check_choice_keys(workload, choices)
     lowered = None
-    if args.impl or args.lowered or args.strict:
+    if args.arch is not None:
+        if args.strict:
+            raise DcaccelError("--strict and --arch: a partition runs what dcaccel cannot lower on the host")
+        lowered = partition(workload, args.arch, args.policy, choices=choices).lowered
+    elif args.impl or args.lowered or args.strict:
         lowered = lower_workload(workload, choices, args.strict)
     report = verify(workload, lowered, rtol=args.rtol, atol=args.atol, seed=args.seed)
     sys.stdout.write(format_report(report) + "\n")
