@@ -23,9 +23,9 @@ dilations are supported; padded input positions read a clamped element and are m
 F/G·kernel size, C/G] and X_col [G, C/G, batch·in size], then a ``Col2im`` task adds every column of Y_col
 into the kernel-sized output window of its input position (WCR into an ACCUMULATE buffer), so no multiply-add
 by an inserted zero is counted (as the zero-inserted-input im2col would, stride^dims times more). Strides,
-pads, dilations, output_padding, groups, bias and batch are supported; ``auto_pad`` other than NOTSET and an
-explicit ``output_shape`` raise in ``check``. There is no ``direct`` ConvTranspose: with a stride, the number
-of inputs an output reads depends on its position, which one flat map's memlets cannot count exactly.
+pads (explicit, ``auto_pad`` or from an ``output_shape``), dilations, output_padding, groups, bias and batch
+are supported. There is no ``direct`` ConvTranspose: with a stride, the number of inputs an output reads
+depends on its position, which one flat map's memlets cannot count exactly.
 """
 
 import math
@@ -458,16 +458,12 @@ class ConvTransposeGeometry(_ConvSizes):
 
 def conv_transpose_geometry(node, state: dace.SDFGState, sdfg: dace.SDFG) -> ConvTransposeGeometry:
     """The geometry of the ONNX ConvTranspose ``node``; :class:`UnsupportedOpError` for what it cannot lower
-    (``auto_pad`` other than NOTSET, an explicit ``output_shape``, symbolic sizes, non-float types)."""
+    (symbolic sizes, non-float types, output sizes that are not the attributes')."""
     x = in_desc_with_name(node, state, sdfg, "X")
     w = in_desc_with_name(node, state, sdfg, "W")
     y = out_desc_with_name(node, state, sdfg, "Y")
     if x.dtype not in FLOAT_TYPES or w.dtype != x.dtype:
         raise unsupported(node, f"element types X {x.dtype}, W {w.dtype}")
-    if (node.auto_pad or "NOTSET") != "NOTSET":
-        raise unsupported(node, f"auto_pad='{node.auto_pad}' (only explicit pads)")
-    if node.output_shape:
-        raise unsupported(node, f"output_shape={list(node.output_shape)} (only pads and output_padding)")
     if len(x.shape) < 3 or len(w.shape) != len(x.shape):
         raise unsupported(node, f"X shape {tuple(x.shape)} with W shape {tuple(w.shape)}")
     try:
@@ -481,19 +477,7 @@ def conv_transpose_geometry(node, state: dace.SDFGState, sdfg: dace.SDFG) -> Con
         raise unsupported(node, f"X {shapes[0]}, W {shapes[1]}, Y {shapes[2]} do not split into {groups} groups")
     strides = _ints(node.strides, 1, n_dims)
     dilations = _ints(node.dilations, 1, n_dims)
-    pads = _ints(node.pads, 0, 2 * n_dims)
-    output_padding = _ints(node.output_padding, 0, n_dims)
-    expected = tuple(
-        strides[d] * (in_sizes[d] - 1)
-        + output_padding[d]
-        + dilations[d] * (kernel[d] - 1)
-        + 1
-        - pads[d]
-        - pads[n_dims + d]
-        for d in range(n_dims)
-    )
-    if expected != tuple(out_sizes):
-        raise unsupported(node, f"output sizes {tuple(out_sizes)} are not the attributes' {expected}")
+    pads_begin = _transposed_pads_begin(node, in_sizes, out_sizes, kernel, strides, dilations)
     return ConvTransposeGeometry(
         batch,
         channels,
@@ -504,8 +488,44 @@ def conv_transpose_geometry(node, state: dace.SDFGState, sdfg: dace.SDFG) -> Con
         tuple(out_sizes),
         strides,
         dilations,
-        pads[:n_dims],
+        pads_begin,
     )
+
+
+def _transposed_pads_begin(node, in_sizes, out_sizes, kernel, strides, dilations) -> tuple[int, ...]:
+    """The begin pads per spatial axis of the ONNX ConvTranspose ``node``, whose output has ``out_sizes``.
+
+    The full output of an axis is ``stride·(in - 1) + output_padding + dilation·(kernel - 1) + 1`` positions.
+    By the ONNX rule (which onnxruntime follows): with ``auto_pad`` NOTSET and no ``output_shape``, the
+    explicit ``pads`` crop it; VALID keeps it whole; with an ``output_shape`` (its last sizes are the spatial
+    ones; ``pads`` are then ignored) or SAME_UPPER / SAME_LOWER (output size ``in·stride``, at most the full
+    one), the total padding ``max(0, full - out)`` is split in two halves, the larger one at the end for
+    SAME_UPPER and at the beginning otherwise. An output larger than the full one ends in zeros (plus bias).
+    Raises :class:`UnsupportedOpError` when these sizes are not the inferred ones of Y.
+    """
+    dims = len(kernel)
+    auto_pad = node.auto_pad or "NOTSET"
+    if auto_pad not in ("NOTSET", "VALID", "SAME_UPPER", "SAME_LOWER"):
+        raise unsupported(node, f"auto_pad='{auto_pad}'")
+    output_padding = _ints(node.output_padding, 0, dims)
+    pads = _ints(node.pads, 0, 2 * dims)
+    full = tuple(
+        strides[d] * (in_sizes[d] - 1) + output_padding[d] + dilations[d] * (kernel[d] - 1) + 1 for d in range(dims)
+    )
+    if node.output_shape:
+        expected = tuple(int(size) for size in node.output_shape)[-dims:]
+    elif auto_pad == "NOTSET":
+        expected = tuple(full[d] - pads[d] - pads[dims + d] for d in range(dims))
+    elif auto_pad == "VALID":
+        expected = full
+    else:
+        expected = tuple(min(full[d], in_sizes[d] * strides[d]) for d in range(dims))
+    if expected != tuple(out_sizes):
+        raise unsupported(node, f"output sizes {tuple(out_sizes)} are not the attributes' {expected}")
+    if not node.output_shape and auto_pad == "NOTSET":
+        return pads[:dims]
+    totals = [max(0, full[d] - out_sizes[d]) for d in range(dims)]
+    return tuple(t // 2 if auto_pad == "SAME_UPPER" else t - t // 2 for t in totals)
 
 
 def conv_transpose_marks(implementation: str) -> dict[str, BufferReason | None]:

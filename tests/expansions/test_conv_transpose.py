@@ -16,7 +16,12 @@ from dace.ml import ONNXModel
 from dcaccel.buffers import BufferReason, buffer_reason
 from dcaccel.dag import extract
 from dcaccel.errors import UnsupportedOpError
-from dcaccel.expansions.conv import ConvTransposeGeometry, build_col2im_sdfg, conv_transpose_marks
+from dcaccel.expansions.conv import (
+    ConvTransposeGeometry,
+    build_col2im_sdfg,
+    conv_transpose_geometry,
+    conv_transpose_marks,
+)
 from dcaccel.transforms.checks import assert_fully_lowered
 from dcaccel.transforms.lower import lower
 from tests.expansions.canonical_onnx import OpCase, build_model, random_feed, run_reference
@@ -37,6 +42,45 @@ CONFIGS = {
     "stride_over_kernel": ((1, 1, 3, 3), (1, 2, 2, 2), True, {"strides": [3, 3]}),
     "conv1d": ((1, 2, 5), (2, 3, 3), True, {"strides": [2], "pads": [1, 1], "output_padding": [1]}),
     "single_input_element": ((1, 1, 1, 1), (1, 1, 2, 2), False, {}),
+    # auto_pad and output_shape (pads from the ONNX rule): full output 9×10 of a 4×4 input, stride 2, 3×3 and
+    # 3×4 kernels; SAME crops 1 and 2 (odd total: the extra one at the end for UPPER, at the start for LOWER)
+    "same_upper": ((1, 2, 4, 4), (2, 2, 3, 4), True, {"auto_pad": "SAME_UPPER", "strides": [2, 2]}),
+    "same_lower": ((1, 2, 4, 4), (2, 2, 3, 4), False, {"auto_pad": "SAME_LOWER", "strides": [2, 2]}),
+    "valid": ((1, 2, 3, 3), (2, 1, 3, 2), True, {"auto_pad": "VALID", "strides": [2, 1], "dilations": [1, 2]}),
+    # output_shape: totals 2 and 3 (extra at the start), pads ignored; with output_padding; one size above the
+    # full output (zeros at the end); with SAME_UPPER (extra at the end)
+    "output_shape": (
+        (1, 2, 4, 4),
+        (2, 2, 3, 4),
+        True,
+        {"strides": [2, 2], "output_shape": [7, 7], "pads": [5, 5, 5, 5]},
+    ),
+    "output_shape_padding": (
+        (1, 1, 4, 3),
+        (1, 2, 3, 3),
+        False,
+        {"strides": [2, 2], "output_shape": [8, 6], "output_padding": [1, 0]},
+    ),
+    "output_shape_above_full": ((1, 1, 4, 4), (1, 1, 1, 1), True, {"strides": [2, 2], "output_shape": [8, 7]}),
+    "output_shape_same_upper": (
+        (1, 2, 4, 4),
+        (2, 1, 3, 4),
+        False,
+        {"strides": [2, 2], "output_shape": [7, 7], "auto_pad": "SAME_UPPER"},
+    ),
+}
+
+# (config, begin pads of the output) by the ONNX rule, as onnxruntime computes them: the total padding is
+# full - output size (at least 0), its larger half at the end for SAME_UPPER and at the start otherwise
+PADS_BEGIN = {
+    "same_upper": (0, 1),  # full (9, 10) → (8, 8): totals 1, 2
+    "same_lower": (1, 1),
+    "valid": (0, 0),  # full (5, 5)
+    "output_shape": (1, 2),  # full (9, 10) → (7, 7): totals 2, 3
+    "output_shape_padding": (1, 1),  # full (10, 7) → (8, 6): totals 2, 1
+    "output_shape_above_full": (0, 0),  # full (7, 7) → (8, 7): totals -1 → 0, 0
+    "output_shape_same_upper": (1, 1),  # totals 2, 3 with the larger half at the end
+    "strides_pads_output_padding": (1, 0),
 }
 
 
@@ -155,14 +199,25 @@ def test_geometry_sizes():
     assert sdfg.arrays["Y_acc"].shape == (2, 6, 5, 11)
 
 
+@pytest.mark.parametrize("config", sorted(PADS_BEGIN))
+def test_pads_follow_the_onnx_rule(config):
+    imported = ONNXModel(config, build_model(_cases({config: CONFIGS[config]}, shapes=("mv",))), onnx_simplify=False)
+    ((node, state),) = [
+        (n, parent) for n, parent in imported.sdfg.all_nodes_recursive() if getattr(n, "schema", None) is not None
+    ]
+    geometry = conv_transpose_geometry(node, state, imported.sdfg)
+    assert geometry.pads_begin == PADS_BEGIN[config]
+    assert geometry.out_sizes == tuple(state.sdfg.arrays[state.out_edges(node)[0].data.data].shape[2:])
+
+
 @pytest.mark.parametrize(
     "attributes, detail",
     [
-        ({"auto_pad": "SAME_UPPER", "strides": [2, 2]}, "auto_pad='SAME_UPPER'"),
-        ({"output_shape": [8, 8], "strides": [2, 2]}, "output_shape=\\[8, 8\\]"),
+        # ONNX shape inference makes Y 9×9 (full output); the spec's SAME size is in·stride = 8
+        ({"auto_pad": "SAME_UPPER", "strides": [2, 2], "output_padding": [1, 1]}, "output sizes \\(9, 9\\)"),
     ],
 )
-def test_unsupported_attributes_raise_in_check(attributes, detail):
+def test_inconsistent_attributes_raise_in_check(attributes, detail):
     config = {"bad": ((1, 1, 4, 4), (1, 2, 3, 3), False, attributes)}
     with pytest.raises(UnsupportedOpError, match=f"ConvTranspose \\(node 'bad_mv'\\): {detail}"):
         _lowered(_cases(config, shapes=("mv",)))
