@@ -192,13 +192,16 @@ def annotate(units: Mapping[str, object], instances: Sequence[OpInstance]) -> di
             if problem is not None:
                 problems.append(f"{kind.name}: {problem}")
             pattern, chain = matches[kind.name].get(instance.name, (None, ()))
-            if pattern is not None and all(verdicts[kind.name][member][1] is None for member in chain):
+            broken = next((member for member in chain if verdicts[kind.name][member][1] is not None), None)
+            implementations = kind.implementations(instance.op)
+            if pattern is not None and broken is None:
                 reason = f"pattern {pattern} on {kind.name}"
-                chosen = Annotation(kind.name, True, reason, pattern, kind.implementations(instance.op))
+                chosen = Annotation(kind.name, True, reason, pattern, implementations)
             elif runs:
-                chosen = Annotation(
-                    kind.name, True, f"supported by {kind.name}", None, kind.implementations(instance.op)
-                )
+                chosen = Annotation(kind.name, True, f"supported by {kind.name}", None, implementations)
+            elif broken is not None and broken != instance.name:
+                problem = verdicts[kind.name][broken][1]
+                problems.append(f"{kind.name}: pattern {pattern} broken by {broken} ({problem})")
             if chosen is not None:
                 break
         if chosen is None:
