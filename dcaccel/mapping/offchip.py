@@ -19,11 +19,15 @@ The traffic of a choice (in elements) is the sum of two closed forms:
   tn·tk + tk·tm + tn·tm ≤ the architecture's on-chip capacity in elements. The re-fetches beyond
   one pass (traffic − A − B − C) are the choice's ``refetch``;
 - the *buffer traffic of the realised program*: the I/O volume (Σ over buffer nodes of the volume in
-  and out) of the layer's task DAG with the implementation and the task granularity of the choice,
-  one extraction per (implementation, task tile), never a schedule.
+  and out, :func:`dcaccel.dag.metrics.io_volume`) of the layer's task DAG with the implementation and
+  the task granularity of the choice, one extraction per (implementation, task tile), never a schedule.
 
-The stage returns the ``top_k`` choices of least traffic (ties: fewer re-fetches, then the order of
-the space).
+The tile of the implementation's task dimension is also the task granularity, which decides how
+many PEs the layer can use: that is the on-chip subspace's parallelisation (Marvel's split). The stage
+therefore ranks *groups*: the choices that differ only in the task tile form one group, ranked by its
+least traffic; :meth:`OffchipStage.top` returns the fitting members of the ``k`` best groups, and the
+on-chip stage picks their task tile along with fusion and placement (ties: fewer re-fetches, then the
+order of the space).
 """
 
 from __future__ import annotations
@@ -75,14 +79,25 @@ class RankedChoice:
 
 @dataclass(frozen=True)
 class OffchipStage:
-    """What the off-chip stage did: every choice that fits, ranked, and how many were evaluated."""
+    """What the off-chip stage did: every choice that fits, ranked, and how many were evaluated.
 
-    ranked: list[RankedChoice]
+    ``groups``: the fitting choices grouped by everything but the task tile, best group first, each
+    group least traffic first; ``ranked``: the fitting choices, least traffic first."""
+
+    groups: list[list[RankedChoice]]
     evaluated: int
-    fitting: int
+
+    @property
+    def ranked(self) -> list[RankedChoice]:
+        return sorted((c for group in self.groups for c in group), key=lambda c: (c.traffic, c.refetch))
+
+    @property
+    def fitting(self) -> int:
+        return sum(len(group) for group in self.groups)
 
     def top(self, k: int | None) -> list[RankedChoice]:
-        return self.ranked if k is None else self.ranked[:k]
+        """The members of the ``k`` best groups (every fitting choice when ``k`` is None)."""
+        return [choice for group in self.groups[:k] for choice in group]
 
 
 def rank(space: MappingSpace, capacity: int, buffer_io: Callable[[str, int], int]) -> OffchipStage:
@@ -109,4 +124,10 @@ def rank(space: MappingSpace, capacity: int, buffer_io: Callable[[str, int], int
         refetch = int(round(traffic[index])) - compulsory
         ranked.append((index, RankedChoice(choice, refetch, buffer_io(choice.implementation, task_tile))))
     ranked.sort(key=lambda item: (item[1].traffic, item[1].refetch, item[0]))
-    return OffchipStage([item for _, item in ranked], len(choices), len(ranked))
+    groups: dict[tuple, list[RankedChoice]] = {}
+    for _, item in ranked:
+        choice = item.choice
+        task = TASK_DIMENSION[choice.implementation]
+        key = (choice.implementation, choice.stay, tuple(t for t in choice.tiles if t[0] != task))
+        groups.setdefault(key, []).append(item)
+    return OffchipStage(list(groups.values()), len(choices))

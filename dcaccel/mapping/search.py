@@ -4,8 +4,9 @@
 node of the model (:mod:`dcaccel.mapping.layers`), builds its bounded :class:`MappingSpace`, and
 
 - ``search="decoupled"``: ranks the off-chip subspace by traffic (:mod:`dcaccel.mapping.offchip`, no
-  scheduling), keeps the ``top_k`` choices, and schedules each of them with every on-chip choice
-  (:mod:`dcaccel.mapping.onchip`), ranking by the objective;
+  scheduling), keeps the ``top_k`` groups of choices (a group varies only the task tile, i.e. the
+  task granularity, which the on-chip stage picks), and schedules each member with every on-chip
+  choice (:mod:`dcaccel.mapping.onchip`), ranking by the objective;
 - ``search="exhaustive"``: schedules every mapping of the space that fits on chip.
 
 Each candidate is realised (:mod:`dcaccel.mapping.realise`), extracted and scheduled; a layer is

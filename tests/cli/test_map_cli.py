@@ -12,7 +12,7 @@ def test_json(capsys):
     status = main(["map", "conv-seed", "--arch", "eyeriss", "--objective", "energy", "--top-k", "2", "--json"])
     out = json.loads(capsys.readouterr().out)
     assert status == 0
-    assert out["evaluations"] == 2 * 4
+    assert 2 * 4 <= out["evaluations"] <= 2 * 4 * 4  # 2 groups of at most 4 task tiles
     assert out["objective"] == pytest.approx(out["energy_pj"])
     assert out["space_size"] == out["layers"][0]["space_size"] > out["evaluations"]
     assert all(parse(text).pes == 16 for text in out["best"].values())

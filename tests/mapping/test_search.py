@@ -18,7 +18,7 @@ def test_decoupled_is_near_the_exhaustive_optimum_with_fewer_schedules(seed_resu
     decoupled, exhaustive = seed_results["decoupled"], seed_results["exhaustive"]
     assert decoupled.space_size == exhaustive.space_size
     assert exhaustive.evaluations == decoupled.layers[0].fitting * 4  # every fitting choice × 2 fusions × 2 schedulers
-    assert decoupled.evaluations == 4 * 4
+    assert decoupled.evaluations <= 4 * 3 * 4  # 4 groups of at most 3 task tiles, 4 on-chip choices each
     assert exhaustive.objective <= decoupled.objective <= 1.05 * exhaustive.objective
 
 

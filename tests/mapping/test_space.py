@@ -73,3 +73,4 @@ def test_rank_respects_capacity_and_orders_by_traffic():
         assert ranked.buffer_io == 100 * m  # the task dimension of mv is m
     traffic = [r.traffic for r in stage.ranked]
     assert traffic == sorted(traffic) and stage.fitting == len(stage.ranked) < stage.evaluated
+    assert len(stage.top(1)) == len({dict(r.choice.tiles)["m"] for r in stage.top(1)}) > 1  # one group: the m tiles
