@@ -280,11 +280,20 @@ def host_of(arch: Architecture) -> str | None:
     return next((name for name, unit in arch.units.items() if unit.role == UnitRole.HOST), None)
 
 
-def place(dag, target: Mapping[str, str], host: str | None, links: Mapping[tuple[str, str], str]):
+def place(
+    dag,
+    target: Mapping[str, str],
+    host: str | None,
+    links: Mapping[tuple[str, str], str],
+    macs: Mapping[str, int] | None = None,
+):
     """A copy of ``dag`` with ``meta["unit"]`` on every task (its operator's unit kind in ``target``) and a
     transfer task on every edge between the host and an accelerator kind (``links``: (host, kind) -> link
     unit). A buffer sits on the side of the task that writes it first; pseudo nodes and program buffers
-    (written by nothing) are on no side."""
+    (written by nothing) are on no side. A transfer moves what the producer wrote (from a buffer: at most
+    what the buffer received) into a landing buffer the consumer reads as before; without re-reads it
+    feeds the consumer directly. An opaque task on the host gets ``meta["macs"]`` from ``macs`` (operator ->
+    the MACs of its canonical lowering) when given: its volumes alone would not count its arithmetic."""
     from dcaccel.dag.taskdag import NodeKind, TaskDAG
 
     side: dict[int, str] = {}
@@ -294,11 +303,16 @@ def place(dag, target: Mapping[str, str], host: str | None, links: Mapping[tuple
     for src, dst, _ in dag.edges:  # edges come in the order the walk produced them: producers first
         if dag.node(dst).kind == NodeKind.BUFFER and src in side and dst not in side:
             side[dst] = side[src]
+    received: dict[int, int] = {}
+    for _, dst, volume in dag.edges:
+        received[dst] = received.get(dst, 0) + int(volume)
     placed = TaskDAG(dag.name)
     for node in dag.nodes:
         meta = dict(node.meta)
         if node.id in side:
             meta["unit"] = side[node.id]
+            if meta.get("opaque") and side[node.id] == host and meta.get("node") in (macs or {}):
+                meta["macs"] = macs[meta["node"]]
         placed.add_node(node.kind, node.label, **meta)
     for src, dst, volume in dag.edges:
         a, b = side.get(src), side.get(dst)
@@ -308,16 +322,22 @@ def place(dag, target: Mapping[str, str], host: str | None, links: Mapping[tuple
             continue
         kind = b if a == host else a
         direction = "to-accelerator" if a == host else "to-host"
+        moved = min(int(volume), received[src]) if dag.node(src).kind == NodeKind.BUFFER else int(volume)
         transfer = placed.add_node(
             NodeKind.TASK,
             f"{TRANSFER}({dag.label(src)}->{dag.label(dst)})",
             op=TRANSFER,
             transfer=direction,
             unit=links[host, kind],
-            macs=int(volume),
+            macs=moved,
         )
-        placed.add_edge(src, transfer, volume)
-        placed.add_edge(transfer, dst, volume)
+        placed.add_edge(src, transfer, moved)
+        if moved == volume:
+            placed.add_edge(transfer, dst, volume)
+            continue
+        landing = placed.add_node(NodeKind.BUFFER, f"{dag.label(src)}@{b}", transfer=direction, unit=b)
+        placed.add_edge(transfer, landing, moved)
+        placed.add_edge(landing, dst, volume)
     placed.validate()
     return placed
 
@@ -372,13 +392,16 @@ def partition(
         target = {name: host if name in on_host else annotations[name].target for name in annotations}
         return lowered, dag, target
 
+    canonical_macs: dict[str, int] = {}
+
     def run(dag, target):
-        placed = place(dag, target, host, by_pair)
+        placed = place(dag, target, host, by_pair, canonical_macs)
         return placed, schedule(placed, pes, "heft", arch=costed)
 
     unsupported = set(annotations) - supported
     lowered, dag, target = build(unsupported)
     work = _node_figures(dag, task_costs(dag))
+    canonical_macs.update((name, work[name][1]) for name in supported if name in work)
     total = sum(w for w, _ in work.values()) or 1
     kept: dict[int, str] = {}
     if policy == "min-region":
