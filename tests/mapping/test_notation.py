@@ -71,3 +71,14 @@ def test_errors_are_one_line(text, message):
         parse(text)
     assert message in str(caught.value)
     assert "\n" not in str(caught.value)
+
+
+def test_the_examples_of_the_docs_parse_and_round_trip():
+    from pathlib import Path
+
+    text = (Path(__file__).resolve().parents[2] / "docs" / "mapping.md").read_text()
+    examples = [line.split("  #")[0].strip() for line in text.splitlines() if " = " in line and " | " in line]
+    examples = [line for line in examples if not line.startswith(("|", "`", "result", "dcaccel"))]
+    assert len(examples) >= 3
+    for line in examples:
+        assert parse(str(parse(line))) == parse(line)
