@@ -25,7 +25,7 @@ from dcaccel.scheduler.list import list_schedule
 from dcaccel.scheduler.schedule import Schedule, ScheduleError, TaskEvent
 from dcaccel.scheduler.streaming import streaming_schedule
 
-__all__ = ["ArchitectureCosts", "IOVolume", "Schedule", "ScheduleError", "TaskEvent", "schedule"]
+__all__ = ["ArchitectureCosts", "CanonicalGraph", "IOVolume", "Schedule", "ScheduleError", "TaskEvent", "schedule"]
 
 SCHEDULERS = ("streaming", "list")
 PARTITIONINGS = ("relaxed", "strict")
@@ -42,7 +42,7 @@ OPTIONS = {
 
 
 def schedule(
-    dag: TaskDAG,
+    dag: TaskDAG | CanonicalGraph,
     pes: int,
     scheduler: str = "streaming",
     partitioning: str = "relaxed",
@@ -74,6 +74,9 @@ def schedule(
     has tasks, and the list scheduler runs on min(``pes``, number of nodes) PEs, which gives the
     same schedule. The result reports the ``pes`` asked for, and its lower bound and utilisation
     are those of ``pes`` PEs.
+
+    ``dag`` may also be its :class:`CanonicalGraph` (``CanonicalGraph.from_dag(dag)``): scheduling
+    many points on one DAG then validates it and computes what does not depend on P once.
     """
     if scheduler not in OPTIONS:
         raise DcaccelError(f"unknown scheduler '{scheduler}' (expected one of {', '.join(OPTIONS)})")
@@ -119,9 +122,15 @@ def _without_cycle_collection() -> Iterator[None]:
 
 
 def _run(
-    dag: TaskDAG, pes: int, scheduler: str, partitioning: str, onchip: int, settings: dict, arch: Architecture | None
+    dag: TaskDAG | CanonicalGraph,
+    pes: int,
+    scheduler: str,
+    partitioning: str,
+    onchip: int,
+    settings: dict,
+    arch: Architecture | None,
 ) -> Schedule:
-    graph = CanonicalGraph.from_dag(dag)
+    graph = dag if isinstance(dag, CanonicalGraph) else CanonicalGraph.from_dag(dag)
     if scheduler == HETEROGENEOUS:
         timing, layout, order = heft_schedule(graph, arch, pes)
         built = Schedule(graph, len(layout), scheduler, timing, onchip=onchip, placement=order)

@@ -7,7 +7,7 @@ volumes, and exposes flat lists indexed by node or edge id: the stages never cal
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 
 from dcaccel.dag.metrics import task_costs
 from dcaccel.dag.taskdag import TaskDAG
@@ -19,7 +19,9 @@ class CanonicalGraph:
     """A validated, concrete canonical DAG as flat lists (shared with the DAG, never modified).
 
     ``in_volume[v]`` (I) and ``out_volume[v]`` (O) are the volumes of the first in-edge and the
-    first out-edge of ``v`` (0 where there is none); ``cost[v]`` is T(v) of §0.3.
+    first out-edge of ``v`` (0 where there is none); ``cost[v]`` is T(v) of §0.3. ``derived`` keeps
+    what a stage computes that does not depend on P (the list scheduler's priority order), so that
+    the schedules of many P on one graph compute it once.
     """
 
     dag: TaskDAG
@@ -39,6 +41,7 @@ class CanonicalGraph:
     out_volume: list[int]
     cost: list[int]
     order_key: list[int] | None  # the reference's node names where they differ from the ids (meta "file_id")
+    derived: dict[str, object] = field(default_factory=dict, repr=False)
 
     @classmethod
     def from_dag(cls, dag: TaskDAG) -> CanonicalGraph:

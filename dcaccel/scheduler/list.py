@@ -25,7 +25,15 @@ _INF = math.inf
 
 
 def priority_order(g: CanonicalGraph) -> list[int]:
-    """TOPO(G) stably sorted by upward rank (own cost plus the most expensive path below), highest first."""
+    """TOPO(G) stably sorted by upward rank (own cost plus the most expensive path below), highest first;
+    computed once per graph (it does not depend on P)."""
+    order = g.derived.get("priority")
+    if order is None:
+        order = g.derived["priority"] = _priority_order(g)
+    return order
+
+
+def _priority_order(g: CanonicalGraph) -> list[int]:
     cost, dst = g.cost, g.dst
     order = g.dag.topological_order()
     rank = [0] * g.n
@@ -229,7 +237,7 @@ def list_schedule(
             begin, where = _best_with_transfers(processors, preds, src, vol, pe, end, duration, bandwidth)
         pe[v], start[v], end[v] = where, begin, begin + duration
         processors.place(where, begin, begin + duration)
-    return Timing(pe, start, end, end.copy()), order
+    return Timing(pe, start, end, end.copy()), list(order)
 
 
 def _best_with_transfers(processors: _Processors, preds, src, vol, pe, end, duration, bandwidth) -> tuple[int, int]:
