@@ -1,0 +1,97 @@
+"""``dcaccel partition MODEL --arch X``: the per-node report, ``--json``, ``--dot``, and one-line errors;
+``dcaccel verify --arch`` checks the partitioned program."""
+
+from __future__ import annotations
+
+import json
+
+import onnx
+import pytest
+import yaml
+
+import dcaccel.cli.verify
+from dcaccel.cli import main
+from dcaccel.verification import OutputCheck, VerifyReport
+from tests.transforms.offload_models import NPU, conv_chain
+
+
+@pytest.fixture(scope="module")
+def files(tmp_path_factory):
+    folder = tmp_path_factory.mktemp("partition")
+    model, design = folder / "chain.onnx", folder / "npu.yaml"
+    onnx.save(conv_chain("Resize"), model)
+    design.write_text(yaml.safe_dump(NPU))
+    return str(model), str(design), folder
+
+
+def test_json_report(files, capsys):
+    model, design, _ = files
+    assert main(["partition", model, "--arch", design, "--json"]) == 0
+    report = json.loads(capsys.readouterr().out)
+    assert {"nodes", "regions", "offloaded_work_share", "transfer_volume", "makespan", "energy_pj"} <= set(report)
+    assert [(n["name"], n["op"], n["target"], n["reason"]) for n in report["nodes"]] == [
+        ("conv_in", "Conv", "npu", "pattern Conv+Relu on npu"),
+        ("relu_in", "Relu", "npu", "pattern Conv+Relu on npu"),
+        ("middle", "Resize", "cpu", "unsupported op Resize"),
+        ("conv_out", "Conv", "npu", "pattern Conv+Relu on npu"),
+        ("relu_out", "Relu", "npu", "pattern Conv+Relu on npu"),
+    ]
+    assert [region["nodes"] for region in report["regions"]] == [["conv_in", "relu_in"], ["conv_out", "relu_out"]]
+    assert report["transfer_volume"] == 1024 + 4096
+    assert sum(report["energy_split_pj"].values()) == pytest.approx(report["energy_pj"])
+
+
+def test_text_report_and_dot(files, capsys):
+    model, design, folder = files
+    dot = folder / "chain.dot"
+    assert (
+        main(["partition", model, "--arch", design, "--policy", "min-region", "--min-nodes", "3", "--dot", str(dot)])
+        == 0
+    )
+    text = capsys.readouterr().out
+    assert "middle    Resize  cpu     -       unsupported op Resize" in text
+    assert "region too small (2 node(s)" in text
+    assert "policy min-region: 0 of 2 region(s) offloaded, 0 of 5 operators" in text
+    assert "offloaded: 0.0% of the MACs, 0.0% of the work" in text
+    assert "transfers: 0 task(s), 0 elements over the host link" in text
+    graph = dot.read_text()
+    assert graph.count("fillcolor=lightgrey") == 5 and '"relu_in" -> "middle";' in graph
+
+
+@pytest.mark.parametrize(
+    ("argv", "message"),
+    [
+        (["--policy", "all"], "argument --policy: invalid choice: 'all'"),
+        (["--min-work-share", "2"], "--min-work-share 2.0: must be between 0 and 1"),
+        (["--dot", "out.png"], "--dot out.png: unknown format '.png'"),
+        (["--arch", "nowhere"], "unknown architecture 'nowhere'"),
+    ],
+)
+def test_errors_are_one_line(files, capsys, argv, message):
+    model, design, _ = files
+    args = ["partition", model, *argv] if "--arch" in argv else ["partition", model, "--arch", design, *argv]
+    if "--policy" in argv:  # argparse refuses it
+        with pytest.raises(SystemExit) as exit_info:
+            main(args)
+        assert exit_info.value.code == 2
+    else:
+        assert main(args) == 2
+    err = capsys.readouterr().err
+    assert message in err and len(err.strip().splitlines()) == 1
+
+
+def test_verify_arch_checks_the_partitioned_program(files, capsys, monkeypatch):
+    """``verify --arch`` hands the partition's lowered program to verify (the compile itself is the slow
+    test of tests/transforms/test_offload.py)."""
+    model, design, _ = files
+    seen = {}
+
+    def fake_verify(workload, lowered, **_):
+        seen["opaque"] = lowered.opaque
+        return VerifyReport("chain", "lowered", "onnxruntime", 1e-4, 1e-5, 0, (OutputCheck("y", (1,), 0, 0, True),))
+
+    monkeypatch.setattr(dcaccel.cli.verify, "verify", fake_verify)
+    assert main(["verify", model, "--arch", design]) == 0
+    assert seen["opaque"] == {"middle": "Resize"}
+    assert main(["verify", model, "--arch", design, "--strict"]) == 2
+    assert "--strict and --arch" in capsys.readouterr().err
