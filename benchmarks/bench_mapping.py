@@ -83,7 +83,7 @@ def main() -> None:
         )
         print(pd.DataFrame([asdict(rows[-1])]).to_string(index=False, header=len(rows) == 1), flush=True)
     print()
-    print(pd.DataFrame([asdict(row) for row in rows]).to_markdown(index=False, floatfmt=".4g"))
+    print(pd.DataFrame([asdict(row) for row in rows]).to_string(index=False))
     if not args.skip_resnet:
         start = time.perf_counter()
         result = map_workload("resnet18", ARCH, search="decoupled", **OPTIONS)
