@@ -259,8 +259,9 @@ def _without_line_info():
 def map_origins(sdfg: dace.SDFG, sources: dict[str, str], implementations: dict[str, str]) -> dict:
     """The origin of every map scope of the expanded (not yet inlined) ``sdfg``: the top-level node that
     replaced a library node of the source program, named in ``sources`` (name -> op type), holds them.
-    An opaque task (the nested SDFG itself) is its own origin's scope. Map scopes keep their identity
-    through inlining, so the table stays valid for the lowered SDFG."""
+    An opaque task (the nested SDFG itself) is its own origin's scope. A nested SDFG of the source program
+    itself (not an expansion) is searched the same way: its library nodes were expanded where they were. Map
+    scopes keep their identity through inlining, so the table stays valid for the lowered SDFG."""
     origins = {}
     for state in sdfg.states():
         for node in state.nodes():
@@ -271,6 +272,8 @@ def map_origins(sdfg: dace.SDFG, sources: dict[str, str], implementations: dict[
                 origins.update(
                     (inner, origin) for inner, _ in node.sdfg.all_nodes_recursive() if isinstance(inner, nodes.MapEntry)
                 )
+            elif isinstance(node, nodes.NestedSDFG):
+                origins.update(map_origins(node.sdfg, sources, implementations))
     return origins
 
 
