@@ -59,17 +59,22 @@ class Composer:
     """
 
     def __init__(self, workload):
-        self.workload = workload
+        self.name = workload.name
+        self.program_name = workload.sdfg.name
+        self.symbols = workload.symbols
+        self.expansions = getattr(workload, "expansion_cache", None)
         self.reason: str | None = None
         self.verified = False
+        self.lowerings: set[str] = set()  # the assignments whose whole-program lowerings were added
         self.fragments: dict[tuple[str, str | None], Fragment] = {}
         self.shared: dict[str, Container] = {}
+        self.glue: dict[int, Fragment] | None = None
         self.inlinings: dict[tuple[str, str | None], Any] = {}
         self.tasks: dict[tuple, _Group] = {}
         self.frame: Skeleton | None = None
         self.nodes: list = []
         try:
-            if getattr(workload, "expansion_cache", None) is None:
+            if self.expansions is None:
                 raise NotComposable("the workload keeps no expansions (a bare SDFG)")
             self.frame = skeleton(workload.sdfg)
         except NotComposable as err:
@@ -80,9 +85,10 @@ class Composer:
         self.nodes = [node for node, _ in library_nodes(workload.sdfg)]
 
     # -- fragments
-    def add(self, lowered) -> None:
-        """Keep the fragments of ``lowered`` (this workload lowered whole under some assignment); a
+    def add(self, lowered, assignment: str) -> None:
+        """Keep the fragments of ``lowered`` (this workload lowered whole under ``assignment``); a
         lowering that cannot be cut into fragments sets ``reason``."""
+        self.lowerings.add(assignment)
         if self.reason is not None:
             return
         from dcaccel.dag.scopes import read_program
@@ -91,23 +97,33 @@ class Composer:
             for node in self.frame.order:
                 key = fragment_key(node, lowered)
                 if key not in self.inlinings:
-                    cached = None if key[1] is None else self.workload.expansion_cache.get(key)
+                    cached = None if key[1] is None else self.expansions.get(key)
                     if key[1] is not None and cached is None:
                         raise NotComposable(f"the expansion of node '{node}' ({key[1]}) is not cached")
                     self.inlinings[key] = None if cached is None else inlining_of(cached.nested)
             sources = origins_of(lowered)
-            program = read_program(lowered.sdfg, self.workload.symbols, positive_sizes=True, sources=sources)
-            cut = harvest(self.workload, lowered, program, self.frame, self.inlinings)
+            program = read_program(lowered.sdfg, self.symbols, positive_sizes=True, sources=sources)
+            cut = harvest(lowered, program, self.frame, self.inlinings)
             for name, container in cut.shared.items():
                 if self.shared.setdefault(name, container) != container:
                     raise NotComposable(f"container '{name}' of the source program differs between lowerings")
+            if self.glue is None:
+                self.glue = dict(cut.glue)
+            elif self.glue != cut.glue:
+                raise NotComposable("the program's own steps (of no node) differ between lowerings")
             for fragment in cut.fragments:
                 self.fragments.setdefault((fragment.node, fragment.implementation), fragment)
             composed = self.program({f.node: f.implementation for f in cut.fragments}, cut.fragments)
-            if composed is None or composed[0].steps != program.steps:
+            if composed[0].steps != program.steps:
                 raise NotComposable("the fragments of a lowering do not compose back to it")
         except NotComposable as err:
             self.reason = str(err)
+
+    def missing(self, choices: Mapping[str, str]) -> list[tuple[str, str | None]]:
+        """The (node, implementation) pairs of ``choices`` that have no fragment yet."""
+        if self.reason is not None:
+            return []
+        return [key for key in self.implementations(choices).items() if key not in self.fragments]
 
     def implementations(self, choices: Mapping[str, str]) -> dict[str, str | None]:
         """The implementation ``lower()`` gives each top-level node under ``choices`` (None: opaque)."""
@@ -118,7 +134,8 @@ class Composer:
     # -- composition
     def program(self, implementations: Mapping[str, str | None], fragments=None):
         """The program of the assignment giving each node ``implementations[node]``, with the origin of
-        each step (fragment, index in it, containers renamed, state); None when a fragment is missing."""
+        each step (fragment, index in it, containers renamed, state); None when a fragment is missing.
+        The program's own steps (``glue``) go between the nodes' where the lowerings had them."""
         from dcaccel.dag.scopes import LoweredProgram
 
         if fragments is None:
@@ -126,11 +143,15 @@ class Composer:
             if any(fragment is None for fragment in fragments):
                 return None
         naming = inline_names(self.frame, {f.node: f.inlining for f in fragments})
+        glue = self.glue or {}
+        ordered = [part for at, f in enumerate(fragments) for part in (glue.get(at), f) if part is not None]
+        if len(fragments) in glue:
+            ordered.append(glue[len(fragments)])
         containers = dict(self.shared)
         steps = []
         origin = []
         state = None
-        for fragment in fragments:
+        for fragment in ordered:
             data = naming.data.get(fragment.node, {})
             states = naming.states.get(fragment.node, {})
             names = {final: data[local] for final, local in fragment.own.items()}
@@ -139,10 +160,12 @@ class Composer:
                 containers[new] = container if new == final else replace(container, name=new)
             changed = {old: new for old, new in names.items() if old != new}
             for index, (step, inherits) in enumerate(zip(fragment.steps, fragment.inherits, strict=True)):
-                state = state if inherits else states[fragment.own_states[step.state]]
+                if not inherits:
+                    local = fragment.own_states[step.state]
+                    state = states.get(local, local)
                 steps.append(rename_step(step, changed, state))
                 origin.append((fragment, index, changed, state))
-        return LoweredProgram(self.workload.sdfg.name, steps, containers, frozenset()), origin
+        return LoweredProgram(self.program_name, steps, containers, frozenset()), origin
 
     def dag(self, choices: Mapping[str, str], granularity: Granularity, edge_volume: str, strict: bool = False):
         """The task DAG of ``choices`` composed from fragments (as ``extract(lower(workload, choices))``
@@ -158,7 +181,7 @@ class Composer:
             return None
         program, origin = built
         return extract_program(
-            program, granularity, edge_volume, name=self.workload.name, groups=self._groups(origin, granularity)
+            program, granularity, edge_volume, name=self.name, groups=self._groups(origin, granularity)
         )
 
     def _groups(self, origin, granularity: Granularity) -> dict[int, _Group]:

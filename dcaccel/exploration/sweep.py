@@ -13,7 +13,7 @@ import time
 import warnings
 from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
 from contextlib import ExitStack
-from dataclasses import asdict, dataclass, field
+from dataclasses import asdict, dataclass, field, replace
 
 import pandas as pd
 from tqdm import tqdm
@@ -22,6 +22,7 @@ from dcaccel.architecture import DEFAULT as DEFAULT_ARCHITECTURE
 from dcaccel.architecture import Architecture
 from dcaccel.architecture import load as load_architecture
 from dcaccel.architecture import variants as architecture_variants
+from dcaccel.dag.compose import composer_for
 from dcaccel.dag.extract import EDGE_VOLUME_RULES, Granularity, extract
 from dcaccel.dag.metrics import opaque_work
 from dcaccel.dag.taskdag import TaskDAG
@@ -33,7 +34,7 @@ from dcaccel.exploration.points import SWEEP_SCHEDULERS, ExplorationPoint, metri
 from dcaccel.exploration.store import ResultStore
 from dcaccel.frontend import ops
 from dcaccel.frontend.ops import library_nodes
-from dcaccel.scheduler import HETEROGENEOUS, PARTITIONINGS, schedule
+from dcaccel.scheduler import HETEROGENEOUS, PARTITIONINGS, CanonicalGraph, schedule
 from dcaccel.scheduler.heft import unit_layout
 from dcaccel.transforms.lower import (
     OpaqueOpWarning,
@@ -86,15 +87,81 @@ def _warn_once(workload_name: str, caught: list[warnings.WarningMessage]) -> Non
             warnings.warn(f"{workload_name}: {warning.message}", warning.category, stacklevel=3)
 
 
-def build_dag(workload, assignment: Assignment, granularity, edge_volume: str, strict: bool = False) -> LoweredDAG:
+def build_dag(
+    workload,
+    assignment: Assignment,
+    granularity,
+    edge_volume: str,
+    strict: bool = False,
+    compose: bool = False,
+    covers: Sequence[Assignment] = (),
+) -> LoweredDAG:
     """Lower ``workload`` under ``assignment`` (``strict``: refusing ops without a canonical implementation)
     and extract its task DAG, timing both stages; the label is what the lowering gave the nodes the
     assignment's keys cover. The lowering's warning about opaque tasks is not repeated here:
-    :func:`explore` reports the workload's opaque nodes once."""
-    start = time.perf_counter()
+    :func:`explore` reports the workload's opaque nodes once.
+
+    With ``compose``, the DAG is composed from the fragments of earlier lowerings of the workload in this
+    process (:mod:`dcaccel.dag.compose`; ``lower_seconds`` counts the lowerings done for fragments,
+    composing counts as extraction). When a node's fragment is missing, the ``covers`` (assignments that
+    together give every node each implementation of the sweep) are lowered first, once per process. The
+    first composed DAG is checked against the whole-program extraction; where composition does not
+    apply, every assignment is lowered whole and one warning says why."""
+    composer = composer_for(workload) if compose else None
+    if composer is not None:
+        start = time.perf_counter()
+        choices = assignment.as_dict()
+        granularity = Granularity.parse(granularity)
+        with warnings.catch_warnings(record=True) as caught:
+            warnings.simplefilter("always")
+            dag = composer.dag(choices, granularity, edge_volume, strict)
+            if dag is None and composer.reason is None and composer.missing(choices):
+                for cover in covers:
+                    if str(cover) not in composer.lowerings:
+                        _lower(workload, cover, strict, composer)
+                lowered_at = time.perf_counter()
+                dag = composer.dag(choices, granularity, edge_volume, strict)
+            else:
+                lowered_at = start
+        _report_composition(workload.name, composer.reason)
+        if dag is not None:
+            label = str(assignment.lowered(composer.implementations(choices), nodes_by_op_type(workload)))
+            if composer.verified:
+                _warn_once(workload.name, caught)
+                return LoweredDAG(assignment, label, dag, lowered_at - start, time.perf_counter() - lowered_at)
+            whole = _lowered_dag(workload, assignment, granularity, edge_volume, strict, None)
+            composer.check(dag, whole.dag, str(assignment))
+            _report_composition(workload.name, composer.reason)
+            return replace(whole, lower_seconds=whole.lower_seconds + lowered_at - start)
+    return _lowered_dag(workload, assignment, granularity, edge_volume, strict, composer)
+
+
+def covering_assignments(implementations: Mapping[str, Sequence[str]]) -> tuple[Assignment, ...]:
+    """Assignments that together give every key each of its implementations (the j-th gives every key
+    its j-th one, wrapping around): lowering them yields every fragment a sweep composes from."""
+    longest = max((len(names) for names in implementations.values()), default=0)
+    return tuple(
+        Assignment(tuple((key, names[j % len(names)]) for key, names in implementations.items() if names))
+        for j in range(longest)
+    )
+
+
+def _lower(workload, assignment: Assignment, strict: bool, composer):
+    """``lower(workload, assignment)``; its fragments go to ``composer`` (if any)."""
     with warnings.catch_warnings():
         warnings.simplefilter("ignore", OpaqueOpWarning)
         lowered = lower(workload, assignment.as_dict(), strict=strict)
+    if composer is not None:
+        composer.add(lowered, str(assignment))
+    return lowered
+
+
+def _lowered_dag(workload, assignment: Assignment, granularity, edge_volume: str, strict: bool, composer):
+    """:func:`build_dag` by lowering the whole program; its fragments go to ``composer`` (if any)."""
+    start = time.perf_counter()
+    lowered = _lower(workload, assignment, strict, composer)
+    if composer is not None:
+        _report_composition(workload.name, composer.reason)
     lowered_at = time.perf_counter()
     label = str(assignment.lowered(lowered.implementations, nodes_by_op_type(workload)))
     with warnings.catch_warnings(record=True) as caught:
@@ -102,6 +169,17 @@ def build_dag(workload, assignment: Assignment, granularity, edge_volume: str, s
         dag = extract(lowered, granularity=granularity, edge_volume=edge_volume)
     _warn_once(workload.name, caught)
     return LoweredDAG(assignment, label, dag, lowered_at - start, time.perf_counter() - lowered_at)
+
+
+def _report_composition(workload_name: str, reason: str | None) -> None:
+    """Say once per workload and process why its DAGs are not composed from fragments."""
+    if reason is not None and (workload_name, reason) not in _REPORTED:
+        _REPORTED.add((workload_name, reason))
+        warnings.warn(
+            f"{workload_name}: DAGs not composed from fragments ({reason}); every assignment is lowered whole",
+            UserWarning,
+            stacklevel=4,
+        )
 
 
 def heft_units(arch: Architecture, pes: int) -> int:
@@ -152,13 +230,14 @@ def schedule_points(
     column is the number of units the schedule ran on."""
     archs = archs or (load_architecture(DEFAULT_ARCHITECTURE),)
     dag = built.dag
+    graph = CanonicalGraph.from_dag(dag)  # validated and ranked once for every P
     tasks = len(dag.tasks)
     buffers = len(dag.buffers)
     opaque_tasks, opaque_share = opaque_work(dag)
     for pes, scheduler, costed in runs(grid, archs):
-        shared = None if scheduler == HETEROGENEOUS else _timed_schedule(dag, pes, scheduler, grid.partitioning, None)
+        shared = None if scheduler == HETEROGENEOUS else _timed_schedule(graph, pes, scheduler, grid.partitioning, None)
         for arch in costed:
-            result, seconds = shared or _timed_schedule(dag, pes, scheduler, grid.partitioning, arch)
+            result, seconds = shared or _timed_schedule(graph, pes, scheduler, grid.partitioning, arch)
             for memory in grid.onchip_memory:
                 io = result.io_at(memory)
                 onchip = memory or arch.onchip_capacity_elements
@@ -209,7 +288,9 @@ def schedule_points(
                 )
 
 
-def _timed_schedule(dag: TaskDAG, pes: int, scheduler: str, partitioning: str, arch: Architecture | None):
+def _timed_schedule(
+    dag: TaskDAG | CanonicalGraph, pes: int, scheduler: str, partitioning: str, arch: Architecture | None
+):
     """The schedule of ``dag`` (on ``arch``'s units for HEFT, costed there at its on-chip capacity) and
     the seconds it took."""
     start = time.perf_counter()
@@ -230,6 +311,8 @@ class Sweep:
     cost_model: CostModel
     strict: bool = False
     archs: tuple[Architecture, ...] = field(default_factory=lambda: (load_architecture(DEFAULT_ARCHITECTURE),))
+    compose: bool = True  # compose DAGs from fragments where that applies (build_dag)
+    covers: tuple[Assignment, ...] = ()  # lowered first for their fragments (build_dag)
 
     @property
     def label(self) -> str:
@@ -239,7 +322,9 @@ class Sweep:
 
     def points(self, workload, assignment: Assignment) -> list[ExplorationPoint]:
         """Lower ``workload`` under ``assignment``, extract its DAG and schedule every point of the grid."""
-        built = build_dag(workload, assignment, self.granularity, self.edge_volume, self.strict)
+        built = build_dag(
+            workload, assignment, self.granularity, self.edge_volume, self.strict, self.compose, self.covers
+        )
         return list(schedule_points(workload.name, built, self.grid, self.label, self.cost_model, self.archs))
 
     def settings(self, workload) -> dict[str, object]:
@@ -384,6 +469,7 @@ def explore(
     strict: bool = False,
     arch=DEFAULT_ARCHITECTURE,
     arch_params: Mapping[str, Sequence] | None = None,
+    compose: bool = True,
 ) -> pd.DataFrame:
     """Explore ``workload`` (a Workload or a built-in name) and return one row per design point.
 
@@ -421,6 +507,10 @@ def explore(
     :param arch_params: parameter path → values (``{"units.pe.count": [16, 64]}``, paths of
         :mod:`dcaccel.architecture.parameters`): every architecture of ``arch`` is swept over the
         product of the values, each variant labelled ``name[path=value,...]``.
+    :param compose: compose each assignment's DAG from the fragments of the nodes lowered in earlier
+        assignments (:mod:`dcaccel.dag.compose`: the same DAG, without lowering the whole program again);
+        False lowers every assignment whole. A workload composition does not apply to is lowered whole
+        with one warning saying why.
     :raises SweepError: after the whole sweep, when assignments failed; it carries the finished points
         (``results``) and the failures. Every executor returns the same rows in the same order (the
         order of the assignments, then P, scheduler, architecture, on-chip memory), timing columns aside.
@@ -442,7 +532,7 @@ def explore(
     grid = Grid(_as_tuple(pes, "pes", 1), schedulers, _as_tuple(onchip_memory, "onchip_memory", 0), partitioning)
     archs = architectures(arch, arch_params)
     check_units(grid, archs)
-    sweep = Sweep(grid, Granularity.parse(granularity), edge_volume, cost_model, strict, archs)
+    sweep = Sweep(grid, Granularity.parse(granularity), edge_volume, cost_model, strict, archs, compose)
     builtin = isinstance(workload, str)
     if builtin:
         from dcaccel.workloads import get
@@ -454,6 +544,8 @@ def explore(
         implementations = default_implementations(workload)
     implementations = drop_unknown_keys(workload, implementations)
     check_implementations(workload, implementations)
+    if compose:
+        sweep = replace(sweep, covers=covering_assignments(implementations))
 
     if strategy == "per-op-type":
         assignments = list(per_op_type(implementations))
