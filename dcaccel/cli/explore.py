@@ -168,6 +168,12 @@ def register(subparsers) -> None:
         help=f"SQLite file ({', '.join(RESULT_SUFFIXES)}) that points are written to as they finish",
     )
     parser.add_argument("--resume", action="store_true", help="continue --results, skipping the stored points")
+    parser.add_argument(
+        "--no-compose",
+        dest="compose",
+        action="store_false",
+        help="lower every assignment whole instead of composing its DAG from the nodes' fragments (same DAGs)",
+    )
     add_strict_argument(parser)
     parser.add_argument("--out", type=Path, metavar="FILE", help=f"write every point to a {', '.join(WRITERS)} file")
     parser.add_argument(
@@ -214,6 +220,7 @@ def run(args: argparse.Namespace) -> int:
             resume=args.resume,
             strict=args.strict,
             arch=archs,
+            compose=args.compose,
         )
     except SweepError as err:
         results, status = err.results, 1
