@@ -24,8 +24,14 @@ def _figures(notebook) -> int:
     )
 
 
-def test_the_four_notebooks_are_there():
-    assert [path.stem for path in NOTEBOOKS] == ["01_seed_table", "02_lenet", "03_pe_sweep", "04_pusch_mimo"]
+def test_the_five_notebooks_are_there():
+    assert [path.stem for path in NOTEBOOKS] == [
+        "01_seed_table",
+        "02_lenet",
+        "03_pe_sweep",
+        "04_pusch_mimo",
+        "05_architectures",
+    ]
 
 
 def _scripts(notebook) -> int:
