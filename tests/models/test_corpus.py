@@ -18,7 +18,8 @@ from tests.models import corpus
 #: The (model, shape) runs of the fast suite: a CNN under every shape and a text encoder under one.
 FAST = {("resnet", "mv"), ("resnet", "op"), ("resnet", "lmv"), ("bert", "mv")}
 
-#: Seconds a model may take from import to schedule (the issue's bound).
+#: Seconds a model may take from import to schedule (the issue's bound), counted in CPU time of the test
+#: process: on a machine shared with other jobs the wall time measures them too.
 TIME_BUDGET = 120.0
 
 
@@ -43,10 +44,10 @@ def _runs() -> list[pytest.param]:
 
 @functools.cache
 def _imported(name: str) -> tuple[dcaccel.Workload, float]:
-    """The model imported once per test module, and the seconds the import took."""
-    start = time.perf_counter()
+    """The model imported once per test module, and the CPU seconds the import took."""
+    start = time.process_time()
     workload = corpus.load(name)
-    return workload, time.perf_counter() - start
+    return workload, time.process_time() - start
 
 
 @functools.cache
@@ -78,7 +79,7 @@ def test_lowers_extracts_and_schedules(name, shape):
     assert run.schedule.lower_bound <= run.schedule.makespan <= run.schedule.work
     if corpus.MODELS[name].family in (corpus.Family.CNN, corpus.Family.ENCODER):
         assert run.opaque_tasks == 0, run.lowered.opaque
-    assert import_seconds + sum(run.seconds.values()) < TIME_BUDGET, (import_seconds, run.seconds)
+    assert import_seconds + run.cpu_seconds < TIME_BUDGET, (import_seconds, run.cpu_seconds, run.seconds)
 
 
 @pytest.mark.parametrize("name", _models(corpus.MMM_SHAPES))
