@@ -139,3 +139,68 @@ def _summary_row(summary: str) -> tuple[int, int]:
     header = next(index for index, line in enumerate(lines) if line.startswith("pes "))
     row = dict(zip(lines[header].split(), lines[header + 1].split(), strict=False))
     return int(row["makespan"]), int(row["cycles"])
+
+
+def test_explore_on_several_architectures_and_parameters(capsys, tmp_path):
+    """Two --arch and an --arch-param: one summary table per variant, each ranked by its own cycles."""
+    out = tmp_path / "points.csv"
+    argv = ["explore", "conv-seed", "--impl", "Conv=mv,lmv", "--pes", "16", "--scheduler", "list,heft"]
+    argv += ["--arch", "eyeriss", "--arch", "tpu", "--arch-param", "offchip.bandwidth_bytes_per_cycle=8,64"]
+    assert main([*argv, "--out", str(out)]) == 0
+    summary = capsys.readouterr().out
+    frame = pd.read_csv(out)
+    labels = [f"{name}[offchip.bandwidth_bytes_per_cycle={value}]" for name in ("eyeriss", "tpu") for value in (8, 64)]
+    assert list(dict.fromkeys(frame["architecture"])) == labels
+    assert [line for line in summary.splitlines() if line.startswith("on ")] == [f"on {label}:" for label in labels]
+    for label, table in zip(labels, summary.split("\non ")[1:], strict=True):
+        rows = frame[frame["architecture"] == label]
+        lines = [line for line in table.splitlines() if not line.startswith("wrote ")]
+        assert lines[0] == f"{label}:"
+        header = lines[1].split()
+        assert len(lines) == 4  # list on 16 PEs, heft on the design's units
+        for line in lines[2:]:
+            row = dict(zip(header, line.split(), strict=False))
+            mine = rows[(rows["pes"] == int(row["pes"])) & (rows["scheduler"] == row["scheduler"])]
+            assert int(row["cycles"]) == mine["makespan_cycles"].min()
+            assert row["best"] == mine.sort_values("makespan_cycles").iloc[0]["assignment"]
+    assert sorted(set(frame[frame["scheduler"] == "heft"]["pes"])) == [168, 257]
+
+
+@pytest.mark.parametrize(
+    ("argv", "message"),
+    [
+        (
+            ["--arch-param", "units.pe.count"],
+            "argument --arch-param: architecture parameter 'units.pe.count': expected",
+        ),
+        (["--arch-param", "units.pe.cnt=3"], "architecture eyeriss: parameter units.pe.cnt: no field 'cnt'"),
+        (["--arch-param", "units.px.count=3"], "architecture eyeriss: parameter units.px.count: no unit 'px'"),
+        (["--arch-param", "units.pe.count=0"], "eyeriss[units.pe.count=0]: units.pe.count: Input should be greater"),
+        (["--arch-param", "offchip.bandwidth_bytes_per_cycle=x"], "bandwidth_bytes_per_cycle: Input should be"),
+        (["--pes", "256"], "explore: architecture eyeriss has 168 units, fewer than P = 256"),
+        (["--scheduler", "heft,fifo"], "argument --scheduler: unknown scheduler 'fifo'"),
+    ],
+)
+def test_explore_architecture_errors_are_one_line(capsys, argv, message):
+    try:
+        status = main(["explore", "no-such-model" if "--pes" not in argv else "conv-seed", "--arch", "eyeriss", *argv])
+    except SystemExit as exit_info:  # argparse's errors
+        status = exit_info.code
+    assert status == 2
+    err = capsys.readouterr().err
+    assert message in err
+    assert [line for line in err.splitlines() if not line.startswith(("usage:", " "))] == [err.splitlines()[-1]]
+
+
+def test_schedule_with_heft(capsys):
+    from dcaccel.dag import TaskDAG
+    from dcaccel.scheduler import schedule
+
+    result = schedule(TaskDAG.from_json(SEED), 16, "heft", arch="cgra")
+    assert main(["schedule", SEED, "--pes", "16", "--scheduler", "heft", "--arch", "cgra", "--json"]) == 0
+    summary = json.loads(capsys.readouterr().out)
+    assert (summary["scheduler"], summary["pes"]) == ("heft", 65)
+    assert summary["makespan"] == result.makespan
+    assert summary["architecture"]["makespan_cycles"] == result.costs.makespan_cycles
+    assert main(["schedule", SEED, "--pes", "16", "--scheduler", "heft"]) == 2
+    assert "--scheduler heft places tasks on an architecture's units: give --arch" in capsys.readouterr().err
