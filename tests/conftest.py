@@ -6,6 +6,9 @@
 - ``rng``: a seeded numpy generator.
 - ``conv_seed``, ``lenet``, ``mmm``: built-in workloads, one per session, so that each is compiled
   at most once (compiled programs are cached by SDFG content).
+- ``builtin_workload``, ``lowered_workload``: built-in workloads at given sizes, loaded once per session
+  and lowered once per choice of implementations (lowering ResNet-18 takes about ten seconds, and
+  several test modules lower the same networks).
 """
 
 import os
@@ -58,3 +61,34 @@ def mmm():
     from dcaccel import workloads
 
     return workloads.get("mmm")
+
+
+@pytest.fixture(scope="session")
+def builtin_workload():
+    """``builtin_workload(name, **sizes)``: the built-in workload ``name`` at ``sizes``, loaded once per session."""
+    from dcaccel import workloads
+
+    loaded = {}
+
+    def get(name: str, **sizes):
+        key = (name, tuple(sorted(sizes.items())))
+        if key not in loaded:
+            loaded[key] = workloads.get(name, **sizes)
+        return loaded[key]
+
+    return get
+
+
+@pytest.fixture(scope="session")
+def lowered_workload(builtin_workload):
+    """``lowered_workload(name, choices=None, **sizes)``: the built-in workload ``name`` at ``sizes`` lowered
+    under ``choices``, once per session. Tests read what it returns, never modify it."""
+    lowered = {}
+
+    def get(name: str, choices=None, **sizes):
+        key = (name, tuple(sorted(sizes.items())), tuple(sorted((choices or {}).items())))
+        if key not in lowered:
+            lowered[key] = builtin_workload(name, **sizes).lower(choices)
+        return lowered[key]
+
+    return get

@@ -1,9 +1,9 @@
 """Every built-in workload, under every implementation choice of its matrix multiplies, lowers to maps
-only: no ONNX or other library node, no opaque tasklet standing for a whole op (nothing compiled)."""
+only: no ONNX or other library node, no opaque tasklet standing for a whole op (nothing compiled). The
+lowered workloads are shared with the other test modules (``lowered_workload`` in ``tests/conftest.py``)."""
 
 import pytest
 
-from dcaccel import workloads
 from dcaccel.transforms.checks import assert_fully_lowered
 
 SHAPES = ("mv", "op", "lmv")
@@ -30,21 +30,8 @@ CASES = [
 ]  # fmt: skip
 
 
-@pytest.fixture(scope="module")
-def built():
-    cache = {}
-
-    def get(name, sizes):
-        key = (name, tuple(sorted(sizes.items())))
-        if key not in cache:
-            cache[key] = workloads.get(name, **sizes)
-        return cache[key]
-
-    return get
-
-
 @pytest.mark.parametrize(("name", "sizes", "choices"), CASES)
-def test_lowered_workload_is_maps_only(name, sizes, choices, built):
-    lowered = built(name, sizes).lower(choices)
+def test_lowered_workload_is_maps_only(name, sizes, choices, lowered_workload):
+    lowered = lowered_workload(name, choices, **sizes)
     assert_fully_lowered(lowered.sdfg)
     assert set(lowered.implementations.values()) <= {*choices.values(), "canonical"}
