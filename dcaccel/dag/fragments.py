@@ -30,7 +30,7 @@ from __future__ import annotations
 
 import copy
 from collections import Counter
-from collections.abc import Mapping, Sequence
+from collections.abc import Mapping
 from dataclasses import dataclass, replace
 from typing import TYPE_CHECKING
 
@@ -62,10 +62,11 @@ class Fragment:
     ``own`` maps each container the node added (its name in that lowering) to its name before
     inlining, ``own_states`` likewise for state labels; ``inherits[i]`` says that step ``i`` sits in the
     state of the step before it (its label comes from another node). ``containers`` are the node's
-    own containers. ``inlining`` is None for a node that is not inlined (an opaque task).
+    own containers. ``inlining`` is None for a node that is not inlined (an opaque task). ``node`` is
+    None for steps of the program itself (:class:`Harvest`, ``glue``): their states keep their labels.
     """
 
-    node: str
+    node: str | None
     implementation: str | None
     steps: tuple[TaskScope | Copy, ...]
     inherits: tuple[bool, ...]
@@ -214,20 +215,25 @@ def rename_step(step: TaskScope | Copy, names: Mapping[str, str], state: str) ->
 
 @dataclass(frozen=True)
 class Harvest:
-    """The fragments of one lowering (one per top-level node, in program order) and the containers of
-    the source program it shares between them (by name)."""
+    """The fragments of one lowering (one per top-level node, in program order), the program's own
+    steps that belong to no node (``glue[i]``: a fragment whose ``node`` is None, before the i-th node;
+    ``i`` = the number of nodes: at the end) and the containers of the source program (by name)."""
 
     fragments: tuple[Fragment, ...]
+    glue: Mapping[int, Fragment]
     shared: Mapping[str, Container]
 
 
-def harvest(workload, lowered, program: LoweredProgram, frame: Skeleton, inlinings: Mapping) -> Harvest:
-    """Cut ``program`` (the steps of ``lowered``, the whole ``workload`` lowered) into the fragments of
-    its nodes. ``inlinings`` maps (node, implementation) to the node's :class:`Inlining`.
+def harvest(lowered, program: LoweredProgram, frame: Skeleton, inlinings: Mapping) -> Harvest:
+    """Cut ``program`` (the steps of ``lowered``, a workload lowered whole) into the fragments of its
+    nodes. ``inlinings`` maps (node, implementation) to the node's :class:`Inlining`.
 
-    :raises NotComposable: when a step cannot be given to one node, the nodes' steps interleave or come
-        out of program order, a step touches a container of another node, or the first step's state is
-        not its node's own.
+    A step belongs to the node its origin names, else to the node whose containers it touches; a step
+    touching only the source program's tensors belongs to the node of the steps around it, or is a step
+    of the program itself (glue) when it lies between two nodes.
+
+    :raises NotComposable: when the nodes' steps interleave or come out of program order, a step
+        touches the containers of two nodes, or the first step's state is not its own.
     """
     if program.symbols:
         names = ", ".join(sorted(map(str, program.symbols)))
@@ -237,35 +243,52 @@ def harvest(workload, lowered, program: LoweredProgram, frame: Skeleton, inlinin
     owner = {name: node for node, names in naming.data.items() for name in names.values()}
     steps = program.steps
     owners = [_owner(step, owner) for step in steps]
-    _fill_unowned(owners, steps)
+    _fill_unowned(owners)
     position = {node: i for i, node in enumerate(frame.order)}
-    runs = [node for i, node in enumerate(owners) if i == 0 or owners[i - 1] != node]
+    runs = [node for i, node in enumerate(owners) if node is not None and (i == 0 or owners[i - 1] != node)]
     if len(set(runs)) != len(runs) or [position[n] for n in runs] != sorted(position[n] for n in runs):
         raise NotComposable("the steps of the nodes interleave in program order (DaCe's depth-first order)")
     fragments = []
     for node in frame.order:
         inverse = {final: local for local, final in naming.data.get(node, {}).items()}
         inverse_states = {final: local for local, final in naming.states.get(node, {}).items()}
-        mine = [step for step, who in zip(steps, owners, strict=True) if who == node]
-        inherits = tuple(step.state not in inverse_states for step in mine)
-        used = {a.data for step in mine for a in accesses(step)}
-        foreign = sorted(name for name in used if name in owner and owner[name] != node)
-        if foreign:
-            other = owner[foreign[0]]
-            raise NotComposable(f"node '{node}' reads or writes '{foreign[0]}', a container of node '{other}'")
+        mine = [i for i, who in enumerate(owners) if who == node]
         fragments.append(
             Fragment(
                 node=node,
                 implementation=keys[node][1],
-                steps=tuple(mine),
-                inherits=inherits,
+                steps=tuple(steps[i] for i in mine),
+                inherits=tuple(steps[i].state not in inverse_states for i in mine),
                 own={final: local for final, local in inverse.items() if final in program.containers},
                 own_states=inverse_states,
                 containers={final: program.containers[final] for final in inverse if final in program.containers},
                 inlining=inlinings[keys[node]],
             )
         )
-    if steps and owners[0] is not None and fragments[position[owners[0]]].inherits[0]:
+    glue: dict[int, list[int]] = {}
+    for i, who in enumerate(owners):
+        if who is None:
+            after = next((position[n] for n in owners[i:] if n is not None), len(frame.order))
+            glue.setdefault(after, []).append(i)
+    glued = {}
+    for at, members in glue.items():
+        # a step in the state of the step before it keeps no label (it takes the composed program's)
+        inherits = tuple(i > 0 and steps[i].state == steps[i - 1].state for i in members)
+        kept = tuple(
+            replace(steps[i], state="") if inherit else steps[i] for i, inherit in zip(members, inherits, strict=True)
+        )
+        glued[at] = Fragment(
+            node=None,
+            implementation=None,
+            steps=kept,
+            inherits=inherits,
+            own={},
+            own_states={step.state: step.state for step, inherit in zip(kept, inherits, strict=True) if not inherit},
+            containers={},
+            inlining=None,
+        )
+    first = glued[0] if 0 in glued else (fragments[position[owners[0]]] if steps else None)
+    if first is not None and first.inherits and first.inherits[0]:
         raise NotComposable("the first step of the program is not in a state of its own node")
     unknown = sorted(
         a.data for step in steps for a in accesses(step) if a.data not in owner and a.data not in frame.names
@@ -273,7 +296,7 @@ def harvest(workload, lowered, program: LoweredProgram, frame: Skeleton, inlinin
     if unknown:
         raise NotComposable(f"container '{unknown[0]}' is neither a node's nor the source program's")
     shared = {name: container for name, container in program.containers.items() if name not in owner}
-    return Harvest(tuple(fragments), shared)
+    return Harvest(tuple(fragments), glued, shared)
 
 
 def fragment_key(node: str, lowered) -> tuple[str, str | None]:
@@ -284,25 +307,31 @@ def fragment_key(node: str, lowered) -> tuple[str, str | None]:
 def _owner(step: TaskScope | Copy, owner: Mapping[str, str]) -> str | None:
     """The node a step belongs to: the node its origin names, else the one whose containers it touches
     (None when it touches only the source program's tensors)."""
+    nodes = {owner[a.data] for a in accesses(step) if a.data in owner}
     node = getattr(step, "meta", {}).get("node")
     if node is not None:
-        return node
-    nodes = {owner[a.data] for a in accesses(step) if a.data in owner}
+        nodes.add(node)
     if len(nodes) > 1:
-        raise NotComposable(f"a step touches the containers of nodes {', '.join(sorted(nodes))}")
+        raise NotComposable(f"{_describe(step)} touches the containers of nodes {', '.join(sorted(nodes))}")
     return next(iter(nodes), None)
 
 
-def _fill_unowned(owners: list[str | None], steps: Sequence) -> None:
+def _describe(step: TaskScope | Copy) -> str:
+    """A step as error messages name it."""
+    from dcaccel.dag.scopes import Copy
+
+    if isinstance(step, Copy):
+        return f"the copy {step.src.data} -> {step.dst.data}"
+    return f"the task scope '{step.label}'"
+
+
+def _fill_unowned(owners: list[str | None]) -> None:
     """Give a step of no node (a copy between two tensors of the source program) to the node of the
-    steps around it, when both are the same node's (or it is at an end)."""
+    steps on both sides of it when they are the same node's; the others stay the program's own."""
     for i, who in enumerate(owners):
         if who is not None:
             continue
         before = next((owners[j] for j in range(i - 1, -1, -1) if owners[j] is not None), None)
         after = next((owners[j] for j in range(i + 1, len(owners)) if owners[j] is not None), None)
-        if before is not None and after is not None and before != after:
-            raise NotComposable(f"a copy of '{steps[i].src.data}' lies between the steps of two nodes")
-        owners[i] = before or after
-        if owners[i] is None:
-            raise NotComposable("no step of the program belongs to a node")
+        if before is not None and before == after:
+            owners[i] = before
