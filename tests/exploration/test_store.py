@@ -46,6 +46,8 @@ def point(assignment: str = "Conv=mv", pes: int = 4, **changes) -> ExplorationPo
         "power": 1.5e3,
         "makespan_cycles": 35_716,
         "makespan_us": 35.716,
+        "macs": 21_600,
+        "offchip_bytes": 603_744,
         "energy_pj": 15.5,
         "offchip_energy_pj": 8.0,
         "onchip_energy_pj": 4.0,
