@@ -6,7 +6,8 @@ the order :func:`dcaccel.frontend.onnx_import.from_onnx` runs them:
 
 1. :func:`normalize`: the default domain spelled ``ai.onnx`` is written ``""`` (DaCe's importer looks
    the opset up under ``""`` only), graph inputs that are also initializers become weights only, and
-   a model whose opset is older than :data:`MIN_OPSET` is converted with ``onnx.version_converter``;
+   a model whose opset is older than :data:`MIN_OPSET` (or an opset-9 model with an ``Upsample``) is
+   converted with ``onnx.version_converter``;
 2. :func:`check_consistent`: the ONNX checker with strict shape and type inference;
 3. :func:`simplify`: onnx-simplifier folds every value computable from initializers and constants
    (``ConstantOfShape``, ``Shape`` → ``Gather`` → ``Concat`` → ``Reshape`` chains, ``Cast`` of
@@ -38,6 +39,13 @@ MIN_OPSET = 7
 """The oldest default-domain opset DaCe's importer takes: the symbolic shape inference of onnxruntime it
 runs refuses older models (and DaCe's importer then fails with a ``TypeError``)."""
 
+UPSAMPLE_SCALES_OPSET = 9
+"""The opset whose ``Upsample`` takes its scales as an input: the shape inference DaCe's importer runs
+leaves its output shape symbolic, so a model of this opset with an ``Upsample`` is converted to
+:data:`RESIZE_OPSET`, where the version converter makes it a ``Resize`` (same modes and coordinates)."""
+
+RESIZE_OPSET = 10
+
 _DEFAULT_DOMAIN_ALIAS = "ai.onnx"
 
 #: The source location and condition the version converter's failed assertions start with.
@@ -49,7 +57,8 @@ _INITIALIZERS_NOT_INPUTS_IR = 4
 
 def normalize(proto: onnx.ModelProto, source: str) -> onnx.ModelProto:
     """A copy of ``proto`` with the default domain written ``""``, graph inputs that are also initializers
-    made weights only, and its opset at least :data:`MIN_OPSET`.
+    made weights only, its opset at least :data:`MIN_OPSET`, and an opset-9 ``Upsample`` made a ``Resize``
+    (the model converted to :data:`RESIZE_OPSET`).
 
     Old exporters listed every weight as a graph input too; ONNX lets a caller override such an input
     with a value of its own, dcaccel never does, so it is a weight (and constant folding may go through
@@ -74,16 +83,22 @@ def normalize(proto: onnx.ModelProto, source: str) -> onnx.ModelProto:
     opset = versions.get("")
     if opset is None:
         raise DcaccelError(f"{source} does not import the default ONNX domain (its opset_import names no version)")
-    return upgraded(model, source, opset) if opset < MIN_OPSET else model
+    if opset < MIN_OPSET:
+        return upgraded(model, source, opset)
+    upsample = any(node.op_type == "Upsample" and not node.domain for node in model.graph.node)
+    return upgraded(model, source, opset, RESIZE_OPSET) if opset == UPSAMPLE_SCALES_OPSET and upsample else model
 
 
-def upgraded(proto: onnx.ModelProto, source: str, opset: int) -> onnx.ModelProto:
-    """``proto`` (default-domain opset ``opset``) converted to opset :data:`MIN_OPSET` by onnx's version converter."""
+def upgraded(proto: onnx.ModelProto, source: str, opset: int, target: int = MIN_OPSET) -> onnx.ModelProto:
+    """``proto`` (default-domain opset ``opset``) converted to opset ``target`` by onnx's version converter."""
     try:
-        converted = onnx.version_converter.convert_version(proto, MIN_OPSET)
+        converted = onnx.version_converter.convert_version(proto, target)
     except Exception as err:  # the converter's C++ core raises assorted types; none may leak a traceback
         detail = _ASSERTION.sub("", first_line(err))
-        raise DcaccelError(f"cannot convert {source} from opset {opset} to {MIN_OPSET}: {detail}") from err
+        raise DcaccelError(f"cannot convert {source} from opset {opset} to {target}: {detail}") from err
+    names = {tuple(node.output): node.name for node in proto.graph.node if node.name}
+    for node in converted.graph.node:  # a node the converter replaced (an Upsample by a Resize) keeps its name
+        node.name = node.name or names.get(tuple(node.output), "")
     return converted
 
 
