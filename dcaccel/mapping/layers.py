@@ -4,9 +4,12 @@ one-node workload, with the loop nest of its product.
 A Conv lowers through im2col to one matrix product per group, C[n×m] = A[n×k]·B[k×m] with
 n = filters per group, k = channels per group × kernel size, m = batch × output positions (A the
 weights, B the im2col columns); a Gemm or a 2-D MatMul is the product itself (n rows of A, k, m
-columns of B). :func:`mapped_layers` cuts every such node out of the model with its weights
+columns of B). :func:`model_layers` cuts every node out of the model with its weights
 (``onnx.utils.Extractor``), so each layer is lowered, realised and scheduled alone; layers of the
-same op, attributes and shapes share one ``signature`` and are searched once.
+same op, attributes and shapes share one ``signature`` and are searched once. The other nodes
+(element-wise, pooling, normalisation, reshapes) are layers without a loop nest: they keep the
+canonical implementation and only their placement is chosen; :func:`mapped_layers` are the matrix
+products.
 """
 
 from __future__ import annotations
@@ -19,6 +22,7 @@ import onnx.shape_inference
 import onnx.utils
 
 from dcaccel.errors import DcaccelError
+from dcaccel.frontend.onnx_import import readable_node_names
 
 #: The ONNX ops a mapping search maps (lowered through the MMM node).
 MAPPED_OPS = ("Conv", "Gemm", "MatMul")
@@ -50,13 +54,19 @@ class LoopNest:
 
 @dataclass(frozen=True)
 class Layer:
-    """One mapped node: its name and op, its loop nest, its one-node ONNX model and a signature."""
+    """One node: its name and op, its loop nest (None: not a matrix product, not searched), its
+    one-node ONNX model and a signature."""
 
     node: str
     op_type: str
-    nest: LoopNest
+    nest: LoopNest | None
     model: onnx.ModelProto
     signature: tuple
+
+    @property
+    def mapped(self) -> bool:
+        """Whether the search maps the node (a matrix product with a loop nest)."""
+        return self.nest is not None
 
 
 def _shapes(model: onnx.ModelProto) -> dict[str, tuple[int, ...]]:
@@ -95,23 +105,36 @@ def loop_nest(node: onnx.NodeProto, shapes: dict[str, tuple[int, ...]]) -> LoopN
     raise DcaccelError(f"mapping: {node.op_type} node {node.name} is not a 2-D product the search maps")
 
 
-def mapped_layers(model: onnx.ModelProto) -> list[Layer]:
-    """Every Conv, Gemm and 2-D MatMul node of ``model`` as a :class:`Layer`, in graph order."""
-    inferred = onnx.shape_inference.infer_shapes(model)
+def model_layers(model: onnx.ModelProto) -> list[Layer]:
+    """Every computing node of ``model`` as a :class:`Layer`, in graph order, named as the model's
+    program names it (:func:`~dcaccel.frontend.onnx_import.readable_node_names`: the names
+    implementation choices and mapping texts refer to).
+
+    Conv, Gemm and 2-D MatMul nodes carry their loop nest; the others (``nest`` None) carry their
+    one-node model only. ``Constant`` nodes are data, not layers: their outputs count as weights, so a
+    node reading one (a ``Reshape``'s shape) takes it into its one-node model."""
+    inferred = readable_node_names(onnx.shape_inference.infer_shapes(model))
     shapes = _shapes(inferred)
     extractor = onnx.utils.Extractor(inferred)
     constants = {tensor.name for tensor in inferred.graph.initializer}
+    constants |= {name for node in inferred.graph.node if node.op_type == "Constant" for name in node.output}
     layers = []
     for index, node in enumerate(inferred.graph.node):
-        if node.op_type not in MAPPED_OPS:
+        if node.op_type == "Constant":
             continue
+        products = node.op_type in MAPPED_OPS
         if node.op_type == "MatMul" and any(len(shapes.get(name, ())) != 2 for name in node.input[:2]):
-            continue
+            products = False
         name = node.name or f"{node.op_type}_{index}"
-        nest = loop_nest(node, shapes)
+        nest = loop_nest(node, shapes) if products else None
         inputs = [n for n in node.input if n and n not in constants]
         one = extractor.extract_model(inputs, list(node.output))
         attributes = tuple(sorted((k, str(v)) for k, v in _attributes(node).items()))
         signature = (node.op_type, attributes, tuple(shapes.get(n) for n in node.input if n))
         layers.append(Layer(name, node.op_type, nest, one, signature))
     return layers
+
+
+def mapped_layers(model: onnx.ModelProto) -> list[Layer]:
+    """The Conv, Gemm and 2-D MatMul layers of ``model`` (:func:`model_layers` with a loop nest)."""
+    return [layer for layer in model_layers(model) if layer.mapped]

@@ -27,7 +27,9 @@ many PEs the layer can use: that is the on-chip subspace's parallelisation (Marv
 therefore ranks *groups*: the choices that differ only in the task tile form one group, ranked by its
 least traffic; :meth:`OffchipStage.top` returns the fitting members of the ``k`` best groups, and the
 on-chip stage picks their task tile along with fusion and placement (ties: fewer re-fetches, then the
-order of the space).
+order of the space). Choices of the same implementation, task tile and re-fetches realise the same
+program with the same extra traffic, so they cost the same under every on-chip choice: ``top`` keeps
+the first of them and counts only groups that still hold a member.
 """
 
 from __future__ import annotations
@@ -76,6 +78,12 @@ class RankedChoice:
     def traffic(self) -> int:
         return self.refetch + self.buffer_io
 
+    @property
+    def program(self) -> tuple[str, int, int]:
+        """What decides the choice's cost: implementation, task tile (the realised program), re-fetches."""
+        implementation = self.choice.implementation
+        return implementation, dict(self.choice.tiles)[TASK_DIMENSION[implementation]], self.refetch
+
 
 @dataclass(frozen=True)
 class OffchipStage:
@@ -95,9 +103,28 @@ class OffchipStage:
     def fitting(self) -> int:
         return sum(len(group) for group in self.groups)
 
-    def top(self, k: int | None) -> list[RankedChoice]:
-        """The members of the ``k`` best groups (every fitting choice when ``k`` is None)."""
-        return [choice for group in self.groups[:k] for choice in group]
+    @property
+    def members(self) -> list[RankedChoice]:
+        """Every fitting choice, group by group (what the exhaustive search schedules)."""
+        return [choice for group in self.groups for choice in group]
+
+    def top(self, k: int) -> list[RankedChoice]:
+        """The distinct members of the ``k`` best groups that hold any.
+
+        Two choices with the same implementation, task tile and re-fetches realise the same program
+        and add the same re-fetch cost, so they cost the same under every on-chip choice: only the
+        first in rank order is kept, and a group whose members all repeat earlier ones is skipped."""
+        seen, kept, groups = set(), [], 0
+        for group in self.groups:
+            fresh = [choice for choice in group if choice.program not in seen]
+            if not fresh:
+                continue
+            seen.update(choice.program for choice in fresh)
+            kept.extend(fresh)
+            groups += 1
+            if groups == k:
+                break
+        return kept
 
 
 def rank(space: MappingSpace, capacity: int, buffer_io: Callable[[str, int], int]) -> OffchipStage:

@@ -17,9 +17,10 @@ one after the other (the other nodes, element-wise and pooling, are not mapped a
 
 from __future__ import annotations
 
+import itertools
 import time
 import warnings
-from dataclasses import asdict, dataclass, field
+from dataclasses import asdict, dataclass, field, replace
 
 import pandas as pd
 
@@ -27,12 +28,12 @@ from dcaccel.architecture import Architecture
 from dcaccel.architecture import load as load_architecture
 from dcaccel.dag.metrics import io_volume
 from dcaccel.errors import DcaccelError
-from dcaccel.mapping.layers import Layer, mapped_layers
-from dcaccel.mapping.notation import Mapping
+from dcaccel.mapping.layers import Layer, model_layers
+from dcaccel.mapping.notation import SCHEDULERS, Mapping
 from dcaccel.mapping.offchip import rank
 from dcaccel.mapping.onchip import Cost, check_objective, cost
 from dcaccel.mapping.realise import TASK_DIMENSION, realised_dag
-from dcaccel.mapping.space import IMPLEMENTATIONS, MappingSpace
+from dcaccel.mapping.space import IMPLEMENTATIONS, MappingSpace, onchip_choices
 
 SEARCHES = ("decoupled", "exhaustive")
 
@@ -68,6 +69,8 @@ class MappingResult:
     best: dict[str, Mapping]
     seconds: float
     total: Cost = field(default_factory=lambda: Cost(0, 0.0))
+    #: Nodes left out of ``total`` (their one-node model does not lower alone), with the reason.
+    uncounted: dict[str, str] = field(default_factory=dict)
 
     @property
     def space_size(self) -> int:
@@ -81,7 +84,8 @@ class MappingResult:
 
     @property
     def objective(self) -> float:
-        """The objective of the whole model (its layers one after the other)."""
+        """The objective of the whole model: every node (``uncounted`` ones excepted) one after the other,
+        the matrix products with their best mapping, the others canonical with their best placement."""
         return self.total.value(self.objective_name)
 
     def table(self) -> pd.DataFrame:
@@ -102,6 +106,7 @@ class MappingResult:
             "evaluations": self.evaluations,
             "seconds": self.seconds,
             "best": {node: str(mapping) for node, mapping in self.best.items()},
+            "uncounted": self.uncounted,
             "layers": [asdict(row) for row in self.layers],
         }
 
@@ -150,16 +155,28 @@ class LayerSearch:
             raise DcaccelError(
                 f"map {self.layer.node}: no tiling of its space fits the {self.capacity} elements on chip"
             )
-        kept = stage.top(top_k if search == "decoupled" else None)
-        best: tuple[float, Mapping, Cost] | None = None
-        evaluations = 0
-        for ranked in kept:
-            for on in space.onchip():
-                mapping = space.mapping(ranked.choice, on)
+        candidates = stage.top(top_k) if search == "decoupled" else stage.members
+        placements = list(space.onchip())
+        scores: dict[tuple[int, int], tuple[float, Mapping, Cost]] = {}
+
+        def score(candidate: int, placement: int) -> float:
+            if (candidate, placement) not in scores:
+                ranked = candidates[candidate]
+                mapping = space.mapping(ranked.choice, placements[placement])
                 value = self.cost(mapping, ranked.refetch)
-                evaluations += 1
-                if best is None or value.value(objective) < best[0]:
-                    best = (value.value(objective), mapping, value)
+                scores[candidate, placement] = (value.value(objective), mapping, value)
+            return scores[candidate, placement][0]
+
+        if search == "exhaustive":
+            for candidate, placement in itertools.product(range(len(candidates)), range(len(placements))):
+                score(candidate, placement)
+        else:
+            placement = min(range(len(placements)), key=lambda j: score(0, j))
+            candidate = min(range(len(candidates)), key=lambda i: score(i, placement))
+            for j in range(len(placements)):
+                score(candidate, j)
+        evaluations = len(scores)
+        best = scores[min(scores, key=lambda pair: (scores[pair][0], pair))]
         score, mapping, value = best
         row = LayerResult(
             self.layer.node,
@@ -176,6 +193,43 @@ class LayerSearch:
             str(mapping),
         )
         return row, mapping
+
+
+def place_canonical(layer: Layer, arch: Architecture, capacity: int, pes: tuple[int, ...], objective: str):
+    """The best placement of a node the search does not map (no loop nest): lowered with its canonical
+    implementation, scheduled with every fusion × PE count × scheduler; returns its row and mapping."""
+    from dcaccel.dag.extract import extract
+    from dcaccel.frontend import load
+
+    start = time.perf_counter()
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        lowered = load(layer.model, name="layer").lower()
+        dags = {fuse: extract(lowered, fusion=fuse) for fuse in (False, True)}
+    placements = list(onchip_choices(tuple(dags), pes))
+    scored = []
+    for on in placements:
+        mapping = Mapping(layer.node, "canonical", (), "-", on.fuse, on.pes, on.scheduler)
+        value = cost(dags[on.fuse], mapping, arch, 0, capacity)
+        scored.append((value.value(objective), mapping, value))
+    score, mapping, value = min(scored, key=lambda item: item[0])
+    dimensions = {"fuse": len(dags), "pes": len(pes), "scheduler": len(SCHEDULERS)}
+    formula = "·".join(f"|{name}|" for name in dimensions) + " = " + "·".join(map(str, dimensions.values()))
+    row = LayerResult(
+        layer.node,
+        layer.op_type,
+        len(placements),
+        formula,
+        1,
+        0,
+        len(placements),
+        time.perf_counter() - start,
+        value.makespan_cycles,
+        value.energy_pj,
+        score,
+        str(mapping),
+    )
+    return row, mapping
 
 
 def _model(workload):
@@ -230,25 +284,43 @@ def map_workload(
     if capacity < 1:
         raise DcaccelError(f"map: architecture {architecture.name} has no on-chip capacity; give capacity= (elements)")
     name, model = _model(workload)
-    layers = mapped_layers(model)
-    if not layers:
+    layers = model_layers(model)
+    if not any(layer.mapped for layer in layers):
         raise DcaccelError(f"map {name}: no Conv, Gemm or 2-D MatMul node to map")
-    rows, best, searched = [], {}, {}
+    rows, best, searched, uncounted = [], {}, {}, {}
     total = Cost(0, 0.0)
     for layer in layers:
         if layer.signature in searched:
             first, (row, mapping) = searched[layer.signature]
-            shared = LayerResult(**{**asdict(row), "layer": layer.node, "evaluations": 0, "offchip_evaluated": 0})
-            shared.seconds, shared.shared_with = 0.0, first
-            rows.append(shared)
+            mapping = replace(mapping, node=layer.node)
+            rows.append(
+                replace(
+                    row,
+                    layer=layer.node,
+                    evaluations=0,
+                    offchip_evaluated=0,
+                    seconds=0.0,
+                    mapping=str(mapping),
+                    shared_with=first,
+                )
+            )
+        elif not layer.mapped:
+            try:
+                row, mapping = place_canonical(layer, architecture, capacity, tuple(pes), objective)
+            except DcaccelError as error:
+                uncounted[layer.node] = str(error).splitlines()[0]
+                continue
+            searched[layer.signature] = (layer.node, (row, mapping))
+            rows.append(row)
         else:
             run = LayerSearch(layer, architecture, capacity)
             space = MappingSpace.of(
-                run.node, layer.nest, implementations=implementations, pes=pes, tile_limit=tile_limit
+                layer.node, layer.nest, implementations=implementations, pes=pes, tile_limit=tile_limit
             )
             row, mapping = run.run(space, objective, search, top_k)
             searched[layer.signature] = (layer.node, (row, mapping))
             rows.append(row)
-        best[layer.node] = searched[layer.signature][1][1]
+        best[layer.node] = mapping
         total = total + Cost(rows[-1].makespan_cycles, rows[-1].energy_pj)
-    return MappingResult(name, architecture.name, objective, search, rows, best, time.perf_counter() - start, total)
+    seconds = time.perf_counter() - start
+    return MappingResult(name, architecture.name, objective, search, rows, best, seconds, total, uncounted)

@@ -57,6 +57,14 @@ class OnchipChoice:
     scheduler: str
 
 
+def onchip_choices(
+    fusion: Sequence[bool] = (False, True), pes: Sequence[int] = (16,), schedulers: Sequence[str] = SCHEDULERS
+) -> Iterator[OnchipChoice]:
+    """Every fusion × PE count × scheduler, in that order (the on-chip subspace of any node)."""
+    for fuse, count, scheduler in itertools.product(fusion, pes, schedulers):
+        yield OnchipChoice(fuse, count, scheduler)
+
+
 @dataclass(frozen=True)
 class MappingSpace:
     """The bounded mapping space of the node ``node`` with loop nest ``nest``."""
@@ -137,8 +145,7 @@ class MappingSpace:
 
     def onchip(self) -> Iterator[OnchipChoice]:
         """Every point of the on-chip subspace."""
-        for fuse, pes, scheduler in itertools.product(self.fusion, self.pes, self.schedulers):
-            yield OnchipChoice(fuse, pes, scheduler)
+        return onchip_choices(self.fusion, self.pes, self.schedulers)
 
     def mapping(self, off: OffchipChoice, on: OnchipChoice) -> Mapping:
         """The :class:`Mapping` of one off-chip and one on-chip choice."""

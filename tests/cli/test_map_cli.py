@@ -12,7 +12,9 @@ def test_json(capsys):
     status = main(["map", "conv-seed", "--arch", "eyeriss", "--objective", "energy", "--top-k", "2", "--json"])
     out = json.loads(capsys.readouterr().out)
     assert status == 0
-    assert 2 * 4 <= out["evaluations"] <= 2 * 4 * 4  # 2 groups of at most 4 task tiles
+    # the 4 placements of the first of at most 2 groups × 4 task tiles, the others once, 3 more placements
+    assert 4 <= out["evaluations"] <= 4 + (2 * 4 - 1) + 3
+    assert out["uncounted"] == {} and set(out["best"]) == {row["layer"] for row in out["layers"]}
     assert out["objective"] == pytest.approx(out["energy_pj"])
     assert out["space_size"] == out["layers"][0]["space_size"] > out["evaluations"]
     assert all(parse(text).pes == 16 for text in out["best"].values())

@@ -18,8 +18,54 @@ def test_decoupled_is_near_the_exhaustive_optimum_with_fewer_schedules(seed_resu
     decoupled, exhaustive = seed_results["decoupled"], seed_results["exhaustive"]
     assert decoupled.space_size == exhaustive.space_size
     assert exhaustive.evaluations == decoupled.layers[0].fitting * 4  # every fitting choice × 2 fusions × 2 schedulers
-    assert decoupled.evaluations <= 4 * 3 * 4  # 4 groups of at most 3 task tiles, 4 on-chip choices each
+    # the placements of the first candidate, the other candidates (at most 4 groups of 3 task tiles) with
+    # the best of them, then the other placements of the best candidate
+    assert 4 <= decoupled.evaluations <= 4 + (4 * 3 - 1) + 3
     assert exhaustive.objective <= decoupled.objective <= 1.05 * exhaustive.objective
+
+
+@pytest.fixture(scope="module")
+def twin_convs():
+    """Conv → Relu → Conv of the same shapes: the second conv shares the first's search."""
+    import torch
+
+    from dcaccel.frontend import load
+
+    torch.manual_seed(0)
+    module = torch.nn.Sequential(
+        torch.nn.Conv2d(2, 2, 3, padding=1), torch.nn.ReLU(), torch.nn.Conv2d(2, 2, 3, padding=1)
+    )
+    return load(module.eval(), torch.zeros(1, 2, 6, 6), name="twins")
+
+
+def test_every_node_is_named_and_counted(twin_convs):
+    result = map_workload(twin_convs, "eyeriss", pes=(4,), top_k=1, tile_limit=2)
+    table = result.table()
+    assert list(table["op_type"]) == ["Conv", "Relu", "Conv"]
+    first, relu, second = table.to_dict("records")
+    assert second["shared_with"] == first["layer"] != second["layer"] and second["evaluations"] == 0
+    for row in (first, relu, second):
+        mapping = result.best[row["layer"]]
+        assert mapping.node == row["layer"] and parse(row["mapping"]) == mapping
+    assert parse(second["mapping"]) == parse(first["mapping"].replace(first["layer"], second["layer"], 1))
+    assert result.best[relu["layer"]].implementation == "canonical" and relu["evaluations"] == 2 * 1 * 2
+    assert result.total.makespan_cycles == table["makespan_cycles"].sum() > first["makespan_cycles"] * 2
+    assert result.total.energy_pj == pytest.approx(table["energy_pj"].sum())
+    assert result.uncounted == {} and result.to_json()["uncounted"] == {}
+
+
+def test_a_node_that_does_not_lower_alone_is_named_uncounted(twin_convs, monkeypatch):
+    import dcaccel.mapping.search as search
+
+    def refuse(layer, *arguments):
+        raise DcaccelError(f"unsupported op {layer.op_type} (node '{layer.node}')\nsecond line")
+
+    monkeypatch.setattr(search, "place_canonical", refuse)
+    result = map_workload(twin_convs, "eyeriss", pes=(4,), top_k=1, tile_limit=2)
+    ((node, reason),) = result.uncounted.items()
+    assert reason == f"unsupported op Relu (node '{node}')" and node not in result.best
+    assert list(result.table()["op_type"]) == ["Conv", "Conv"]
+    assert result.total.makespan_cycles == 2 * result.layers[0].makespan_cycles
 
 
 def test_report(seed_results):

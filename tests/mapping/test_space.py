@@ -8,6 +8,7 @@ import sympy
 from dcaccel.errors import DcaccelError
 from dcaccel.mapping.layers import LoopNest
 from dcaccel.mapping.offchip import TILE_SYMBOLS, rank, traffic_expression
+from dcaccel.mapping.realise import TASK_DIMENSION
 from dcaccel.mapping.space import MappingSpace, bounded, divisors
 
 
@@ -74,3 +75,28 @@ def test_rank_respects_capacity_and_orders_by_traffic():
     traffic = [r.traffic for r in stage.ranked]
     assert traffic == sorted(traffic) and stage.fitting == len(stage.ranked) < stage.evaluated
     assert len(stage.top(1)) == len({dict(r.choice.tiles)["m"] for r in stage.top(1)}) > 1  # one group: the m tiles
+
+
+def _group(ranked):
+    task = TASK_DIMENSION[ranked.choice.implementation]
+    return ranked.choice.implementation, ranked.choice.stay, tuple(t for t in ranked.choice.tiles if t[0] != task)
+
+
+@pytest.mark.parametrize(("k", "groups"), [(1, 1), (2, 2), (4, 4), (100, None)])
+def test_top_keeps_one_choice_per_program(k, groups):
+    # depthwise 3×3: n = 1, so the k tile changes no re-fetch under Stay(C) and many choices repeat
+    space = MappingSpace.of("n0", LoopNest(1, 9, 784, groups=32), tile_limit=4)
+    stage = rank(space, capacity=10_000, buffer_io=lambda implementation, tile: 1000 + tile)
+    assert len(stage.members) == stage.fitting == space.offchip_size == 108
+    kept = stage.top(k)
+    programs = [choice.program for choice in kept]
+    assert len(set(programs)) == len(programs)
+    for choice in stage.members:  # a repeated program is kept as a choice of no more traffic
+        if choice.program in programs:
+            assert kept[programs.index(choice.program)].traffic <= choice.traffic
+    if groups is None:  # more groups than hold a new program: every program once
+        assert set(programs) == {choice.program for choice in stage.members} and len(kept) < stage.fitting
+    else:
+        assert len({_group(choice) for choice in kept}) == groups
+    if k == 1:  # the best group is whole: its members differ in the task tile
+        assert kept == stage.groups[0]
