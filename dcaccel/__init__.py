@@ -26,7 +26,7 @@ _EXPORTS = {
     "explore": "dcaccel.exploration",
     "map": "dcaccel.mapping",
     "pareto_front": "dcaccel.exploration",
-    "partition": "dcaccel.transforms.offload",
+    "partition": "dcaccel.partitioning",
     "verify": "dcaccel.verification",
     "DcaccelError": "dcaccel.errors",
 }

@@ -3,7 +3,7 @@
 Prints per operator where it runs and why (supported, pattern, unsupported op, violated constraint,
 region too small), the number of regions, the shares of MACs and work offloaded, the volume crossing the
 host↔accelerator links, and the end-to-end makespan and energy split between host, accelerator and link
-(:mod:`dcaccel.transforms.offload`). ``--json`` prints one object instead; ``--dot`` writes the operator
+(:mod:`dcaccel.partitioning`). ``--json`` prints one object instead; ``--dot`` writes the operator
 graph with nodes coloured by target.
 """
 
@@ -22,7 +22,8 @@ from dcaccel.cli.models import (
 )
 from dcaccel.cli.table import format_table
 from dcaccel.errors import DcaccelError
-from dcaccel.transforms.offload import POLICIES, Partition, op_instances, partition
+from dcaccel.partitioning import Partition, partition
+from dcaccel.transforms.offload import POLICIES, op_instances
 
 #: Fill colours of the DOT graph: the host, then the accelerator's unit kinds in turn.
 HOST_COLOUR = "lightgrey"

@@ -4,7 +4,7 @@ Prints the maximum absolute and relative error per output and exits with status 
 With ``--impl`` (or ``--lowered``) the model is first lowered with those implementation choices and
 the lowered SDFG is checked; an op with no canonical implementation is then DaCe's own expansion kept
 as one opaque task, or refused with ``--strict``. With ``--arch`` the model is partitioned between that
-design's accelerator and its host (``--policy``, :mod:`dcaccel.transforms.offload`) and the partitioned
+design's accelerator and its host (``--policy``, :mod:`dcaccel.partitioning`) and the partitioned
 program is checked: host operators on DaCe's expansions, offloaded ones on their canonical implementations.
 """
 
@@ -23,7 +23,8 @@ from dcaccel.cli.models import (
 )
 from dcaccel.cli.table import format_table
 from dcaccel.errors import DcaccelError
-from dcaccel.transforms.offload import POLICIES, partition
+from dcaccel.partitioning import partition
+from dcaccel.transforms.offload import POLICIES
 from dcaccel.verification import VerifyReport, verify
 
 

@@ -1,6 +1,6 @@
-"""Partitioning between an accelerator and its host (dcaccel.transforms.offload): annotation of the
-imported graph, regions, policies, the placed DAG with transfer tasks, its schedule, and that under
-``abstract`` nothing changes."""
+"""Partitioning between an accelerator and its host (dcaccel.transforms.offload, dcaccel.dag.placement,
+dcaccel.partitioning): annotation of the imported graph, regions, policies, the placed DAG with transfer
+tasks, its schedule, and that under ``abstract`` nothing changes."""
 
 from __future__ import annotations
 
@@ -10,11 +10,13 @@ import pytest
 
 import dcaccel
 from dcaccel.architecture import Architecture, names
+from dcaccel.architecture.links import TRANSFER
 from dcaccel.architecture.support import annotate
 from dcaccel.dag import extract
 from dcaccel.dag.taskdag import NodeKind
 from dcaccel.errors import DcaccelError, UnsupportedOpError
-from dcaccel.transforms.offload import TRANSFER, op_instances, partition, regions_of
+from dcaccel.partitioning import partition
+from dcaccel.transforms.offload import op_instances, regions_of
 from tests.transforms.offload_models import NPU, conv_chain
 
 NPU_ARCH = Architecture.from_dict(NPU, "npu")

@@ -1,0 +1,252 @@
+"""``dcaccel.partition``: how much of a model runs on an accelerator, and what the host part and the
+transfers cost (``docs/partitioning.md``).
+
+:func:`partition` runs the pipeline on a split program, in this order:
+
+1. **Annotate, regions, policy, lower** (:mod:`dcaccel.transforms.offload`): every operator gets the unit
+   kind that runs it, the offloaded ones form regions, the policy keeps some regions on the host, and the
+   program is lowered with the host's operators as DaCe's opaque tasks.
+2. **Extract and place** (:mod:`dcaccel.dag.placement`): the TaskDAG gets ``meta["unit"]`` on every task
+   and a transfer task on every edge between the host and an accelerator kind.
+3. **Schedule and cost**: the heterogeneous list scheduler (``heft``) runs the placed DAG on the
+   architecture plus one unit kind per host↔accelerator link (:mod:`dcaccel.architecture.links`).
+
+The ``cost`` policy keeps a region on the host when the makespan on the architecture, in cycles, of the
+program lowered and placed that way is lower with it there, region after region in program order (one more
+lowering and schedule per region). Under a design whose accelerator supports every operator (``abstract``)
+nothing is moved: the lowering, the DAG and every number are those of the plain pipeline.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from dataclasses import asdict, dataclass, field
+from typing import Any
+
+from dcaccel.architecture import Architecture
+from dcaccel.architecture import load as load_architecture
+from dcaccel.architecture.links import host_of, link_units
+from dcaccel.dag import extract
+from dcaccel.dag.metrics import task_costs
+from dcaccel.dag.placement import place, transfer_tasks
+from dcaccel.scheduler import schedule
+from dcaccel.transforms.lower import LoweredWorkload
+from dcaccel.transforms.offload import annotations_of, check_policy, lower_partitioned, regions_of, too_small
+
+
+@dataclass(frozen=True)
+class NodePlacement:
+    """Where one operator runs: its unit kind ``target``, whether that is the accelerator, why, its
+    accelerator region (None on the host), and its work (Σ T(v) of its tasks) and MACs."""
+
+    name: str
+    op: str
+    target: str
+    offloaded: bool
+    reason: str
+    region: int | None
+    pattern: str | None
+    implementation: str
+    work: int
+    macs: int
+
+
+@dataclass(frozen=True)
+class Region:
+    """A maximal connected set of offloaded operators, in program order."""
+
+    index: int
+    nodes: tuple[str, ...]
+    units: tuple[str, ...]
+    work: int
+    offloaded: bool
+    reason: str
+
+
+@dataclass
+class Partition:
+    """A partitioned workload: the placement of every operator, the regions, the lowered program, the
+    placed TaskDAG and its heterogeneous schedule on the architecture (with the link units)."""
+
+    workload: str
+    architecture: str
+    policy: str
+    host: str | None
+    nodes: list[NodePlacement]
+    regions: list[Region]
+    lowered: LoweredWorkload = field(repr=False)
+    dag: Any = field(repr=False)  # the placed TaskDAG
+    schedule: Any = field(repr=False)  # its Schedule, costs on ``costed``
+    costed: Architecture = field(repr=False)  # the architecture plus one unit per host↔accelerator link
+    links: dict[str, tuple[str, str]] = field(default_factory=dict)  # link unit -> (host, accelerator kind)
+
+    @property
+    def transfer_tasks(self) -> list[int]:
+        return transfer_tasks(self.dag)
+
+    @property
+    def transfer_volume(self) -> int:
+        """Elements crossing the host↔accelerator links (Σ over transfer tasks of their volume)."""
+        return sum(int(self.dag.node(v).meta["macs"]) for v in self.transfer_tasks)
+
+    @property
+    def offloaded_work_share(self) -> float:
+        return _share([(n.offloaded, n.work) for n in self.nodes])
+
+    @property
+    def offloaded_mac_share(self) -> float:
+        return _share([(n.offloaded, n.macs) for n in self.nodes])
+
+    @property
+    def makespan(self) -> int:
+        """The end-to-end makespan on the architecture, in cycles of its clock."""
+        return self.schedule.costs.makespan_cycles
+
+    @property
+    def energy_pj(self) -> float:
+        return self.schedule.costs.energy_total_pj
+
+    @property
+    def energy_split_pj(self) -> dict[str, float]:
+        """Energy of the host (its compute and its links to memories), the links between host and
+        accelerator (the transfers), and the accelerator (everything else: its units, memories, links)."""
+        split = {"host": 0.0, "accelerator": 0.0, "link": 0.0}
+        for component, energy in self.schedule.costs.energy_pj.items():
+            if component in self.links:
+                split["link"] += energy
+            elif self.host is not None and self.host in (component, *component.split("-")):
+                split["host"] += energy
+            else:
+                split["accelerator"] += energy
+        return split
+
+    def summary(self) -> dict:
+        """The partition as one JSON-ready object."""
+        return {
+            "workload": self.workload,
+            "architecture": self.architecture,
+            "policy": self.policy,
+            "nodes": [asdict(node) for node in self.nodes],
+            "regions": [asdict(region) for region in self.regions],
+            "offloaded_regions": sum(region.offloaded for region in self.regions),
+            "offloaded_work_share": self.offloaded_work_share,
+            "offloaded_mac_share": self.offloaded_mac_share,
+            "transfer_tasks": len(self.transfer_tasks),
+            "transfer_volume": self.transfer_volume,
+            "makespan": self.makespan,
+            "makespan_us": self.schedule.costs.makespan_seconds * 1e6,
+            "energy_pj": self.energy_pj,
+            "energy_split_pj": self.energy_split_pj,
+        }
+
+
+def _share(pairs: list[tuple[bool, int]]) -> float:
+    total = sum(value for _, value in pairs)
+    return sum(value for offloaded, value in pairs if offloaded) / total if total else 0.0
+
+
+def partition(
+    workload,
+    arch: str | Architecture = "cgra",
+    policy: str = "greedy",
+    *,
+    choices: Mapping[str, str] | None = None,
+    pes: int = 16,
+    min_nodes: int = 2,
+    min_work_share: float = 0.05,
+) -> Partition:
+    """Partition ``workload`` (a Workload or a built-in workload's name) on ``arch`` with ``policy``
+    (``greedy``, ``min-region``, ``cost``), lower, extract, place and schedule it (see the module docstring).
+    ``choices`` are implementation choices as for ``lower``; ``pes`` the count of unit kinds without one."""
+    check_policy(policy, min_work_share)
+    if isinstance(workload, str):
+        from dcaccel import workloads
+
+        workload = workloads.get(workload)
+    arch = load_architecture(arch)
+    host = host_of(arch)
+    instances, annotations = annotations_of(workload, arch, host)
+    supported = {name for name, annotation in annotations.items() if annotation.offloaded}
+    groups = regions_of(instances, supported)
+    choices = dict(choices or {})
+    costed, links = link_units(arch, {annotations[name].target for name in supported} if host else set())
+    by_pair = {pair: name for name, pair in links.items()}
+
+    def build(on_host: set[str]):
+        lowered = lower_partitioned(workload, annotations, on_host, choices)
+        dag = extract(lowered)
+        target = {name: host if name in on_host else annotations[name].target for name in annotations}
+        return lowered, dag, target
+
+    canonical_macs: dict[str, int] = {}
+
+    def run(dag, target):
+        placed = place(dag, target, host, by_pair, canonical_macs)
+        return placed, schedule(placed, pes, "heft", arch=costed)
+
+    unsupported = set(annotations) - supported
+    lowered, dag, target = build(unsupported)
+    work = _node_figures(dag, task_costs(dag))
+    canonical_macs.update((name, work[name][1]) for name in supported if name in work)
+    kept: dict[int, str] = {}
+    if policy == "min-region":
+        kept = too_small(groups, {name: w for name, (w, _) in work.items()}, min_nodes, min_work_share)
+    elif policy == "cost":
+        best = run(dag, target)[1].costs.makespan_cycles
+        for index in range(len(groups)):
+            on_host = unsupported | {name for i in [*kept, index] for name in groups[i]}
+            _, trial_dag, trial_target = build(on_host)
+            cycles = run(trial_dag, trial_target)[1].costs.makespan_cycles
+            if cycles < best:
+                kept[index] = f"region cheaper on the host ({cycles} vs {best} cycles offloaded)"
+                best = cycles
+    if kept:
+        lowered, dag, target = build(unsupported | {name for index in kept for name in groups[index]})
+        work = _node_figures(dag, task_costs(dag))
+    placed, scheduled = run(dag, target)
+    regions = [
+        Region(
+            index,
+            tuple(group),
+            tuple(dict.fromkeys(annotations[name].target for name in group)),
+            sum(work.get(name, (0, 0))[0] for name in group),
+            index not in kept,
+            kept.get(index, "offloaded"),
+        )
+        for index, group in enumerate(groups)
+    ]
+    region_of = {name: index for index, group in enumerate(groups) for name in group}
+    nodes = []
+    for instance in instances:
+        annotation = annotations[instance.name]
+        index = region_of.get(instance.name)
+        offloaded = index is not None and index not in kept
+        nodes.append(
+            NodePlacement(
+                name=instance.name,
+                op=instance.op,
+                target=target[instance.name],
+                offloaded=offloaded,
+                reason=annotation.reason if index is None or offloaded else kept[index],
+                region=index if offloaded else None,
+                pattern=annotation.pattern if offloaded else None,
+                implementation=lowered.implementations.get(instance.name, ""),
+                work=work.get(instance.name, (0, 0))[0],
+                macs=work.get(instance.name, (0, 0))[1],
+            )
+        )
+    return Partition(workload.name, arch.name, policy, host, nodes, regions, lowered, placed, scheduled, costed, links)
+
+
+def _node_figures(dag, costs) -> dict[str, tuple[int, int]]:
+    """Per operator (``meta["node"]``): the work Σ T(v) of its tasks and their MACs (``meta["macs"]``, else
+    the volume of the first in-edge, as the architecture costs count them)."""
+    first_in: dict[int, int] = {}
+    for _, dst, volume in dag.edges:
+        first_in.setdefault(dst, int(volume))
+    figures: dict[str, tuple[int, int]] = {}
+    for v in dag.tasks:
+        meta = dag.node(v).meta
+        work, macs = figures.get(meta.get("node"), (0, 0))
+        figures[meta.get("node")] = (work + int(costs[v]), macs + int(meta.get("macs", first_in.get(v, 0))))
+    return figures
