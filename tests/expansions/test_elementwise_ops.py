@@ -11,7 +11,14 @@ import math
 import numpy as np
 import pytest
 
-from tests.expansions.canonical_onnx import OpCase, build_model, random_feed, run_canonical, run_reference
+from tests.expansions.canonical_onnx import (
+    OpCase,
+    build_model,
+    lowered_dags,
+    random_feed,
+    run_canonical,
+    run_reference,
+)
 
 F16, F32, I32 = np.float16, np.float32, np.int32
 BOOL = np.bool_
@@ -166,23 +173,19 @@ def _output_size(case: OpCase) -> int:
 
 
 @pytest.fixture(scope="module")
-def dag():
-    """The task DAG of every case lowered canonically (symbolic: nothing compiled).
+def dags():
+    """The task DAG of every case lowered canonically (symbolic: nothing compiled), by case name.
 
     Imported without constant folding, which would compute the cases whose inputs are all constants.
     """
-    from dace.ml import ONNXModel
-
-    from dcaccel.dag import extract
-    from dcaccel.transforms.lower import lower
-
-    return extract(lower(ONNXModel("elementwise_ops_dag", build_model(CASES), onnx_simplify=False).sdfg))
+    return lowered_dags(CASES, "elementwise_ops_dag")
 
 
 @pytest.mark.parametrize("case", CASES, ids=lambda c: c.name)
-def test_one_task_per_op_with_the_volumes_of_a_flat_map(case, dag):
+def test_one_task_per_op_with_the_volumes_of_a_flat_map(case, dags):
     from dcaccel.dag import NodeKind
 
+    dag = dags[case.name]
     (task,) = [t for t in dag.tasks if dag.meta(t)["node"] == case.name]
     assert dag.meta(task)["op"] == case.op_type
     size = _output_size(case)
