@@ -158,9 +158,8 @@ def test_closed_form_of_each_rule_equals_its_dag(build, rule):
     sink) gives the same metrics in both back-ends."""
     closed = symbolic_metrics(build(), edge_volume=rule)
     assert closed.assumptions == ()
-    assert {name: getattr(closed, name) for name in concrete_metrics(extract(build(), edge_volume=rule))} == (
-        concrete_metrics(extract(build(), edge_volume=rule))
-    )
+    concrete = concrete_metrics(extract(build(), edge_volume=rule))
+    assert {name: getattr(closed, name) for name in concrete} == concrete
 
 
 @pytest.mark.filterwarnings("ignore:extract. container")
