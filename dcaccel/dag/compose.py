@@ -69,6 +69,8 @@ class Composer:
         self.fragments: dict[tuple[str, str | None], Fragment] = {}
         self.shared: dict[str, Container] = {}
         self.glue: dict[int, Fragment] | None = None
+        self.ordered = False  # the program order must be replayed on the graph (the nodes' steps interleave)
+        self.layout: tuple | None = None  # per state: its reference and its parts in node order
         self.inlinings: dict[tuple[str, str | None], Any] = {}
         self.tasks: dict[tuple, _Group] = {}
         self.frame: Skeleton | None = None
@@ -107,6 +109,12 @@ class Composer:
             for name, container in cut.shared.items():
                 if self.shared.setdefault(name, container) != container:
                     raise NotComposable(f"container '{name}' of the source program differs between lowerings")
+            self.ordered = self.ordered or cut.interleaved
+            if cut.layout is not None:
+                if self.layout is None:
+                    self.layout = cut.layout
+                elif self.layout != cut.layout:
+                    raise NotComposable("the order of the nodes in the program's states differs between lowerings")
             if self.glue is None:
                 self.glue = dict(cut.glue)
             elif self.glue != cut.glue:
@@ -147,6 +155,12 @@ class Composer:
         ordered = [part for at, f in enumerate(fragments) for part in (glue.get(at), f) if part is not None]
         if len(fragments) in glue:
             ordered.append(glue[len(fragments)])
+        graph = all(fragment.vertices is not None for fragment in ordered)
+        if self.ordered and not graph:
+            return None
+        placed = _graph_states(ordered, naming) if graph else {}
+        if placed is None:
+            return None
         containers = dict(self.shared)
         steps = []
         origin = []
@@ -160,11 +174,19 @@ class Composer:
                 containers[new] = container if new == final else replace(container, name=new)
             changed = {old: new for old, new in names.items() if old != new}
             for index, (step, inherits) in enumerate(zip(fragment.steps, fragment.inherits, strict=True)):
-                if not inherits:
+                if graph:
+                    state = placed[id(fragment), index]
+                elif not inherits:
                     local = fragment.own_states[step.state]
                     state = states.get(local, local)
                 steps.append(rename_step(step, changed, state))
                 origin.append((fragment, index, changed, state))
+        if graph:
+            order = depth_first_order(ordered, self.layout, [state for *_, state in origin])
+            if order is None:
+                return None
+            steps = [steps[i] for i in order]
+            origin = [origin[i] for i in order]
         return LoweredProgram(self.program_name, steps, containers, frozenset()), origin
 
     def dag(self, choices: Mapping[str, str], granularity: Granularity, edge_volume: str, strict: bool = False):
@@ -239,3 +261,126 @@ def composer_for(workload) -> Composer:
     composer = Composer(workload)
     _COMPOSERS[id(workload)] = (weakref.ref(workload), composer)
     return composer
+
+
+def _graph_states(fragments, naming) -> dict | None:
+    """The state of every step (fragment id, index → label) when the fragments carry their graphs: the
+    state a :class:`~dcaccel.dag.fragments.StateGraph` names is the one whose label its owner node's
+    steps of that state have in this program; None when the owner has no such state here."""
+    by_node = {fragment.node: fragment for fragment in fragments if fragment.node is not None}
+    labels: dict = {}
+
+    def label(state) -> str | None:
+        owner, which = state
+        if owner is None:
+            return which
+        if state not in labels:
+            fragment = by_node.get(owner)
+            found = None
+            if fragment is not None and which < len(fragment.vertices):
+                group = fragment.vertices[which]
+                for vertex in group.vertices:
+                    for i in vertex.steps:
+                        if not fragment.inherits[i]:
+                            local = fragment.own_states[fragment.steps[i].state]
+                            found = naming.states.get(owner, {}).get(local, local)
+            labels[state] = found
+        return labels[state]
+
+    placed = {}
+    for fragment in fragments:
+        for group in fragment.vertices:
+            name = label(group.state)
+            if name is None:
+                return None
+            for vertex in group.vertices:
+                for i in vertex.steps:
+                    placed[id(fragment), i] = name
+    return placed
+
+
+def depth_first_order(fragments, layout, states: list[str]) -> list[int] | None:
+    """The program order of the steps of ``fragments`` (numbered in fragment order; ``states[i]``: the
+    state of step i): state by state as ``layout`` lists them, DaCe's depth-first topological order
+    (``dace.sdfg.utils.dfs_topological_sort``) replayed on the state's graph as the fragments recorded it
+    (:class:`~dcaccel.dag.fragments.Vertex`): the nodes part by part in the layout's order, each shared
+    tensor where its first host puts it, a shared tensor's successors and copies part by part. None when
+    the fragments do not fit the layout."""
+    parts = {}
+    offset = 0
+    for fragment in fragments:
+        if fragment.node is not None:
+            parts[fragment.node] = (fragment, offset)
+        offset += len(fragment.steps)
+    glue = [(fragment, start) for fragment, start in _offsets(fragments) if fragment.node is None]
+    result: list[int] = []
+    for reference, members in layout:
+        order: list = []
+        successors: dict = {}
+        yields: dict = {}
+        for member in members:
+            if isinstance(member, int):  # the program's own steps, kept with the node at that position
+                found = glue.pop(0) if glue else None
+            else:
+                found = parts.get(member)
+            if found is None:
+                return None
+            fragment, offset = found
+            group = next((g for g in fragment.vertices if g.state == reference), None)
+            if group is None:
+                return None
+            state = states[offset + next(vertex.steps[0] for vertex in group.vertices if vertex.steps)]
+
+            def global_key(key, state=state, fragment=fragment):
+                return ("shared", state, key[1]) if key[0] == "shared" else (id(fragment), key[1])
+
+            for vertex in group.vertices:
+                key = global_key(vertex.key)
+                if vertex.hosted and key not in order:
+                    order.append(key)
+                successors.setdefault(key, []).extend(global_key(target) for target in vertex.successors)
+                yields.setdefault(key, []).extend(offset + i for i in vertex.steps)
+        for key in successors:
+            if key not in order:
+                order.append(key)
+        result.extend(step for key in _dfs_topological(order, successors) for step in yields.get(key, ()))
+    return result if sorted(result) == list(range(len(states))) else None
+
+
+def _offsets(fragments):
+    """Each fragment with the number of the steps before it."""
+    offset = 0
+    for fragment in fragments:
+        yield fragment, offset
+        offset += len(fragment.steps)
+
+
+def _dfs_topological(nodes: list, successors: Mapping) -> list:
+    """``dace.sdfg.utils.dfs_topological_sort`` on the graph ``successors`` (successor lists in order,
+    duplicates ignored) whose nodes are ``nodes`` in order: depth first from the nodes without
+    predecessors, a node visited once all its predecessors were."""
+    children = {node: list(dict.fromkeys(successors.get(node, ()))) for node in nodes}
+    predecessors: dict = {node: [] for node in nodes}
+    for node in nodes:
+        for child in children[node]:
+            predecessors.setdefault(child, []).append(node)
+    visited = set()
+    found = []
+    for start in [node for node in nodes if not predecessors[node]]:
+        if start in visited:
+            continue
+        found.append(start)
+        visited.add(start)
+        stack = [(start, iter(children[start]))]
+        while stack:
+            _, pending = stack[-1]
+            child = next(pending, None)
+            if child is None:
+                stack.pop()
+                continue
+            if child in visited or any(pred not in visited for pred in predecessors[child]):
+                continue
+            visited.add(child)
+            found.append(child)
+            stack.append((child, iter(children.get(child, ()))))
+    return found

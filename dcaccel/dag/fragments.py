@@ -30,7 +30,7 @@ from __future__ import annotations
 
 import copy
 from collections import Counter
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, replace
 from typing import TYPE_CHECKING
 
@@ -56,6 +56,32 @@ class Inlining:
 
 
 @dataclass(frozen=True)
+class Vertex:
+    """A top-level node of the lowered program's state, as DaCe's depth-first program order sees it:
+    ``key`` is ``("own", i)`` for the fragment's i-th scope or container (a map scope counts as one node,
+    its exit's successors are its successors) or ``("shared", data)`` for an access node of a tensor of the
+    source program, which several fragments meet. ``hosted``: the node sits at this place of the
+    fragment in the state's node order. ``successors``: the keys of the successors this fragment
+    connects it to, in DaCe's order. ``steps``: the fragment's steps it yields, in order (a scope its
+    step, an access node the copies into it)."""
+
+    key: tuple
+    hosted: bool
+    successors: tuple[tuple, ...]
+    steps: tuple[int, ...]
+
+
+@dataclass(frozen=True)
+class StateGraph:
+    """A fragment's part of one state's graph: its :class:`Vertex` list in the state's node order, and
+    which state it is (``state``: the node that owns the state's label and the index of that state
+    among the states the owner has steps in; ``(None, label)`` for a label no node owns)."""
+
+    state: tuple
+    vertices: tuple[Vertex, ...]
+
+
+@dataclass(frozen=True)
 class Fragment:
     """The steps one node became under one implementation, in the names of the lowering they come from.
 
@@ -64,6 +90,9 @@ class Fragment:
     state of the step before it (its label comes from another node). ``containers`` are the node's
     own containers. ``inlining`` is None for a node that is not inlined (an opaque task). ``node`` is
     None for steps of the program itself (:class:`Harvest`, ``glue``): their states keep their labels.
+    ``vertices``: the fragment's part of the graph of each state it has steps in (:class:`Vertex`, one
+    group per state), which orders the steps when the nodes' steps interleave; None when the lowering's
+    graph was not recorded.
     """
 
     node: str | None
@@ -74,6 +103,7 @@ class Fragment:
     own_states: Mapping[str, str]
     containers: Mapping[str, Container]
     inlining: Inlining | None
+    vertices: tuple[StateGraph, ...] | None = None
 
 
 @dataclass(frozen=True)
@@ -222,6 +252,8 @@ class Harvest:
     fragments: tuple[Fragment, ...]
     glue: Mapping[int, Fragment]
     shared: Mapping[str, Container]
+    interleaved: bool = False  # the nodes' steps interleave: the program order is replayed on the graph
+    layout: tuple | None = None  # per state: its reference and its parts in node order (program_graph)
 
 
 def harvest(lowered, program: LoweredProgram, frame: Skeleton, inlinings: Mapping) -> Harvest:
@@ -246,8 +278,23 @@ def harvest(lowered, program: LoweredProgram, frame: Skeleton, inlinings: Mappin
     _fill_unowned(owners)
     position = {node: i for i, node in enumerate(frame.order)}
     runs = [node for i, node in enumerate(owners) if node is not None and (i == 0 or owners[i - 1] != node)]
-    if len(set(runs)) != len(runs) or [position[n] for n in runs] != sorted(position[n] for n in runs):
-        raise NotComposable("the steps of the nodes interleave in program order (DaCe's depth-first order)")
+    interleaved = len(set(runs)) != len(runs) or [position[n] for n in runs] != sorted(position[n] for n in runs)
+    glue: dict[int, list[int]] = {}
+    part_of: list = list(owners)
+    for i, who in enumerate(owners):
+        if who is None:
+            after = next((position[n] for n in owners[i:] if n is not None), len(frame.order))
+            glue.setdefault(after, []).append(i)
+            part_of[i] = after
+    try:
+        state_owners = {node: tuple(labels.values()) for node, labels in naming.states.items()}
+        graph, layout = program_graph(lowered.sdfg, steps, part_of, owner, state_owners)
+    except NotComposable as err:
+        if interleaved:
+            raise NotComposable(
+                f"the steps of the nodes interleave in program order (DaCe's depth-first order) and {err}"
+            ) from None
+        graph, layout = {}, None
     fragments = []
     for node in frame.order:
         inverse = {final: local for local, final in naming.data.get(node, {}).items()}
@@ -263,13 +310,9 @@ def harvest(lowered, program: LoweredProgram, frame: Skeleton, inlinings: Mappin
                 own_states=inverse_states,
                 containers={final: program.containers[final] for final in inverse if final in program.containers},
                 inlining=inlinings[keys[node]],
+                vertices=graph.get(node),
             )
         )
-    glue: dict[int, list[int]] = {}
-    for i, who in enumerate(owners):
-        if who is None:
-            after = next((position[n] for n in owners[i:] if n is not None), len(frame.order))
-            glue.setdefault(after, []).append(i)
     glued = {}
     for at, members in glue.items():
         # a step in the state of the step before it keeps no label (it takes the composed program's)
@@ -286,6 +329,7 @@ def harvest(lowered, program: LoweredProgram, frame: Skeleton, inlinings: Mappin
             own_states={step.state: step.state for step, inherit in zip(kept, inherits, strict=True) if not inherit},
             containers={},
             inlining=None,
+            vertices=graph.get(at),
         )
     first = glued[0] if 0 in glued else (fragments[position[owners[0]]] if steps else None)
     if first is not None and first.inherits and first.inherits[0]:
@@ -296,7 +340,132 @@ def harvest(lowered, program: LoweredProgram, frame: Skeleton, inlinings: Mappin
     if unknown:
         raise NotComposable(f"container '{unknown[0]}' is neither a node's nor the source program's")
     shared = {name: container for name, container in program.containers.items() if name not in owner}
-    return Harvest(tuple(fragments), glued, shared)
+    return Harvest(tuple(fragments), glued, shared, interleaved, layout)
+
+
+def program_graph(
+    sdfg, steps: Sequence, part_of: Sequence, owner: Mapping[str, str], state_owners: Mapping[str, Sequence[str]]
+) -> dict:
+    """The fragments' parts of the graph of every state of ``sdfg`` (part → its :class:`Vertex` list, in
+    the state's node order): what replaying DaCe's depth-first program order needs.
+
+    ``part_of[i]`` is the node (or glue position) step ``i`` belongs to, ``owner`` maps a node's
+    containers to it, ``state_owners`` a node to the state labels it owns; a part has one
+    :class:`StateGraph` per state it has steps in. Also returns the layout of the program: per state in
+    program order, its reference (:class:`StateGraph`) and its parts in the order of their nodes. Raises
+    :class:`NotComposable` when the program has control flow other than states, a part has nodes but no
+    step in a state, a tensor of the source program has two access nodes in one state, or an edge joins
+    two nodes' scopes without a container between them.
+    """
+    from dace.sdfg.state import SDFGState
+    from dace.sdfg.utils import dfs_topological_sort
+
+    blocks = list(dfs_topological_sort(sdfg, sources=[sdfg.start_block]))
+    if any(not isinstance(block, SDFGState) for block in blocks):
+        raise NotComposable("the program has control flow other than states")
+    local: dict[int, int] = {}
+    counts: Counter = Counter()
+    for i, part in enumerate(part_of):
+        local[i] = counts[part]
+        counts[part] += 1
+    graph: dict = {}
+    index = 0
+    seen: dict = {}  # part -> the labels of the states it has steps in, in order
+    layout = []  # (state label, the parts in the state's node order)
+    for state in blocks:
+        entries, index = _state_graph(state, index, part_of, local, owner)
+        layout.append((state.label, tuple(entries)))
+        for who, keyed in entries.items():
+            group = tuple(
+                Vertex(key, hosted, tuple(successors), tuple(mine)) for key, (hosted, successors, mine) in keyed.items()
+            )
+            if not any(vertex.steps for vertex in group):
+                raise NotComposable(f"'{who}' has nodes but no step in state '{state.label}'")
+            seen.setdefault(who, []).append(state.label)
+            graph.setdefault(who, []).append((state.label, group))
+    if index != len(steps):
+        raise NotComposable("the program's graph does not give its steps")
+    labels = {label: who for who, owned in state_owners.items() for label in owned}
+
+    def reference(label: str) -> tuple:
+        return (labels[label], seen[labels[label]].index(label)) if label in labels else (None, label)
+
+    result = {
+        who: tuple(StateGraph(reference(label), group) for label, group in groups) for who, groups in graph.items()
+    }
+    return result, tuple((reference(label), parts) for label, parts in layout)
+
+
+def _state_graph(state, index: int, part_of: Sequence, local: Mapping[int, int], owner: Mapping[str, str]):
+    """The parts of one state's graph (see :func:`program_graph`): part → key → [hosted, successor keys,
+    step positions], and the index of the state's first step after this state's."""
+    from dace.sdfg import nodes as dnodes
+    from dace.sdfg.utils import dfs_topological_sort
+
+    scope = state.scope_dict()
+    step_of: dict = {}
+    copies: dict = {}
+    for node in dfs_topological_sort(state):  # the steps each node yields, as dcaccel.dag.scopes reads them
+        if scope[node] is not None:
+            continue
+        if isinstance(node, (dnodes.MapEntry, dnodes.Tasklet, dnodes.LibraryNode, dnodes.NestedSDFG)):
+            step_of[node] = [index]
+            index += 1
+        elif isinstance(node, dnodes.AccessNode):
+            edges = [e for e in state.in_edges(node) if isinstance(e.src, dnodes.AccessNode) and not e.data.is_empty()]
+            step_of[node] = list(range(index, index + len(edges)))
+            copies.update((id(e), i) for e, i in zip(edges, step_of[node], strict=True))
+            index += len(edges)
+    top = [n for n in state.nodes() if scope[n] is None and not isinstance(n, dnodes.ExitNode)]
+    keys: dict = {}  # node -> (part or None for a shared tensor, key)
+    ordinal: Counter = Counter()
+    for node in top:
+        if isinstance(node, dnodes.AccessNode) and node.data not in owner:
+            if ("shared", node.data) in keys.values():
+                raise NotComposable(f"tensor '{node.data}' has two access nodes in state '{state.label}'")
+            keys[node] = (None, ("shared", node.data))
+            continue
+        if isinstance(node, dnodes.AccessNode):
+            who = owner[node.data]
+        elif step_of.get(node):
+            who = part_of[step_of[node][0]]
+        else:
+            raise NotComposable(f"scope '{node.label}' in state '{state.label}' yields no step")
+        keys[node] = (who, ("own", ordinal[who]))
+        ordinal[who] += 1
+    parts = [keys[n][0] for n in top]
+    entries: dict = {}
+    for i, node in enumerate(top):  # a shared tensor sits with the part before it in the node order (else the next)
+        who, key = keys[node]
+        if who is None:
+            before = [p for p in parts[:i] if p is not None]
+            after = [p for p in parts[i:] if p is not None]
+            if not before and not after:
+                raise NotComposable(f"state '{state.label}' has no step of any node")
+            who = before[-1] if before else after[0]
+        entries.setdefault(who, {}).setdefault(key, [False, [], []])[0] = True
+    for node in top:
+        exit_node = state.exit_node(node) if isinstance(node, dnodes.EntryNode) else node
+        source_part, source = keys[node]
+        for succ in state.successors(exit_node):
+            if succ not in keys:
+                raise NotComposable(f"an edge leaves '{node}' into a scope in state '{state.label}'")
+            target_part, target = keys[succ]
+            if source_part is not None:
+                who = source_part
+                if target_part is not None and target_part != who:
+                    raise NotComposable(f"an edge joins the scopes of '{who}' and '{target_part}'")
+            elif target_part is not None:
+                who = target_part
+            else:
+                moved = [copies.get(id(e)) for e in state.edges_between(node, succ)]
+                if None in moved:
+                    raise NotComposable(f"an edge {node.data} -> {succ.data} moves no data")
+                who = part_of[moved[0]]
+            entries.setdefault(who, {}).setdefault(source, [False, [], []])[1].append(target)
+        for i in step_of.get(node, []):
+            entries.setdefault(part_of[i], {}).setdefault(keys[node][1], [False, [], []])[2].append(local[i])
+    return entries, index
 
 
 def fragment_key(node: str, lowered) -> tuple[str, str | None]:
