@@ -71,6 +71,7 @@ class Composer:
         self.glue: dict[int, Fragment] | None = None
         self.ordered = False  # the program order must be replayed on the graph (the nodes' steps interleave)
         self.layout: tuple | None = None  # per state: its reference and its parts in node order
+        self.hosts: dict = {}  # (state reference, tensor) -> the part its access node sits with
         self.inlinings: dict[tuple[str, str | None], Any] = {}
         self.tasks: dict[tuple, _Group] = {}
         self.frame: Skeleton | None = None
@@ -115,6 +116,9 @@ class Composer:
                     self.layout = cut.layout
                 elif self.layout != cut.layout:
                     raise NotComposable("the order of the nodes in the program's states differs between lowerings")
+                for place, host in _hosts([*cut.fragments, *cut.glue.values()]).items():
+                    if self.hosts.setdefault(place, host) != host:
+                        raise NotComposable(f"the place of tensor '{place[1]}' in its state differs between lowerings")
             if self.glue is None:
                 self.glue = dict(cut.glue)
             elif self.glue != cut.glue:
@@ -345,6 +349,23 @@ def depth_first_order(fragments, layout, states: list[str]) -> list[int] | None:
                 order.append(key)
         result.extend(step for key in _dfs_topological(order, successors) for step in yields.get(key, ()))
     return result if sorted(result) == list(range(len(states))) else None
+
+
+def _hosts(fragments) -> dict:
+    """(state reference, tensor of the source program) → the node whose part of the state's node order
+    holds its access node, and the nodes connecting it in order (what :func:`depth_first_order` assumes
+    the same in every lowering)."""
+    hosts: dict = {}
+    for fragment in fragments:
+        for group in fragment.vertices or ():
+            for vertex in group.vertices:
+                if vertex.key[0] == "shared":
+                    place = hosts.setdefault((group.state, vertex.key[1]), [None, []])
+                    if vertex.hosted:
+                        place[0] = fragment.node
+                    if vertex.successors or vertex.steps:
+                        place[1].append(fragment.node)
+    return {place: (host, tuple(users)) for place, (host, users) in hosts.items()}
 
 
 def _offsets(fragments):
