@@ -11,7 +11,9 @@ def register(subparsers) -> None:
     from dcaccel.mapping.onchip import OBJECTIVES
     from dcaccel.mapping.search import SEARCHES
 
-    parser = subparsers.add_parser("map", help="search the mapping of every Conv/Gemm/MatMul layer (docs/mapping.md)")
+    parser = subparsers.add_parser(
+        "map", help="search the mapping of every Conv/Gemm/MatMul layer, place the other nodes (docs/mapping.md)"
+    )
     parser.add_argument("model", help="a built-in workload name, an ONNX file or a Python model spec")
     parser.add_argument("--arch", default="abstract", help="a shipped architecture or a YAML file")
     parser.add_argument("--objective", choices=OBJECTIVES, default="edp")
@@ -43,7 +45,9 @@ def run(args) -> int:
     sys.stdout.write(format_table(result.layers) + "\n")
     sys.stdout.write(
         f"{result.workload} on {result.architecture}, {result.search} search: {result.objective_name} "
-        f"{result.objective:.6g}, space {result.space_size}, {result.evaluations} mappings scheduled, "
-        f"{result.seconds:.1f} s\n"
+        f"{result.objective:.6g} over {len(result.layers)} nodes, space {result.space_size}, "
+        f"{result.evaluations} mappings scheduled, {result.seconds:.1f} s\n"
     )
+    for node, reason in result.uncounted.items():
+        sys.stdout.write(f"not counted: {node}: {reason}\n")
     return 0

@@ -5,14 +5,18 @@ node of the model (:mod:`dcaccel.mapping.layers`), builds its bounded :class:`Ma
 
 - ``search="decoupled"``: ranks the off-chip subspace by traffic (:mod:`dcaccel.mapping.offchip`, no
   scheduling), keeps the ``top_k`` groups of choices (a group varies only the task tile, i.e. the
-  task granularity, which the on-chip stage picks), and schedules each member with every on-chip
-  choice (:mod:`dcaccel.mapping.onchip`), ranking by the objective;
+  task granularity, which the on-chip stage picks; one choice per realised program and re-fetch
+  count), and runs one round of coordinate search over (kept choice, placement): every placement
+  (fusion × PEs × scheduler, :mod:`dcaccel.mapping.onchip`) of the least-traffic choice, every kept
+  choice with the best placement, every placement of the best choice, ranking by the objective;
 - ``search="exhaustive"``: schedules every mapping of the space that fits on chip.
 
 Each candidate is realised (:mod:`dcaccel.mapping.realise`), extracted and scheduled; a layer is
 lowered once per implementation. Layers with the same op, attributes and shapes (a signature) are
-searched once and share the result. The whole model's cost is the sum over its mapped layers, run
-one after the other (the other nodes, element-wise and pooling, are not mapped and not counted).
+searched once and share the result (renamed to their own node). Every other node keeps its canonical
+implementation and gets its best placement (:func:`place_canonical`). The whole model's cost is the
+sum over its nodes, run one after the other; a node whose one-node model does not lower alone is
+named in ``MappingResult.uncounted`` instead.
 """
 
 from __future__ import annotations

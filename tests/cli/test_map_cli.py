@@ -23,7 +23,7 @@ def test_json(capsys):
 def test_table_and_errors(capsys):
     assert main(["map", "conv-seed", "--arch", "eyeriss", "--top-k", "1", "--pes", "4"]) == 0
     out = capsys.readouterr().out
-    assert "Spatial(4, " in out and "mappings scheduled" in out
+    assert "Spatial(4, " in out and "over 1 nodes" in out and "mappings scheduled" in out
     assert main(["map", "conv-seed", "--arch", "abstract"]) == 2
     assert "no on-chip capacity" in capsys.readouterr().err
     with pytest.raises(SystemExit):
