@@ -126,7 +126,7 @@ class Composer:
             for fragment in cut.fragments:
                 self.fragments.setdefault((fragment.node, fragment.implementation), fragment)
             composed = self.program({f.node: f.implementation for f in cut.fragments}, cut.fragments)
-            if composed[0].steps != program.steps:
+            if composed is None or composed[0].steps != program.steps:
                 raise NotComposable("the fragments of a lowering do not compose back to it")
         except NotComposable as err:
             self.reason = str(err)
