@@ -110,15 +110,7 @@ class Partition:
     def energy_split_pj(self) -> dict[str, float]:
         """Energy of the host (its compute and its links to memories), the links between host and
         accelerator (the transfers), and the accelerator (everything else: its units, memories, links)."""
-        split = {"host": 0.0, "accelerator": 0.0, "link": 0.0}
-        for component, energy in self.schedule.costs.energy_pj.items():
-            if component in self.links:
-                split["link"] += energy
-            elif self.host is not None and self.host in (component, *component.split("-")):
-                split["host"] += energy
-            else:
-                split["accelerator"] += energy
-        return split
+        return energy_split(self.schedule.costs.energy_pj, self.host, self.links)
 
     def summary(self) -> dict:
         """The partition as one JSON-ready object."""
@@ -140,6 +132,21 @@ class Partition:
         }
 
 
+def energy_split(energy_pj: Mapping[str, float], host: str | None, links: Mapping[str, object]) -> dict[str, float]:
+    """An energy by component (a schedule's ``costs.energy_pj``) split into ``host`` (the host unit kind and
+    its links to memories), ``link`` (the host↔accelerator link units ``links``) and ``accelerator``
+    (everything else)."""
+    split = {"host": 0.0, "accelerator": 0.0, "link": 0.0}
+    for component, energy in energy_pj.items():
+        if component in links:
+            split["link"] += energy
+        elif host is not None and host in (component, *component.split("-")):
+            split["host"] += energy
+        else:
+            split["accelerator"] += energy
+    return split
+
+
 def _share(pairs: list[tuple[bool, int]]) -> float:
     total = sum(value for _, value in pairs)
     return sum(value for offloaded, value in pairs if offloaded) / total if total else 0.0
@@ -154,10 +161,13 @@ def partition(
     pes: int = 16,
     min_nodes: int = 2,
     min_work_share: float = 0.05,
+    granularity: str | tuple = "task",
+    edge_volume: str = "exact",
 ) -> Partition:
     """Partition ``workload`` (a Workload or a built-in workload's name) on ``arch`` with ``policy``
     (``greedy``, ``min-region``, ``cost``), lower, extract, place and schedule it (see the module docstring).
-    ``choices`` are implementation choices as for ``lower``; ``pes`` the count of unit kinds without one."""
+    ``choices`` are implementation choices as for ``lower``; ``pes`` the count of unit kinds without one;
+    ``granularity`` and ``edge_volume`` those of :func:`dcaccel.dag.extract`."""
     check_policy(policy, min_work_share)
     if isinstance(workload, str):
         from dcaccel import workloads
@@ -174,7 +184,7 @@ def partition(
 
     def build(on_host: set[str]):
         lowered = lower_partitioned(workload, annotations, on_host, choices)
-        dag = extract(lowered)
+        dag = extract(lowered, granularity=granularity, edge_volume=edge_volume)
         target = {name: host if name in on_host else annotations[name].target for name in annotations}
         return lowered, dag, target
 
@@ -188,10 +198,10 @@ def partition(
     lowered, dag, target = build(unsupported)
     work = _node_figures(dag, task_costs(dag))
     canonical_macs.update((name, work[name][1]) for name in supported if name in work)
-    kept: dict[int, str] = {}
-    if policy == "min-region":
+    kept: dict[int, str] = {}  # a design without a host keeps every region on the accelerator
+    if policy == "min-region" and host is not None:
         kept = too_small(groups, {name: w for name, (w, _) in work.items()}, min_nodes, min_work_share)
-    elif policy == "cost":
+    elif policy == "cost" and host is not None:
         best = run(dag, target)[1].costs.makespan_cycles
         for index in range(len(groups)):
             on_host = unsupported | {name for i in [*kept, index] for name in groups[i]}

@@ -25,8 +25,8 @@ def host_of(arch: Architecture) -> str | None:
 
 def link_units(arch: Architecture, kinds: set[str]) -> tuple[Architecture, dict[str, tuple[str, str]]]:
     """``arch`` plus one unit kind per link between its host and an accelerator kind of ``kinds`` (see the
-    module docstring), and the link units by name -> (host, kind). Raises when a link is missing or
-    unlimited."""
+    module docstring), under ``arch``'s label, and the link units by name -> (host, kind). Raises when a
+    link is missing or unlimited."""
     host = host_of(arch)
     units = dict(arch.units)
     links = {}
@@ -48,5 +48,5 @@ def link_units(arch: Architecture, kinds: set[str]) -> tuple[Architecture, dict[
             energy_per_mac_pj=link.energy_per_element_pj,
         )
         links[name] = (host, kind)
-    costed = arch if not links else Architecture.from_dict({**arch.to_dict(), "units": units}, arch.name)
+    costed = arch if not links else Architecture.from_dict({**arch.to_dict(), "units": units}, arch.name, arch.label)
     return costed, links

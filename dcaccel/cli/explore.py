@@ -12,7 +12,10 @@ summary is printed, the failures are listed on stderr and the exit status is 1.
 ``--arch NAME|FILE`` (repeatable) costs every point on each accelerator description, and
 ``--arch-param PATH=V[,V...]`` (repeatable) sweeps each of them over the product of the values; the
 summary ranks by the cycles on the architecture, one table per architecture when there are several.
-``--scheduler heft`` places tasks on the architecture's unit kinds (HEFT).
+``--scheduler heft`` places tasks on the architecture's unit kinds (HEFT). ``--partition-policy
+greedy,min-region,cost`` (repeatable or a comma list; ``none`` is the plain pipeline) partitions every
+assignment between each architecture's host and its accelerator (``dcaccel partition``) and schedules it
+with HEFT (the default scheduler then); the summary has one table per architecture and policy.
 
 Every argument is checked before the sweep starts (all but the ``--impl`` keys before the model is
 loaded): a sweep never runs and then fails on an output path, a number or an ``--impl`` key (a key
@@ -33,7 +36,7 @@ import pandas as pd
 from dcaccel import workloads
 from dcaccel.architecture import DEFAULT as DEFAULT_ARCHITECTURE
 from dcaccel.architecture import parse_parameter
-from dcaccel.cli.arguments import bounded_int, bounded_ints, check_output, suggest
+from dcaccel.cli.arguments import bounded_int, bounded_ints, check_output, non_negative_float, suggest
 from dcaccel.cli.models import MODEL_HELP, add_strict_argument, check_choice_keys, resolve_model
 from dcaccel.cli.table import format_table
 from dcaccel.dag.extract import Granularity
@@ -98,10 +101,27 @@ def register(subparsers) -> None:
     parser.add_argument(
         "--scheduler",
         type=_schedulers,
-        default=list(SCHEDULERS),
         metavar="NAME[,NAME...]",
         help=f"schedulers: {', '.join(SWEEP_SCHEDULERS)} ({SWEEP_SCHEDULERS[-1]}: on the architecture's unit kinds; "
-        f"default: {','.join(SCHEDULERS)})",
+        f"default: {','.join(SCHEDULERS)}, with --partition-policy {SWEEP_SCHEDULERS[-1]})",
+    )
+    parser.add_argument(
+        "--partition-policy",
+        action="append",
+        type=_names,
+        default=[],
+        metavar="POLICY[,POLICY...]",
+        help="partition each assignment between the architectures' host and accelerator: none (the plain "
+        "pipeline), greedy, min-region, cost; repeatable (default: none)",
+    )
+    parser.add_argument(
+        "--min-nodes", type=bounded_int(0), default=2, help="min-region: fewest operators (default: %(default)d)"
+    )
+    parser.add_argument(
+        "--min-work-share",
+        type=non_negative_float,
+        default=0.05,
+        help="min-region: least share of the work (default: %(default)g)",
     )
     parser.add_argument(
         "--onchip",
@@ -196,6 +216,8 @@ def run(args: argparse.Namespace) -> int:
     check_output("--plot", args.plot, PLOT_SUFFIXES)
     check_output("--results", args.results, RESULT_SUFFIXES)
     archs = architectures(args.arch or [DEFAULT_ARCHITECTURE], merge(args.arch_param))
+    policies = [policy for policies in args.partition_policy for policy in policies] or None
+    schedulers = args.scheduler or ([SWEEP_SCHEDULERS[-1]] if policies else list(SCHEDULERS))
     spec = DEMO_MODEL if args.demo else args.model
     implementations = dict(DEMO_IMPLEMENTATIONS) if args.demo and not args.impl else merge(args.impl) or None
     builtin = spec in workloads.names()
@@ -208,7 +230,7 @@ def run(args: argparse.Namespace) -> int:
             workload,
             implementations,
             pes=args.pes or DEFAULT_PES,
-            scheduler=args.scheduler,
+            scheduler=schedulers,
             onchip_memory=args.onchip,
             granularity=args.granularity,
             strategy=args.strategy,
@@ -221,6 +243,9 @@ def run(args: argparse.Namespace) -> int:
             strict=args.strict,
             arch=archs,
             compose=args.compose,
+            partition_policy=policies,
+            min_nodes=args.min_nodes,
+            min_work_share=args.min_work_share,
         )
     except SweepError as err:
         results, status = err.results, 1
@@ -262,14 +287,17 @@ def failure_lines(failures) -> list[str]:
 
 
 def summary(results: pd.DataFrame) -> str:
-    """The table of :func:`best_per_column`; one per architecture, headed by its label, when the results
-    hold several."""
-    labels = list(dict.fromkeys(results["architecture"])) if "architecture" in results else []
-    if len(labels) < 2:
+    """The table of :func:`best_per_column`; one per architecture and partition policy, headed by them,
+    when the results hold several."""
+    keys = [key for key in ("architecture", "partition_policy") if key in results and results[key].nunique() > 1]
+    if not keys:
         return format_table(best_per_column(results))
-    return "\n".join(
-        f"on {label}:\n{format_table(best_per_column(results[results['architecture'] == label]))}" for label in labels
-    )
+    tables = []
+    for values, group in results.groupby(keys, sort=False):
+        prefixes = {"architecture": "on", "partition_policy": "partition"}
+        heading = ", ".join(f"{prefixes[key]} {value}" for key, value in zip(keys, values, strict=True))
+        tables.append(f"{heading}:\n{format_table(best_per_column(group))}")
+    return "\n".join(tables)
 
 
 def best_per_column(results: pd.DataFrame) -> list[BestPoint]:

@@ -23,7 +23,8 @@ TOLERANCE = 1e-9
 
 @dataclass(frozen=True)
 class ExplorationPoint:
-    """The metrics of one (implementation assignment, P, scheduler, architecture, on-chip memory) point."""
+    """The metrics of one (implementation assignment, P, scheduler, architecture, on-chip memory, partition
+    policy) point."""
 
     workload: str
     assignment: str  # e.g. "Conv=mv" or "conv1=mv,conv2=op"
@@ -64,6 +65,13 @@ class ExplorationPoint:
     area_mm2: float  # units, local and on-chip memories
     power_w: float  # energy over the makespan
     unit_utilisation: str  # per unit kind, busy cycles over (units × makespan): "pe=0.25,host=0.01"
+    # The split between the architecture's host and its accelerator (dcaccel.partition, docs/partitioning.md).
+    partition_policy: str  # "none": the plain pipeline (no operator kept on a host); greedy, min-region, cost
+    offloaded_work_share: float  # the offloaded operators' share of the work (1 under "none")
+    transfer_volume: int  # elements moved between host and accelerator (transfer tasks; 0 under "none")
+    host_energy_pj: float  # energy_pj split: the host unit kind and its links to memories,
+    accelerator_energy_pj: float  # everything else but
+    transfer_energy_pj: float  # the host↔accelerator link units
     lower_seconds: float  # lowering the assignment (shared by all points of the assignment)
     extract_seconds: float  # extracting the task DAG (shared likewise)
     schedule_seconds: float  # scheduling this point
@@ -103,7 +111,8 @@ def typed(values: tuple) -> ExplorationPoint:
 def inconsistency(point: ExplorationPoint) -> str | None:
     """Why ``point`` cannot come from a sweep, or None: a count or float out of range (P ≥ 1, the others
     ≥ 0 and finite, utilisation ≤ 1), an unknown scheduler, makespan below its lower bound or the lower
-    bound below ⌈work / P⌉, more opaque tasks than tasks, an opaque work share above 1 or not positive
+    bound below ⌈work / P⌉, an offloaded work share above 1, an energy split that does not add up to the
+    energy, more opaque tasks than tasks, an opaque work share above 1 or not positive
     exactly when there are opaque tasks, or speedup and utilisation not work / makespan and speedup / P."""
     values = asdict(point)
     for name in metrics():
@@ -114,6 +123,11 @@ def inconsistency(point: ExplorationPoint) -> str | None:
         return f"scheduler {point.scheduler!r} is unknown"
     if point.utilisation > 1 + TOLERANCE:
         return f"utilisation {point.utilisation!r} is above 1"
+    if point.offloaded_work_share > 1 + TOLERANCE:
+        return f"offloaded work share {point.offloaded_work_share!r} is above 1"
+    split = point.host_energy_pj + point.accelerator_energy_pj + point.transfer_energy_pj
+    if not math.isclose(split, point.energy_pj, rel_tol=TOLERANCE, abs_tol=TOLERANCE):
+        return f"host, accelerator and transfer energy {split!r} do not add up to energy_pj {point.energy_pj!r}"
     if point.opaque_tasks > point.tasks:
         return f"opaque tasks {point.opaque_tasks} are more than the {point.tasks} tasks"
     if point.opaque_work_share > 1 + TOLERANCE or (point.opaque_work_share > 0) != (point.opaque_tasks > 0):

@@ -37,7 +37,7 @@ from dcaccel.exploration.executors import Failure
 from dcaccel.exploration.points import ExplorationPoint, columns, inconsistency, to_frame, typed
 
 #: The columns that identify a design point.
-KEY = ("workload", "assignment", "granularity", "pes", "scheduler", "architecture", "onchip_memory")
+KEY = ("workload", "assignment", "granularity", "pes", "scheduler", "architecture", "onchip_memory", "partition_policy")
 
 #: The largest integer a result file holds (SQLite's INTEGER is 64-bit signed).
 MAX_INTEGER = 2**63 - 1
@@ -49,8 +49,9 @@ SUFFIXES = (".sqlite", ".sqlite3", ".db")
 APPLICATION_ID = 0x64636163
 
 #: Version of the tables' layout, SQLite's ``user_version`` (files of dcaccel before it have none).
-#: 3: the opaque_tasks and opaque_work_share columns; 4: the architecture columns; 5: the architecture in the key
-SCHEMA_VERSION = 5
+#: 3: the opaque_tasks and opaque_work_share columns; 4: the architecture columns; 5: the architecture in the key;
+#: 6: the partition columns, the policy in the key
+SCHEMA_VERSION = 6
 
 _SQL_TYPES = {str: "TEXT", int: "INTEGER", float: "REAL"}
 

@@ -22,6 +22,7 @@ from dcaccel.architecture import DEFAULT as DEFAULT_ARCHITECTURE
 from dcaccel.architecture import Architecture
 from dcaccel.architecture import load as load_architecture
 from dcaccel.architecture import variants as architecture_variants
+from dcaccel.architecture.links import host_of
 from dcaccel.dag.compose import composer_for
 from dcaccel.dag.extract import EDGE_VOLUME_RULES, Granularity, extract
 from dcaccel.dag.metrics import opaque_work
@@ -34,6 +35,7 @@ from dcaccel.exploration.points import SWEEP_SCHEDULERS, ExplorationPoint, metri
 from dcaccel.exploration.store import ResultStore
 from dcaccel.frontend import ops
 from dcaccel.frontend.ops import library_nodes
+from dcaccel.partitioning import Partition, energy_split, partition
 from dcaccel.scheduler import HETEROGENEOUS, PARTITIONINGS, CanonicalGraph, schedule
 from dcaccel.scheduler.heft import unit_layout
 from dcaccel.transforms.lower import (
@@ -44,9 +46,14 @@ from dcaccel.transforms.lower import (
     opaque_nodes,
     refuse_opaque,
 )
+from dcaccel.transforms.offload import POLICIES, check_work_share
 
 DEFAULT_PES = (1, 2, 4, 8, 16, 32, 64, 128)
 DEFAULT_COST_MODEL = CostModel()
+#: The ``partition_policy`` of a point of the plain pipeline (no operator kept on a host).
+NO_PARTITION = "none"
+#: The values of the ``partition_policy`` column.
+PARTITION_POLICIES = (NO_PARTITION, *POLICIES)
 
 
 @dataclass(frozen=True)
@@ -57,6 +64,9 @@ class Grid:
     schedulers: tuple[str, ...]
     onchip_memory: tuple[int, ...]
     partitioning: str = "relaxed"
+    partition_policies: tuple[str, ...] = (NO_PARTITION,)
+    min_nodes: int = 2  # of the min-region policy
+    min_work_share: float = 0.05  # likewise
 
     def __len__(self) -> int:
         return len(self.pes) * len(self.schedulers)
@@ -206,14 +216,37 @@ def runs(grid: Grid, archs: Sequence[Architecture]) -> Iterator[tuple[int, str, 
                     yield pes, scheduler, (arch,)
 
 
-def point_keys(grid: Grid, archs: Sequence[Architecture]) -> list[tuple[int, str, str, int]]:
-    """The (pes, scheduler, architecture, onchip_memory) columns of the points of one DAG, in the order
-    :func:`schedule_points` yields them."""
-    return [
-        (heft_units(arch, pes) if scheduler == HETEROGENEOUS else pes, scheduler, arch.label, memory)
+def partition_runs(grid: Grid, archs: Sequence[Architecture]) -> Iterator[tuple[str, Architecture, int]]:
+    """The partitions ``grid`` asks for on each assignment, in order, as (policy, architecture, P): one per
+    policy, architecture and distinct number of its units (a partition is scheduled with HEFT)."""
+    for policy in grid.partition_policies:
+        if policy == NO_PARTITION:
+            continue
+        for arch in archs:
+            seen: set[int] = set()
+            for pes in grid.pes:
+                if heft_units(arch, pes) not in seen:
+                    seen.add(heft_units(arch, pes))
+                    yield policy, arch, pes
+
+
+def point_keys(grid: Grid, archs: Sequence[Architecture]) -> list[tuple[int, str, str, int, str]]:
+    """The (pes, scheduler, architecture, onchip_memory, partition_policy) columns of the points of one
+    assignment, in the order :meth:`Sweep.points` yields them: the plain pipeline's (:func:`runs`), then
+    the partitions' (:func:`partition_runs`)."""
+    plain = [
+        (heft_units(arch, pes) if scheduler == HETEROGENEOUS else pes, scheduler, arch.label, memory, NO_PARTITION)
         for pes, scheduler, costed in runs(grid, archs)
         for arch in costed
         for memory in grid.onchip_memory
+    ]
+    return [
+        *(plain if NO_PARTITION in grid.partition_policies else []),
+        *(
+            (heft_units(arch, pes), HETEROGENEOUS, arch.label, memory, policy)
+            for policy, arch, pes in partition_runs(grid, archs)
+            for memory in grid.onchip_memory
+        ),
     ]
 
 
@@ -224,10 +257,13 @@ def schedule_points(
     granularity: str,
     cost_model: CostModel,
     archs: Sequence[Architecture] = (),
+    partitioned: Partition | None = None,
 ) -> Iterator[ExplorationPoint]:
     """Schedule ``built.dag`` as :func:`runs` says and yield one point per architecture and on-chip size,
     each costed on its architecture (none given: the default, ``abstract``). Under HEFT the ``pes``
-    column is the number of units the schedule ran on."""
+    column is the number of units the schedule ran on. ``partitioned``: ``built.dag`` is that partition's
+    placed DAG (``archs`` its costed architecture), whose policy, offloaded share and transfers the points
+    carry."""
     archs = archs or (load_architecture(DEFAULT_ARCHITECTURE),)
     dag = built.dag
     graph = CanonicalGraph.from_dag(dag)  # validated and ranked once for every P
@@ -244,6 +280,10 @@ def schedule_points(
                 scheduled_on = result.costs is not None and onchip == result.onchip
                 costs = result.costs if scheduled_on else result.cost_on(arch, onchip)
                 energy = costs.energy_by_level
+                if partitioned is None:
+                    split = energy_split(costs.energy_pj, host_of(arch), {})
+                else:
+                    split = energy_split(costs.energy_pj, partitioned.host, partitioned.links)
                 yield ExplorationPoint(
                     workload=workload_name,
                     assignment=built.label,
@@ -282,6 +322,12 @@ def schedule_points(
                     area_mm2=costs.area_mm2,
                     power_w=costs.average_power_w,
                     unit_utilisation=",".join(f"{unit}={share:.6g}" for unit, share in costs.utilisation.items()),
+                    partition_policy=NO_PARTITION if partitioned is None else partitioned.policy,
+                    offloaded_work_share=1.0 if partitioned is None else partitioned.offloaded_work_share,
+                    transfer_volume=0 if partitioned is None else partitioned.transfer_volume,
+                    host_energy_pj=split["host"],
+                    accelerator_energy_pj=split["accelerator"],
+                    transfer_energy_pj=split["link"],
                     lower_seconds=built.lower_seconds,
                     extract_seconds=built.extract_seconds,
                     schedule_seconds=seconds,
@@ -321,11 +367,34 @@ class Sweep:
         return f"tiles={granularity.tiles}" if granularity.mode == "tiles" else granularity.mode
 
     def points(self, workload, assignment: Assignment) -> list[ExplorationPoint]:
-        """Lower ``workload`` under ``assignment``, extract its DAG and schedule every point of the grid."""
-        built = build_dag(
-            workload, assignment, self.granularity, self.edge_volume, self.strict, self.compose, self.covers
-        )
-        return list(schedule_points(workload.name, built, self.grid, self.label, self.cost_model, self.archs))
+        """Lower ``workload`` under ``assignment``, extract its DAG and schedule every point of the grid;
+        then each partition of :func:`partition_runs` (``dcaccel.partition`` with the assignment as its
+        choices; ``lower_seconds`` is the whole partition's time), scheduled with HEFT on its architecture
+        plus the link units, at every on-chip size."""
+        found = []
+        if NO_PARTITION in self.grid.partition_policies:
+            built = build_dag(
+                workload, assignment, self.granularity, self.edge_volume, self.strict, self.compose, self.covers
+            )
+            found += schedule_points(workload.name, built, self.grid, self.label, self.cost_model, self.archs)
+        for policy, arch, pes in partition_runs(self.grid, self.archs):
+            start = time.perf_counter()
+            split = partition(
+                workload,
+                arch,
+                policy,
+                choices=assignment.as_dict(),
+                pes=pes,
+                min_nodes=self.grid.min_nodes,
+                min_work_share=self.grid.min_work_share,
+                granularity=self.granularity,
+                edge_volume=self.edge_volume,
+            )
+            label = str(assignment.lowered(_placed_implementations(split, assignment), nodes_by_op_type(workload)))
+            built = LoweredDAG(assignment, label, split.dag, time.perf_counter() - start, 0.0)
+            grid = replace(self.grid, pes=(pes,), schedulers=(HETEROGENEOUS,))
+            found += schedule_points(workload.name, built, grid, self.label, self.cost_model, (split.costed,), split)
+        return found
 
     def settings(self, workload) -> dict[str, object]:
         """What a result file must share to be resumed by this sweep on ``workload``: the options not in
@@ -335,6 +404,7 @@ class Sweep:
         return {
             "edge_volume": self.edge_volume,
             "partitioning": self.grid.partitioning,
+            "partition thresholds": {"min_nodes": self.grid.min_nodes, "min_work_share": self.grid.min_work_share},
             "cost_model": asdict(self.cost_model),
             **{f"architecture {arch.label}": arch.to_dict() for arch in self.archs},
             **fingerprint(workload),
@@ -343,11 +413,27 @@ class Sweep:
     def complete(self, stored: Sequence[ExplorationPoint]) -> list[ExplorationPoint] | None:
         """The points of the grid among ``stored`` (one assignment's), in the order :func:`schedule_points`
         yields them; None when one is missing."""
-        by_key = {(point.pes, point.scheduler, point.architecture, point.onchip_memory): point for point in stored}
+        by_key = {
+            (point.pes, point.scheduler, point.architecture, point.onchip_memory, point.partition_policy): point
+            for point in stored
+        }
         wanted = point_keys(self.grid, self.archs)
         if not all(key in by_key for key in wanted):
             return None
         return [by_key[key] for key in wanted]
+
+
+def _placed_implementations(split: Partition, assignment: Assignment) -> dict[str, str]:
+    """The implementation per node of ``split``'s lowering, a node kept on the host written ``NAME@HOST``
+    with NAME the one ``assignment`` asked for (its host task is costed with that lowering's MACs, see
+    :func:`dcaccel.partition`), so that two assignments never share a label."""
+    choices = assignment.as_dict()
+    implementations = dict(split.lowered.implementations)
+    for node in split.nodes:
+        asked = choices.get(node.name, choices.get(node.op))
+        if not node.offloaded and asked is not None:
+            implementations[node.name] = f"{asked}@{split.host}"
+    return implementations
 
 
 class SweepError(DcaccelError):
@@ -470,6 +556,9 @@ def explore(
     arch=DEFAULT_ARCHITECTURE,
     arch_params: Mapping[str, Sequence] | None = None,
     compose: bool = True,
+    partition_policy: str | Iterable[str] | None = None,
+    min_nodes: int = 2,
+    min_work_share: float = 0.05,
 ) -> pd.DataFrame:
     """Explore ``workload`` (a Workload or a built-in name) and return one row per design point.
 
@@ -511,6 +600,14 @@ def explore(
         assignments (:mod:`dcaccel.dag.compose`: the same DAG, without lowering the whole program again);
         False lowers every assignment whole. A workload composition does not apply to is lowered whole
         with one warning saying why.
+    :param partition_policy: None (the plain pipeline) or one or several of ``"none"`` (the plain
+        pipeline's points), ``"greedy"``, ``"min-region"``, ``"cost"``: a dimension of the sweep. Each
+        policy partitions every assignment between each architecture's host and its accelerator
+        (:func:`dcaccel.partition`, the assignment as its choices, ``min_nodes`` and ``min_work_share``
+        for ``min-region``) and schedules the placed DAG with HEFT (``scheduler`` must include
+        ``"heft"``) for each number of the architecture's units P gives; the ``partition_policy``,
+        ``offloaded_work_share``, ``transfer_volume`` and host/accelerator/transfer energy columns
+        describe the split (``docs/partitioning.md``).
     :raises SweepError: after the whole sweep, when assignments failed; it carries the finished points
         (``results``) and the failures. Every executor returns the same rows in the same order (the
         order of the assignments, then P, scheduler, architecture, on-chip memory), timing columns aside.
@@ -529,7 +626,16 @@ def explore(
     if objective not in metrics():
         raise DcaccelError(f"explore: objective {objective!r} is not a numeric column of the results")
     check_executor(executor, address, workers)
-    grid = Grid(_as_tuple(pes, "pes", 1), schedulers, _as_tuple(onchip_memory, "onchip_memory", 0), partitioning)
+    policies = _partition_policies(partition_policy, schedulers, min_nodes, min_work_share)
+    grid = Grid(
+        _as_tuple(pes, "pes", 1),
+        schedulers,
+        _as_tuple(onchip_memory, "onchip_memory", 0),
+        partitioning,
+        policies,
+        min_nodes,
+        min_work_share,
+    )
     archs = architectures(arch, arch_params)
     check_units(grid, archs)
     sweep = Sweep(grid, Granularity.parse(granularity), edge_volume, cost_model, strict, archs, compose)
@@ -588,6 +694,25 @@ def explore(
             list(run.failures.values()),
         )
     return frame
+
+
+def _partition_policies(
+    policy: str | Iterable[str] | None, schedulers: Sequence[str], min_nodes: int, min_work_share: float
+) -> tuple[str, ...]:
+    """The ``partition_policy`` values of a sweep (None: the plain pipeline), checked."""
+    policies = (NO_PARTITION,) if policy is None else _as_tuple(policy, "partition_policy")
+    for name in policies:
+        if name not in PARTITION_POLICIES:
+            raise DcaccelError(f"explore: unknown partition policy {name!r} (expected {', '.join(PARTITION_POLICIES)})")
+    if any(name != NO_PARTITION for name in policies) and HETEROGENEOUS not in schedulers:
+        raise DcaccelError(
+            f"explore: a partition policy places tasks on the host and accelerator units, which only the "
+            f"{HETEROGENEOUS} scheduler honours: add it to the schedulers"
+        )
+    if isinstance(min_nodes, bool) or not isinstance(min_nodes, numbers.Integral) or min_nodes < 0:
+        raise DcaccelError(f"explore: min_nodes must be an integer of at least 0, got {min_nodes!r}")
+    check_work_share(min_work_share)
+    return tuple(dict.fromkeys(policies))
 
 
 def architectures(arch, parameters: Mapping[str, Sequence] | None = None) -> tuple[Architecture, ...]:

@@ -48,6 +48,11 @@ def check_policy(policy: str, min_work_share: float) -> None:
     """Raise a one-line error for an unknown policy or a work share outside [0, 1]."""
     if policy not in POLICIES:
         raise DcaccelError(f"unknown partition policy '{policy}' (choose from {', '.join(POLICIES)})")
+    check_work_share(min_work_share)
+
+
+def check_work_share(min_work_share: float) -> None:
+    """Raise a one-line error for a ``min-region`` work share outside [0, 1]."""
     if not 0 <= min_work_share <= 1:
         raise DcaccelError(f"min_work_share must be between 0 and 1, got {min_work_share}")
 

@@ -142,6 +142,10 @@ def no_sweep(monkeypatch):
         (["--impl", "Conv=tiled"], "no implementation 'tiled'"),
         (["--address", "tcp://127.0.0.1:1"], "address 'tcp://127.0.0.1:1' needs executor 'dask'"),
         (["--resume"], "--resume needs --results FILE"),
+        (["--partition-policy", "fastest"], "unknown partition policy 'fastest' (expected none, greedy, min-region"),
+        (["--partition-policy", "cost", "--scheduler", "list"], "only the heft scheduler honours"),
+        (["--partition-policy", "min-region", "--min-work-share", "1.5"], "min_work_share must be between 0 and 1"),
+        (["--min-nodes", "-1"], "argument --min-nodes: expected an integer of at least 0, got -1"),
     ],
 )
 def test_every_argument_is_checked_before_the_sweep(argv, message, capsys, no_sweep, monkeypatch, tmp_path):
@@ -310,3 +314,15 @@ def test_summary_ranks_by_the_architecture_cycles():
     ]
     (best,) = best_per_column(pd.DataFrame(rows))
     assert (best.best, best.makespan, best.cycles, best.others) == ("Conv=lmv", 200, 300, "Conv=mv: 900")
+
+
+def test_partition_policies_default_to_heft_with_one_table_each(capsys):
+    """Two policies on cgra: HEFT without --scheduler, one summary table per policy; the Conv kept on the
+    host by min-region (1 operator < --min-nodes 2) is labelled with the implementation it was asked."""
+    argv = ["explore", "conv-seed", "--impl", "Conv=mv", "--pes", "16", "--arch", "cgra"]
+    status, out, _ = _run([*argv, "--partition-policy", "greedy", "--partition-policy", "min-region"], capsys)
+    lines = out.splitlines()
+    assert status == 0 and lines[0] == "conv-seed: 2 points"
+    assert [line for line in lines if line.startswith("partition")] == ["partition greedy:", "partition min-region:"]
+    assert all(" heft " in line for line in lines if line.startswith("66 "))
+    assert "Conv=mv@host" in out
