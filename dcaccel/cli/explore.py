@@ -43,6 +43,7 @@ from dcaccel.dag.extract import Granularity
 from dcaccel.errors import DcaccelError
 from dcaccel.exploration.assignments import STRATEGIES
 from dcaccel.exploration.executors import EXECUTORS
+from dcaccel.exploration.mapping import LAYER, MAPPING
 from dcaccel.exploration.points import SWEEP_SCHEDULERS
 from dcaccel.exploration.store import MAX_INTEGER
 from dcaccel.exploration.store import SUFFIXES as RESULT_SUFFIXES
@@ -157,8 +158,9 @@ def register(subparsers) -> None:
     parser.add_argument(
         "--strategy",
         default="per-op-type",
-        choices=STRATEGIES,
-        help="the product over the --impl keys, over the nodes they cover, or one node at a time",
+        choices=(*STRATEGIES, MAPPING),
+        help="the product over the --impl keys, over the nodes they cover, one node at a time, or the mapping "
+        "search (dcaccel map: the best mapping per layer and the whole network, by makespan)",
     )
     parser.add_argument(
         "--edge-volume",
@@ -215,6 +217,8 @@ def run(args: argparse.Namespace) -> int:
     check_output("--out", args.out, WRITERS)
     check_output("--plot", args.plot, PLOT_SUFFIXES)
     check_output("--results", args.results, RESULT_SUFFIXES)
+    if args.strategy == MAPPING and (args.plot is not None or args.results is not None or args.partition_policy):
+        raise DcaccelError("--strategy mapping: no --plot, --results or --partition-policy (its rows are mappings)")
     archs = architectures(args.arch or [DEFAULT_ARCHITECTURE], merge(args.arch_param))
     policies = [policy for policies in args.partition_policy for policy in policies] or None
     schedulers = args.scheduler or ([SWEEP_SCHEDULERS[-1]] if policies else list(SCHEDULERS))
@@ -251,7 +255,8 @@ def run(args: argparse.Namespace) -> int:
         results, status = err.results, 1
         sys.stderr.write("".join(f"{line}\n" for line in [str(err), *failure_lines(err.failures)]))
     name = workload if isinstance(workload, str) else workload.name
-    sys.stdout.write(f"{name}: {len(results)} points\n{summary(results)}\n")
+    table = mapping_summary(results) if args.strategy == MAPPING else summary(results)
+    sys.stdout.write(f"{name}: {len(results)} points\n{table}\n")
     if results.empty:
         if args.out is not None or args.plot is not None:
             sys.stderr.write("no point finished: nothing written\n")
@@ -298,6 +303,33 @@ def summary(results: pd.DataFrame) -> str:
         heading = ", ".join(f"{prefixes[key]} {value}" for key, value in zip(keys, values, strict=True))
         tables.append(f"{heading}:\n{format_table(best_per_column(group))}")
     return "\n".join(tables)
+
+
+@dataclass(frozen=True)
+class MappedPoint:
+    """One row of ``--strategy mapping``: a layer's best mapping or the whole network's."""
+
+    architecture: str
+    layer: str  # the node, or "network"
+    cycles: int
+    energy_pj: float
+    mapping: str
+
+
+def mapping_summary(results: pd.DataFrame) -> str:
+    """The rows of a mapping search: per architecture and on-chip size, each layer's best mapping and the
+    network's implementations with its total cycles and energy."""
+    rows = [
+        MappedPoint(
+            str(row.architecture),
+            str(row.assignment).split(" = ")[0] if row.granularity == LAYER else "network",
+            int(row.makespan_cycles),
+            float(row.energy_pj),
+            str(row.assignment).split(" = ", 1)[1] if row.granularity == LAYER else str(row.assignment),
+        )
+        for row in results.itertuples(index=False)
+    ]
+    return format_table(rows)
 
 
 def best_per_column(results: pd.DataFrame) -> list[BestPoint]:

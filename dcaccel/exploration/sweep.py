@@ -31,6 +31,7 @@ from dcaccel.errors import DcaccelError
 from dcaccel.exploration.assignments import STRATEGIES, Assignment, node_candidates, per_node, per_op_type
 from dcaccel.exploration.cost import CostModel
 from dcaccel.exploration.executors import Executor, Failure, Outcome, WorkloadSource, check_executor, make_executor
+from dcaccel.exploration.mapping import MAPPING, mapping_points
 from dcaccel.exploration.points import SWEEP_SCHEDULERS, ExplorationPoint, metrics, to_frame
 from dcaccel.exploration.store import ResultStore
 from dcaccel.frontend import ops
@@ -570,7 +571,11 @@ def explore(
         same implementation unless named itself), ``"per-node"`` (full product over the nodes the keys
         cover, at most ``max_assignments``) or ``"greedy"`` (one node at a time, keeping the
         implementation that minimises the mean ``objective`` over the grid; the candidates of one node
-        are evaluated in parallel).
+        are evaluated in parallel), or ``"mapping"``: the mapping search (:func:`dcaccel.map` with
+        ``objective`` ``makespan``, ``energy`` or ``edp`` and the PE counts ``pes``) for each architecture
+        and on-chip size, one row per layer and one for the whole network
+        (:mod:`dcaccel.exploration.mapping` says what each column holds; the implementations, schedulers
+        and DAG options are the search's own).
     :param progress: show a progress bar over assignments (None: when the sweep runs longer than a second).
     :param executor: ``"local"`` (this process), ``"process"`` (a pool of ``workers`` processes on this
         machine) or ``"dask"`` (the ``dask.distributed`` scheduler at ``address``; a ``LocalCluster`` of
@@ -613,8 +618,17 @@ def explore(
         order of the assignments, then P, scheduler, architecture, on-chip memory), timing columns aside.
     :return: a DataFrame whose columns are the fields of :class:`ExplorationPoint`.
     """
+    if strategy == MAPPING:
+        if results is not None or partition_policy is not None:
+            raise DcaccelError("explore: the mapping strategy takes no results file and no partition policy")
+        archs = architectures(arch, arch_params)
+        return mapping_points(
+            workload, archs, _as_tuple(onchip_memory, "onchip_memory", 0), objective, _as_tuple(pes, "pes", 1)
+        )
     if strategy not in STRATEGIES:
-        raise DcaccelError(f"explore: unknown strategy '{strategy}' (expected one of {', '.join(STRATEGIES)})")
+        raise DcaccelError(
+            f"explore: unknown strategy '{strategy}' (expected one of {', '.join([*STRATEGIES, MAPPING])})"
+        )
     schedulers = _as_tuple(scheduler, "scheduler")
     unknown = [name for name in schedulers if name not in SWEEP_SCHEDULERS]
     if unknown:

@@ -146,6 +146,10 @@ def no_sweep(monkeypatch):
         (["--partition-policy", "cost", "--scheduler", "list"], "only the heft scheduler honours"),
         (["--partition-policy", "min-region", "--min-work-share", "1.5"], "min_work_share must be between 0 and 1"),
         (["--min-nodes", "-1"], "argument --min-nodes: expected an integer of at least 0, got -1"),
+        (
+            ["--strategy", "mapping", "--plot", "x.png"],
+            "--strategy mapping: no --plot, --results or --partition-policy",
+        ),
     ],
 )
 def test_every_argument_is_checked_before_the_sweep(argv, message, capsys, no_sweep, monkeypatch, tmp_path):
@@ -326,3 +330,13 @@ def test_partition_policies_default_to_heft_with_one_table_each(capsys):
     assert [line for line in lines if line.startswith("partition")] == ["partition greedy:", "partition min-region:"]
     assert all(" heft " in line for line in lines if line.startswith("66 "))
     assert "Conv=mv@host" in out
+
+
+def test_mapping_strategy_prints_each_layer_and_the_network(capsys):
+    status, out, _ = _run(["explore", "conv-seed", "--strategy", "mapping", "--arch", "tpu", "--pes", "16"], capsys)
+    lines = out.splitlines()
+    assert status == 0 and lines[0] == "conv-seed: 2 points"
+    assert lines[1].split() == ["architecture", "layer", "cycles", "energy_pj", "mapping"]
+    layer, network = lines[2].split(), lines[3].split()
+    assert layer[:2] == ["tpu", "Conv_0"] and "Spatial(16," in lines[2]
+    assert network[:2] == ["tpu", "network"] and network[2:4] == layer[2:4]
