@@ -8,13 +8,15 @@
 * On-chip placement (§7.3): per block, the buffer nodes of the block compete for the on-chip
   capacity (in elements): a 0/1 knapsack with the buffer's input volume as weight and its total
   traffic as value. Each block gets the whole capacity; the knapsack's cost follows the number of
-  distinct weights the block's buffers can add up to, never the capacity.
+  distinct weights the block's buffers can add up to, never the capacity: every row of the table is a
+  numpy step function, built from the previous row by one linear merge.
 """
 
 from __future__ import annotations
 
-import bisect
 from dataclasses import dataclass
+
+import numpy as np
 
 from dcaccel.scheduler.graph import CanonicalGraph
 from dcaccel.scheduler.order import python_set_order
@@ -50,27 +52,29 @@ def onchip_placement(g: CanonicalGraph, blocks: list[list[int]], capacity: int) 
 
 def _knapsack(weights: list[int], values: list[int], capacity: int) -> list[int]:
     """Indices of the items the 0/1 knapsack DP table takes, traced back from the last item (an item
-    is taken where its row improves on the previous one).
+    is taken where its row improves strictly on the previous one), in descending order.
 
     Row i of the table, ``best_i(c)`` (the most value of the first i items within weight c), is a
-    non-decreasing step function of c and is kept as its steps (weights where it rises, and its
-    values there), so that time and memory follow the number of steps, never the capacity."""
+    non-decreasing step function of c and is kept as its steps (weights where it rises strictly, and
+    its values there, in the narrowest unsigned numpy type that holds the capacity and the total
+    value), so that time and memory follow the number of steps, never the capacity. The trace-back
+    reads row i only at weights of at least ``capacity`` minus the weights of items i.. that fit (what
+    the later items can have taken), so each row keeps only the steps from the one in force there."""
     if sum(weights) <= capacity:
         return list(range(len(weights)))
-    rows = [([0], [0])]  # best_0: 0 from weight 0 on
-    for weight, value in zip(weights, values, strict=True):
-        at, best = rows[-1]
-        if weight > capacity:
-            rows.append(rows[-1])
-            continue
-        candidates = sorted({*at, *(c + weight for c in at if c + weight <= capacity)})
-        steps_at, steps_best = [], []
-        for c in candidates:
-            reached = max(_step(at, best, c), _step(at, best, c - weight) + value if c >= weight else -1)
-            if not steps_best or reached > steps_best[-1]:
-                steps_at.append(c)
-                steps_best.append(reached)
-        rows.append((steps_at, steps_best))
+    dtype = np.min_scalar_type(max(capacity, sum(values)))  # object beyond 64 bits
+    fits = [weight <= capacity for weight in weights]
+    lowest = [0] * len(weights)  # lowest[i]: the least weight at which the trace-back reads row i + 1
+    later = 0
+    for i in range(len(weights) - 1, -1, -1):
+        lowest[i] = capacity - later
+        later += weights[i] if fits[i] else 0
+    row = (np.zeros(1, dtype), np.zeros(1, dtype))  # best_0: 0 from weight 0 on
+    rows = [row]
+    for i, (weight, value) in enumerate(zip(weights, values, strict=True)):
+        if fits[i]:
+            row = _add_item(*row, weight, value, capacity, lowest[i])
+        rows.append(row)
     taken = []
     room = capacity
     for i in range(len(weights) - 1, -1, -1):
@@ -82,9 +86,29 @@ def _knapsack(weights: list[int], values: list[int], capacity: int) -> list[int]
     return taken
 
 
-def _step(at: list[int], best: list[int], c: int) -> int:
-    """The value of the step function (``at``, ``best``) at weight ``c`` >= 0."""
-    return best[bisect.bisect_right(at, c) - 1]
+def _add_item(
+    at: np.ndarray, best: np.ndarray, weight: int, value: int, capacity: int, lowest: int
+) -> tuple[np.ndarray, np.ndarray]:
+    """The next row, ``max(best(c), best(c - weight) + value)`` for c <= ``capacity``, as its steps from
+    the one in force at ``lowest`` on. Both terms are sorted step functions: merged by position (two
+    sorted runs), their running maximum is the new row at every step of either, of which it keeps the
+    last per position and then only the strict rises."""
+    shifted = at <= capacity - weight
+    merged_at = np.concatenate((at, at[shifted] + weight))
+    order = np.argsort(merged_at, kind="stable")
+    merged_at = merged_at[order]
+    reached = np.maximum.accumulate(np.concatenate((best, best[shifted] + value))[order])
+    last = np.append(merged_at[1:] != merged_at[:-1], True)
+    merged_at, reached = merged_at[last], reached[last]
+    rises = np.insert(reached[1:] > reached[:-1], 0, True)
+    merged_at, reached = merged_at[rises], reached[rises]
+    first = max(int(np.searchsorted(merged_at, max(lowest, 0), "right")) - 1, 0)
+    return merged_at[first:], reached[first:]
+
+
+def _step(at: np.ndarray, best: np.ndarray, c: int) -> int:
+    """The value of the step function (``at``, ``best``) at weight ``c`` (>= its first step)."""
+    return int(best[int(np.searchsorted(at, c, "right")) - 1])
 
 
 def global_io(g: CanonicalGraph, streaming: bytearray, onchip: set[int]) -> tuple[int, int, int]:

@@ -1,7 +1,9 @@
-"""The on-chip knapsack (§7.3): the same choice as the dense DP table, at a cost independent of the capacity."""
+"""The on-chip knapsack (§7.3): the same choice as the dense DP table, at a cost independent of the capacity,
+and the same choice as the earlier pure-Python step-function implementation on every input."""
 
 from __future__ import annotations
 
+import bisect
 import tracemalloc
 
 import pytest
@@ -37,14 +39,100 @@ def dense_knapsack(weights: list[int], values: list[int], capacity: int) -> list
     return taken
 
 
-@settings(max_examples=300, deadline=None)
-@given(
-    items=st.lists(st.tuples(st.integers(1, 40), st.integers(1, 60)), max_size=8),
-    capacity=st.integers(0, 120),
-)
+def bisect_knapsack(weights: list[int], values: list[int], capacity: int) -> list[int]:
+    """The previous implementation of ``_knapsack`` (Python lists, one sort and two bisections per
+    candidate step), kept as the reference the faster one must agree with on every input."""
+    if sum(weights) <= capacity:
+        return list(range(len(weights)))
+
+    def step(at, best, c):
+        return best[bisect.bisect_right(at, c) - 1]
+
+    rows = [([0], [0])]
+    for weight, value in zip(weights, values, strict=True):
+        at, best = rows[-1]
+        if weight > capacity:
+            rows.append(rows[-1])
+            continue
+        candidates = sorted({*at, *(c + weight for c in at if c + weight <= capacity)})
+        steps_at, steps_best = [], []
+        for c in candidates:
+            reached = max(step(at, best, c), step(at, best, c - weight) + value if c >= weight else -1)
+            if not steps_best or reached > steps_best[-1]:
+                steps_at.append(c)
+                steps_best.append(reached)
+        rows.append((steps_at, steps_best))
+    taken, room = [], capacity
+    for i in range(len(weights) - 1, -1, -1):
+        at, best = rows[i]
+        if weights[i] <= room and step(at, best, room - weights[i]) + values[i] > step(at, best, room):
+            taken.append(i)
+            room -= weights[i]
+    return taken
+
+
+def item_lists(max_weight: int, max_value: int, max_size: int):
+    """Items as (weight, value) pairs, zero weights and values included."""
+    return st.lists(st.tuples(st.integers(0, max_weight), st.integers(0, max_value)), max_size=max_size)
+
+
+@settings(max_examples=400, deadline=None)
+@given(items=item_lists(40, 60, 10), capacity=st.integers(0, 120))
 def test_same_choice_as_the_dense_table(items, capacity):
     weights, values = [w for w, _ in items], [v for _, v in items]
-    assert _knapsack(weights, values, capacity) == dense_knapsack(weights, values, capacity)
+    taken = _knapsack(weights, values, capacity)
+    assert taken == dense_knapsack(weights, values, capacity)
+    assert taken == bisect_knapsack(weights, values, capacity)
+
+
+@settings(max_examples=150, deadline=None)
+@given(
+    items=st.lists(st.tuples(st.integers(0, 600).map(lambda w: 8 * w), st.integers(0, 10**6)), max_size=30),
+    fill=st.floats(0, 1),
+)
+def test_same_choice_as_before_on_many_items(items, fill):
+    """Many items of few distinct weights (multiples of 8, as the buffers of a network): many steps."""
+    weights, values = [w for w, _ in items], [v for _, v in items]
+    capacity = int(sum(weights) * fill)
+    assert _knapsack(weights, values, capacity) == bisect_knapsack(weights, values, capacity)
+
+
+@settings(max_examples=150, deadline=None)
+@given(
+    items=st.lists(st.tuples(st.integers(0, 2**66), st.integers(0, 2**70)), max_size=8),
+    capacity=st.integers(0, 2**66),
+)
+def test_same_choice_as_before_beyond_64_bits(items, capacity):
+    """Weights, capacities and total values beyond what a 64-bit integer holds."""
+    weights, values = [w for w, _ in items], [v for _, v in items]
+    assert _knapsack(weights, values, capacity) == bisect_knapsack(weights, values, capacity)
+
+
+@pytest.mark.parametrize(
+    ("weights", "values", "capacity", "taken"),
+    [
+        ([], [], 0, []),  # nothing to place
+        ([], [], 7, []),
+        ([3, 4], [5, 6], 0, []),  # no room at all
+        ([0, 0, 5], [2, 3, 4], 0, [1, 0]),  # weightless items fit even without room
+        ([0, 5, 5], [0, 4, 4], 5, [1]),  # a weightless item of no value is never taken
+        ([2, 3, 4], [0, 0, 0], 5, []),  # items of no value are never taken
+        ([9, 12], [5, 6], 8, []),  # every item heavier than the capacity
+        ([9, 4, 12, 3], [50, 2, 60, 1], 8, [3, 1]),  # the heavy items are skipped, the rest all fit
+        ([4, 4, 4], [7, 7, 7], 8, [1, 0]),  # ties: an item is taken only where its row improves strictly,
+        ([5, 5], [3, 3], 5, [0]),  # so the earlier items win
+        ([2, 3, 5], [3, 4, 7], 5, [1, 0]),  # 2 + 3 ties 5 in value
+        ([3, 4, 5], [4, 5, 6], 7, [1, 0]),
+        ([5, 4, 3], [6, 5, 4], 7, [2, 1]),
+        ([2**64, 1, 2**63], [2**65, 1, 2**64], 2**64, [0]),  # beyond 64 bits
+        ([2**64, 1, 2**63], [2**65, 1, 2**65], 2**64, [2, 1]),
+    ],
+)
+def test_degenerate_and_tied_choices(weights, values, capacity, taken):
+    assert _knapsack(weights, values, capacity) == taken
+    assert bisect_knapsack(weights, values, capacity) == taken
+    if capacity <= 100:
+        assert dense_knapsack(weights, values, capacity) == taken
 
 
 @pytest.mark.parametrize("capacity", [10**12, 2**62])
