@@ -61,6 +61,7 @@ from dcaccel.dag.walk import (
     single_rows,
     tiles_of,
     walk_program,
+    without_cycle_collection,
 )
 from dcaccel.errors import DAGContractError
 
@@ -366,6 +367,11 @@ def extract_program(
     fragments of :mod:`dcaccel.dag.compose` pass theirs); steps missing from it are instantiated here.
     """
     name = name or program.name
+    with without_cycle_collection():
+        return _extract_program(program, granularity, edge_volume, sink, name, groups)
+
+
+def _extract_program(program, granularity, edge_volume, sink, name, groups) -> TaskDAG:
     if program.symbols:
         from dcaccel.dag.symbolic import SymbolicGraph
 

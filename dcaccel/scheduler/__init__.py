@@ -9,13 +9,10 @@ the default options). The model and every deviation from the reference implement
 
 from __future__ import annotations
 
-import gc
-from collections.abc import Iterator
-from contextlib import contextmanager
-
 from dcaccel.architecture import Architecture
 from dcaccel.architecture import load as load_architecture
 from dcaccel.dag.taskdag import TaskDAG
+from dcaccel.dag.walk import without_cycle_collection
 from dcaccel.errors import DcaccelError
 from dcaccel.scheduler.architecture import ArchitectureCosts, validate_costs
 from dcaccel.scheduler.graph import CanonicalGraph
@@ -96,7 +93,7 @@ def schedule(
     architecture = None if arch is None else load_architecture(arch)
     if architecture is not None and onchip == 0:
         onchip = architecture.onchip_capacity_elements
-    with _without_cycle_collection():
+    with without_cycle_collection():
         built = _run(dag, pes, scheduler, partitioning, onchip, settings, architecture)
         if validate:
             built.validate()
@@ -105,20 +102,6 @@ def schedule(
             if validate:
                 validate_costs(built, built.costs)
     return built
-
-
-@contextmanager
-def _without_cycle_collection() -> Iterator[None]:
-    """Pause Python's cyclic garbage collector: scheduling allocates millions of small acyclic
-    objects, and the collections they trigger would rescan every live object (about a quarter of
-    the run time on large DAGs). Reference counting still frees everything."""
-    enabled = gc.isenabled()
-    gc.disable()
-    try:
-        yield
-    finally:
-        if enabled:
-            gc.enable()
 
 
 def _run(
