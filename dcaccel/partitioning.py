@@ -29,6 +29,7 @@ from dcaccel.architecture.links import host_of, link_units
 from dcaccel.dag import extract
 from dcaccel.dag.metrics import task_costs
 from dcaccel.dag.placement import place, transfer_tasks
+from dcaccel.errors import DcaccelError
 from dcaccel.scheduler import schedule
 from dcaccel.transforms.lower import LoweredWorkload
 from dcaccel.transforms.offload import annotations_of, check_policy, lower_partitioned, regions_of, too_small
@@ -79,6 +80,7 @@ class Partition:
     schedule: Any = field(repr=False)  # its Schedule, costs on ``costed``
     costed: Architecture = field(repr=False)  # the architecture plus one unit per host↔accelerator link
     links: dict[str, tuple[str, str]] = field(default_factory=dict)  # link unit -> (host, accelerator kind)
+    objective: str = "makespan"  # what the cost policy minimised
 
     @property
     def transfer_tasks(self) -> list[int]:
@@ -118,6 +120,7 @@ class Partition:
             "workload": self.workload,
             "architecture": self.architecture,
             "policy": self.policy,
+            "objective": self.objective,
             "nodes": [asdict(node) for node in self.nodes],
             "regions": [asdict(region) for region in self.regions],
             "offloaded_regions": sum(region.offloaded for region in self.regions),
@@ -152,6 +155,11 @@ def _share(pairs: list[tuple[bool, int]]) -> float:
     return sum(value for offloaded, value in pairs if offloaded) / total if total else 0.0
 
 
+#: What the ``cost`` policy minimises, with its unit.
+UNITS = {"makespan": "cycles", "energy": "pJ", "edp": "pJ·cycles"}
+OBJECTIVES = tuple(UNITS)
+
+
 def partition(
     workload,
     arch: str | Architecture = "cgra",
@@ -163,12 +171,16 @@ def partition(
     min_work_share: float = 0.05,
     granularity: str | tuple = "task",
     edge_volume: str = "exact",
+    objective: str = "makespan",
 ) -> Partition:
     """Partition ``workload`` (a Workload or a built-in workload's name) on ``arch`` with ``policy``
     (``greedy``, ``min-region``, ``cost``), lower, extract, place and schedule it (see the module docstring).
     ``choices`` are implementation choices as for ``lower``; ``pes`` the count of unit kinds without one;
-    ``granularity`` and ``edge_volume`` those of :func:`dcaccel.dag.extract`."""
+    ``granularity`` and ``edge_volume`` those of :func:`dcaccel.dag.extract`; ``objective`` what the
+    ``cost`` policy minimises: ``makespan`` (cycles), ``energy`` (pJ) or ``edp`` (their product)."""
     check_policy(policy, min_work_share)
+    if objective not in OBJECTIVES:
+        raise DcaccelError(f"unknown partition objective '{objective}' (choose from {', '.join(OBJECTIVES)})")
     if isinstance(workload, str):
         from dcaccel import workloads
 
@@ -202,14 +214,15 @@ def partition(
     if policy == "min-region" and host is not None:
         kept = too_small(groups, {name: w for name, (w, _) in work.items()}, min_nodes, min_work_share)
     elif policy == "cost" and host is not None:
-        best = run(dag, target)[1].costs.makespan_cycles
+        best = _objective(run(dag, target)[1].costs, objective)
         for index in range(len(groups)):
             on_host = unsupported | {name for i in [*kept, index] for name in groups[i]}
             _, trial_dag, trial_target = build(on_host)
-            cycles = run(trial_dag, trial_target)[1].costs.makespan_cycles
-            if cycles < best:
-                kept[index] = f"region cheaper on the host ({cycles} vs {best} cycles offloaded)"
-                best = cycles
+            value = _objective(run(trial_dag, trial_target)[1].costs, objective)
+            if value < best:
+                shown = f"{_shown(value)} vs {_shown(best)} {UNITS[objective]}"
+                kept[index] = f"region cheaper on the host ({shown} offloaded)"
+                best = value
     if kept:
         lowered, dag, target = build(unsupported | {name for index in kept for name in groups[index]})
         work = _node_figures(dag, task_costs(dag))
@@ -245,7 +258,23 @@ def partition(
                 macs=work.get(instance.name, (0, 0))[1],
             )
         )
-    return Partition(workload.name, arch.name, policy, host, nodes, regions, lowered, placed, scheduled, costed, links)
+    return Partition(
+        workload.name, arch.name, policy, host, nodes, regions, lowered, placed, scheduled, costed, links, objective
+    )
+
+
+def _objective(costs, objective: str) -> float:
+    """The value of ``objective`` of a schedule's costs on the architecture."""
+    return {
+        "makespan": costs.makespan_cycles,
+        "energy": costs.energy_total_pj,
+        "edp": costs.makespan_cycles * costs.energy_total_pj,
+    }[objective]
+
+
+def _shown(value: float) -> str:
+    """A value of an objective as a region's reason says it (cycles exactly, energies to four digits)."""
+    return str(value) if isinstance(value, int) else f"{value:.4g}"
 
 
 def _node_figures(dag, costs) -> dict[str, tuple[int, int]]:

@@ -22,7 +22,7 @@ from dcaccel.cli.models import (
 )
 from dcaccel.cli.table import format_table
 from dcaccel.errors import DcaccelError
-from dcaccel.partitioning import Partition, partition
+from dcaccel.partitioning import OBJECTIVES, Partition, partition
 from dcaccel.transforms.offload import POLICIES, op_instances
 
 #: Fill colours of the DOT graph: the host, then the accelerator's unit kinds in turn.
@@ -36,6 +36,12 @@ def register(subparsers) -> None:
     add_model_argument(parser)
     parser.add_argument("--arch", metavar="NAME|FILE", default="cgra", help="the design (default: %(default)s)")
     parser.add_argument("--policy", choices=POLICIES, default="greedy", help="(default: %(default)s)")
+    parser.add_argument(
+        "--objective",
+        choices=OBJECTIVES,
+        default="makespan",
+        help="what the cost policy minimises on the design: cycles, pJ or their product (default: %(default)s)",
+    )
     parser.add_argument(
         "--pes", type=bounded_int(1), default=16, help="units of a kind without a count (default: %(default)d)"
     )
@@ -67,6 +73,7 @@ def run(args: argparse.Namespace) -> int:
         pes=args.pes,
         min_nodes=args.min_nodes,
         min_work_share=args.min_work_share,
+        objective=args.objective,
     )
     if args.dot:
         with open(args.dot, "w", encoding="utf-8") as out:

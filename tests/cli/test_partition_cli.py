@@ -41,6 +41,24 @@ def test_json_report(files, capsys):
     assert sum(report["energy_split_pj"].values()) == pytest.approx(report["energy_pj"])
 
 
+@pytest.mark.parametrize("objective", ["makespan", "energy", "edp"])
+def test_cost_objective(files, capsys, objective):
+    """--objective is what the cost policy minimises: never more than greedy's value of it."""
+    model, design, _ = files
+    reports = {}
+    for policy in ("greedy", "cost"):
+        assert main(["partition", model, "--arch", design, "--policy", policy, "--objective", objective, "--json"]) == 0
+        reports[policy] = json.loads(capsys.readouterr().out)
+    assert reports["cost"]["objective"] == objective
+
+    def value(report):
+        return {"makespan": report["makespan"], "energy": report["energy_pj"]}.get(
+            objective, report["makespan"] * report["energy_pj"]
+        )
+
+    assert value(reports["cost"]) <= value(reports["greedy"])
+
+
 def test_text_report_and_dot(files, capsys):
     model, design, folder = files
     dot = folder / "chain.dot"

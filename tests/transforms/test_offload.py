@@ -150,11 +150,61 @@ def test_cost_policy_is_not_worse_than_greedy(resize_chain):
     [
         ({"policy": "all"}, "unknown partition policy 'all' \\(choose from greedy, min-region, cost\\)"),
         ({"min_work_share": 1.5}, "min_work_share must be between 0 and 1, got 1.5"),
+        ({"objective": "area"}, "unknown partition objective 'area' \\(choose from makespan, energy, edp\\)"),
     ],
 )
 def test_bad_options(resize_chain, options, message):
     with pytest.raises(DcaccelError, match=message):
         partition(resize_chain, NPU_ARCH, **options)
+
+
+@pytest.mark.parametrize(("objective", "unit"), [("makespan", "cycles"), ("energy", "pJ"), ("edp", "pJ·cycles")])
+@pytest.mark.parametrize("cpu", [{}, {"elements_per_cycle": 64, "macs_per_cycle": 64}])
+def test_cost_objective_is_not_worse_than_greedy(resize_chain, objective, unit, cpu):
+    """The cost policy starts from greedy and keeps a region on the host only when its objective drops."""
+
+    def value(result):
+        costs = result.schedule.costs
+        return {
+            "makespan": costs.makespan_cycles,
+            "energy": costs.energy_total_pj,
+            "edp": costs.makespan_cycles * costs.energy_total_pj,
+        }[objective]
+
+    design = _design(**cpu)
+    cost = partition(resize_chain, design, "cost", objective=objective)
+    greedy = partition(resize_chain, design, "greedy")
+    assert value(cost) <= value(greedy) and cost.summary()["objective"] == objective
+    kept = [r for r in cost.regions if not r.offloaded]
+    assert all(
+        r.reason.startswith("region cheaper on the host") and r.reason.endswith(f" {unit} offloaded)") for r in kept
+    )
+    assert (value(cost) < value(greedy)) == bool(kept)
+
+
+@pytest.mark.parametrize("policy", ["min-region", "cost"])
+def test_design_without_host_keeps_every_region_offloaded(policy):
+    """conv-seed is one region of one Conv (below min_nodes = 2): abstract has no host to keep it on."""
+    result = partition("conv-seed", "abstract", policy)
+    assert all(n.offloaded for n in result.nodes) and result.transfer_tasks == []
+
+
+@pytest.mark.slow
+def test_three_policies_three_splits_on_transformer_encoder():
+    """docs/partitioning.md's table: on cgra, greedy offloads the 7 regions, min-region keeps the two small
+    attention regions on the host, cost judged by energy keeps all 7 there (each is cheaper in pJ on the
+    host: its opaque task does not count the canonical program's off-chip re-reads)."""
+    splits = {
+        (policy, objective): partition("transformer-encoder", "cgra", policy, objective=objective)
+        for policy, objective in [("greedy", "makespan"), ("min-region", "makespan"), ("cost", "energy")]
+    }
+    offloaded = {key: sum(r.offloaded for r in result.regions) for key, result in splits.items()}
+    assert offloaded == {("greedy", "makespan"): 7, ("min-region", "makespan"): 5, ("cost", "energy"): 0}
+    host_sets = {frozenset(n.name for n in result.nodes if not n.offloaded) for result in splits.values()}
+    assert len(host_sets) == 3
+    greedy, cost = splits["greedy", "makespan"], splits["cost", "energy"]
+    assert cost.energy_pj < splits["min-region", "makespan"].energy_pj < greedy.energy_pj
+    assert cost.makespan > greedy.makespan
 
 
 def test_design_without_host_or_link(resize_chain):
