@@ -2,6 +2,7 @@
 
     python benchmarks/bench_scheduler.py [--sizes 1000 10000 100000 1000000] [--pes 16]
                                          [--families layered chain mv op lmv] [--schedulers streaming list]
+    python benchmarks/bench_scheduler.py --workload resnet18 [--arch tpu] [--impl Conv=mv] [--pes 64]
 
 For every family and size the DAG is generated once (not timed); each scheduler then runs in a
 forked child process, so that its peak resident memory is its own. ``time`` is the wall time of
@@ -9,6 +10,13 @@ forked child process, so that its peak resident memory is its own. ``time`` is t
 ``cpu`` its process CPU time (the machine may be shared), ``peak`` the child's peak RSS and ``+sched``
 what scheduling added to the memory the DAG already used. Targets: 10^5 tasks < 2 s and
 10^6 tasks < 30 s per scheduler.
+
+With ``--workload``, one built-in workload is run end to end instead, stage by stage in one child
+process: lowering (``--impl``), extraction, scheduling, then the on-chip placement (the knapsack of
+``dcaccel.scheduler.io``, for the on-chip capacity of ``--arch``) and the costing on ``--arch`` (which
+places the buffers again). ResNet-18 on ``tpu`` is the case where the buffers just exceed the unified
+buffer, so that the knapsack, not the "everything fits" shortcut, decides; ``onchip_buffers`` and the
+energy follow its choice.
 """
 
 from __future__ import annotations
@@ -21,8 +29,11 @@ import resource
 import time
 from dataclasses import astuple, dataclass, fields
 
+import dcaccel
+from dcaccel.architecture import load as load_architecture
 from dcaccel.dag import TaskDAG
 from dcaccel.dag import generators as gen
+from dcaccel.dag.extract import extract
 from dcaccel.scheduler import schedule
 
 FAMILIES = {
@@ -51,6 +62,24 @@ class Row:
     target: str
 
 
+@dataclass(frozen=True)
+class WorkloadRow:
+    workload: str
+    arch: str
+    scheduler: str
+    pes: int
+    tasks: int
+    lower_s: float
+    extract_s: float
+    schedule_s: float
+    placement_s: float
+    costing_s: float
+    peak_mb: float
+    onchip_buffers: int
+    makespan_cycles: int
+    energy_pj: float
+
+
 def _resident_mb() -> float:
     with open("/proc/self/statm") as statm:
         return int(statm.read().split()[1]) * os.sysconf("SC_PAGE_SIZE") / 2**20
@@ -71,18 +100,66 @@ def _measure(dag: TaskDAG, family: str, scheduler: str, pes: int, queue: multipr
     )  # fmt: skip
 
 
+def _run_workload(args: argparse.Namespace, queue: multiprocessing.Queue) -> None:
+    arch = load_architecture(args.arch)
+    onchip = arch.onchip_capacity_elements
+    start = time.perf_counter()
+    lowered = dcaccel.workloads.get(args.workload).lower(dict(choice.split("=", 1) for choice in args.impl))
+    lowered_at = time.perf_counter()
+    dag = extract(lowered)
+    extracted_at = time.perf_counter()
+    rows = []
+    for scheduler in args.schedulers:
+        scheduled = time.perf_counter()
+        result = schedule(dag, args.pes, scheduler, validate=False)
+        placed = time.perf_counter()
+        io = result.io_at(onchip)
+        costed = time.perf_counter()
+        costs = result.cost_on(arch, onchip)
+        done = time.perf_counter()
+        rows.append(
+            WorkloadRow(args.workload, arch.label, scheduler, args.pes, len(dag.tasks), lowered_at - start,
+                        extracted_at - lowered_at, placed - scheduled, costed - placed, done - costed,
+                        resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024, len(io.onchip_buffers),
+                        costs.makespan_cycles, costs.energy_total_pj)
+        )  # fmt: skip
+    queue.put(rows)
+
+
+def _print_header(row_type: type, widths: list[int]) -> None:
+    print("  ".join(f.name.rjust(w) for f, w in zip(fields(row_type), widths, strict=True)), flush=True)
+
+
+def _print_row(row, widths: list[int]) -> None:
+    cells = [f"{c:.2f}" if isinstance(c, float) else str(c) for c in astuple(row)]
+    print("  ".join(c.rjust(w) for c, w in zip(cells, widths, strict=True)), flush=True)
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--sizes", type=int, nargs="+", default=[1_000, 10_000, 100_000, 1_000_000])
     parser.add_argument("--pes", type=int, default=16)
     parser.add_argument("--families", nargs="+", choices=FAMILIES, default=list(FAMILIES))
     parser.add_argument("--schedulers", nargs="+", choices=["streaming", "list"], default=["streaming", "list"])
+    parser.add_argument("--workload", help="a built-in workload to run end to end instead of generated DAGs")
+    parser.add_argument("--arch", default="tpu", help="with --workload: the architecture it is costed on")
+    parser.add_argument("--impl", nargs="+", default=["Conv=mv"], help="with --workload: OP=IMPL ...")
     args = parser.parse_args()
 
     context = multiprocessing.get_context("fork")
-    header = [f.name for f in fields(Row)]
+    if args.workload is not None:
+        queue = context.Queue()
+        child = context.Process(target=_run_workload, args=(args, queue))
+        child.start()
+        rows = queue.get()
+        child.join()
+        widths = [10, 6, 10, 4, 7, 8, 9, 10, 11, 9, 8, 14, 15, 16]
+        _print_header(WorkloadRow, widths)
+        for row in rows:
+            _print_row(row, widths)
+        return
     widths = [10, 9, 9, 10, 4, 8, 8, 9, 9, 12, 7, 8]
-    print("  ".join(h.rjust(w) for h, w in zip(header, widths, strict=True)), flush=True)
+    _print_header(Row, widths)
     for size in args.sizes:
         for family in args.families:
             dag = FAMILIES[family](size)
@@ -92,8 +169,7 @@ def main() -> None:
                 child.start()
                 row = queue.get()
                 child.join()
-                cells = [f"{c:.2f}" if isinstance(c, float) else str(c) for c in astuple(row)]
-                print("  ".join(c.rjust(w) for c, w in zip(cells, widths, strict=True)), flush=True)
+                _print_row(row, widths)
             del dag
 
 
