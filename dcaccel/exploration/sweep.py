@@ -380,17 +380,20 @@ class Sweep:
             found += schedule_points(workload.name, built, self.grid, self.label, self.cost_model, self.archs)
         for policy, arch, pes in partition_runs(self.grid, self.archs):
             start = time.perf_counter()
-            split = partition(
-                workload,
-                arch,
-                policy,
-                choices=assignment.as_dict(),
-                pes=pes,
-                min_nodes=self.grid.min_nodes,
-                min_work_share=self.grid.min_work_share,
-                granularity=self.granularity,
-                edge_volume=self.edge_volume,
-            )
+            with warnings.catch_warnings(record=True) as caught:
+                warnings.simplefilter("always")
+                split = partition(
+                    workload,
+                    arch,
+                    policy,
+                    choices=assignment.as_dict(),
+                    pes=pes,
+                    min_nodes=self.grid.min_nodes,
+                    min_work_share=self.grid.min_work_share,
+                    granularity=self.granularity,
+                    edge_volume=self.edge_volume,
+                )
+            _warn_once(workload.name, caught)
             label = str(assignment.lowered(_placed_implementations(split, assignment), nodes_by_op_type(workload)))
             built = LoweredDAG(assignment, label, split.dag, time.perf_counter() - start, 0.0)
             grid = replace(self.grid, pes=(pes,), schedulers=(HETEROGENEOUS,))
