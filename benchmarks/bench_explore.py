@@ -133,7 +133,10 @@ def main(names: list[str], paths: list[str]) -> None:
 
 if __name__ == "__main__":
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("sweeps", nargs="*", choices=list(SWEEPS), default=None)
+    parser.add_argument("sweeps", nargs="*", metavar="SWEEP", help=f"any of {', '.join(SWEEPS)}")
     parser.add_argument("--paths", default="composed,whole", help="composed, whole or both (default)")
     args = parser.parse_args()
+    unknown = [name for name in args.sweeps if name not in SWEEPS]
+    if unknown:
+        parser.error(f"unknown sweep {unknown[0]!r} (known: {', '.join(SWEEPS)})")
     main(args.sweeps or DEFAULT, [path for path in args.paths.split(",") if path])
