@@ -14,6 +14,7 @@
 
 from __future__ import annotations
 
+import bisect
 from dataclasses import dataclass
 
 import numpy as np
@@ -50,16 +51,22 @@ def onchip_placement(g: CanonicalGraph, blocks: list[list[int]], capacity: int) 
     return chosen
 
 
+#: Rows with at least this many steps are merged with numpy; shorter ones in Python, where numpy's
+#: per-call overhead would dominate (the many small blocks of a streaming schedule).
+NUMPY_ROW_STEPS = 64
+
+
 def _knapsack(weights: list[int], values: list[int], capacity: int) -> list[int]:
     """Indices of the items the 0/1 knapsack DP table takes, traced back from the last item (an item
     is taken where its row improves strictly on the previous one), in descending order.
 
     Row i of the table, ``best_i(c)`` (the most value of the first i items within weight c), is a
     non-decreasing step function of c and is kept as its steps (weights where it rises strictly, and
-    its values there, in the narrowest unsigned numpy type that holds the capacity and the total
-    value), so that time and memory follow the number of steps, never the capacity. The trace-back
-    reads row i only at weights of at least ``capacity`` minus the weights of items i.. that fit (what
-    the later items can have taken), so each row keeps only the steps from the one in force there."""
+    its values there), so that time and memory follow the number of steps, never the capacity. A row
+    is built from the previous one by one linear merge: in Python while short, then as numpy arrays
+    of the narrowest unsigned type that holds the capacity and the total value. The trace-back reads
+    row i only at weights of at least ``capacity`` minus the weights of items i.. that fit (what the
+    later items can have taken), so each row keeps only the steps from the one in force there."""
     if sum(weights) <= capacity:
         return list(range(len(weights)))
     dtype = np.min_scalar_type(max(capacity, sum(values)))  # object beyond 64 bits
@@ -69,11 +76,14 @@ def _knapsack(weights: list[int], values: list[int], capacity: int) -> list[int]
     for i in range(len(weights) - 1, -1, -1):
         lowest[i] = capacity - later
         later += weights[i] if fits[i] else 0
-    row = (np.zeros(1, dtype), np.zeros(1, dtype))  # best_0: 0 from weight 0 on
+    row = ([0], [0])  # best_0: 0 from weight 0 on
     rows = [row]
     for i, (weight, value) in enumerate(zip(weights, values, strict=True)):
         if fits[i]:
-            row = _add_item(*row, weight, value, capacity, lowest[i])
+            if isinstance(row[0], list) and len(row[0]) >= NUMPY_ROW_STEPS:
+                row = (np.array(row[0], dtype), np.array(row[1], dtype))
+            add_item = _add_item if isinstance(row[0], np.ndarray) else _add_item_short
+            row = add_item(*row, weight, value, capacity, max(lowest[i], 0))
         rows.append(row)
     taken = []
     room = capacity
@@ -102,13 +112,40 @@ def _add_item(
     merged_at, reached = merged_at[last], reached[last]
     rises = np.insert(reached[1:] > reached[:-1], 0, True)
     merged_at, reached = merged_at[rises], reached[rises]
-    first = max(int(np.searchsorted(merged_at, max(lowest, 0), "right")) - 1, 0)
+    first = max(int(np.searchsorted(merged_at, lowest, "right")) - 1, 0)
     return merged_at[first:], reached[first:]
 
 
-def _step(at: np.ndarray, best: np.ndarray, c: int) -> int:
+def _add_item_short(
+    at: list[int], best: list[int], weight: int, value: int, capacity: int, lowest: int
+) -> tuple[list[int], list[int]]:
+    """:func:`_add_item` on Python lists, for short rows: the same merge, one step at a time."""
+    shifted = bisect.bisect_right(at, capacity - weight)
+    steps_at: list[int] = []
+    steps_best: list[int] = []
+    i = j = 0
+    running = -1
+    while i < len(at) or j < shifted:
+        if j == shifted or (i < len(at) and at[i] <= at[j] + weight):
+            c, reached = at[i], best[i]
+            i += 1
+        else:
+            c, reached = at[j] + weight, best[j] + value
+            j += 1
+        if reached > running:
+            running = reached
+            if steps_at and steps_at[-1] == c:
+                steps_best[-1] = running
+            else:
+                steps_at.append(c)
+                steps_best.append(running)
+    first = max(bisect.bisect_right(steps_at, lowest) - 1, 0)
+    return steps_at[first:], steps_best[first:]
+
+
+def _step(at: list[int] | np.ndarray, best: list[int] | np.ndarray, c: int) -> int:
     """The value of the step function (``at``, ``best``) at weight ``c`` (>= its first step)."""
-    return int(best[int(np.searchsorted(at, c, "right")) - 1])
+    return int(best[bisect.bisect_right(at, c) - 1])
 
 
 def global_io(g: CanonicalGraph, streaming: bytearray, onchip: set[int]) -> tuple[int, int, int]:

@@ -5,13 +5,14 @@ from __future__ import annotations
 
 import bisect
 import tracemalloc
+from unittest import mock
 
 import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from dcaccel.dag import generators as gen
-from dcaccel.scheduler import schedule
+from dcaccel.scheduler import io, schedule
 from dcaccel.scheduler.io import _knapsack
 
 
@@ -83,6 +84,15 @@ def test_same_choice_as_the_dense_table(items, capacity):
     taken = _knapsack(weights, values, capacity)
     assert taken == dense_knapsack(weights, values, capacity)
     assert taken == bisect_knapsack(weights, values, capacity)
+
+
+@settings(max_examples=200, deadline=None)
+@given(items=item_lists(40, 60, 10), capacity=st.integers(0, 120), numpy_from=st.sampled_from([0, 1, 3, 10**9]))
+def test_same_choice_by_either_merge(items, capacity, numpy_from):
+    """Rows merged in numpy from the first (0), after a few steps, or never: the same choice."""
+    weights, values = [w for w, _ in items], [v for _, v in items]
+    with mock.patch.object(io, "NUMPY_ROW_STEPS", numpy_from):
+        assert _knapsack(weights, values, capacity) == dense_knapsack(weights, values, capacity)
 
 
 @settings(max_examples=150, deadline=None)
