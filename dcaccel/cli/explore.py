@@ -47,6 +47,7 @@ from dcaccel.exploration.mapping import LAYER, MAPPING
 from dcaccel.exploration.points import SWEEP_SCHEDULERS
 from dcaccel.exploration.store import MAX_INTEGER
 from dcaccel.exploration.store import SUFFIXES as RESULT_SUFFIXES
+from dcaccel.partitioning import OBJECTIVES as PARTITION_OBJECTIVES
 from dcaccel.scheduler import SCHEDULERS
 
 DEMO_MODEL = "conv-seed"
@@ -123,6 +124,12 @@ def register(subparsers) -> None:
         type=non_negative_float,
         default=0.05,
         help="min-region: least share of the work (default: %(default)g)",
+    )
+    parser.add_argument(
+        "--partition-objective",
+        default="makespan",
+        choices=PARTITION_OBJECTIVES,
+        help="what the cost policy minimises: cycles, pJ or their product (default: %(default)s)",
     )
     parser.add_argument(
         "--onchip",
@@ -250,6 +257,7 @@ def run(args: argparse.Namespace) -> int:
             partition_policy=policies,
             min_nodes=args.min_nodes,
             min_work_share=args.min_work_share,
+            partition_objective=args.partition_objective,
         )
     except SweepError as err:
         results, status = err.results, 1

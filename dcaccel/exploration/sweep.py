@@ -36,6 +36,7 @@ from dcaccel.exploration.points import SWEEP_SCHEDULERS, ExplorationPoint, metri
 from dcaccel.exploration.store import ResultStore
 from dcaccel.frontend import ops
 from dcaccel.frontend.ops import library_nodes
+from dcaccel.partitioning import OBJECTIVES as PARTITION_OBJECTIVES
 from dcaccel.partitioning import Partition, energy_split, partition
 from dcaccel.scheduler import HETEROGENEOUS, PARTITIONINGS, CanonicalGraph, schedule
 from dcaccel.scheduler.heft import unit_layout
@@ -68,6 +69,7 @@ class Grid:
     partition_policies: tuple[str, ...] = (NO_PARTITION,)
     min_nodes: int = 2  # of the min-region policy
     min_work_share: float = 0.05  # likewise
+    partition_objective: str = "makespan"  # what the cost policy minimises
 
     def __len__(self) -> int:
         return len(self.pes) * len(self.schedulers)
@@ -392,6 +394,7 @@ class Sweep:
                     min_work_share=self.grid.min_work_share,
                     granularity=self.granularity,
                     edge_volume=self.edge_volume,
+                    objective=self.grid.partition_objective,
                 )
             _warn_once(workload.name, caught)
             label = str(assignment.lowered(_placed_implementations(split, assignment), nodes_by_op_type(workload)))
@@ -408,7 +411,11 @@ class Sweep:
         return {
             "edge_volume": self.edge_volume,
             "partitioning": self.grid.partitioning,
-            "partition thresholds": {"min_nodes": self.grid.min_nodes, "min_work_share": self.grid.min_work_share},
+            "partition options": {
+                "min_nodes": self.grid.min_nodes,
+                "min_work_share": self.grid.min_work_share,
+                "objective": self.grid.partition_objective,
+            },
             "cost_model": asdict(self.cost_model),
             **{f"architecture {arch.label}": arch.to_dict() for arch in self.archs},
             **fingerprint(workload),
@@ -563,6 +570,7 @@ def explore(
     partition_policy: str | Iterable[str] | None = None,
     min_nodes: int = 2,
     min_work_share: float = 0.05,
+    partition_objective: str = "makespan",
 ) -> pd.DataFrame:
     """Explore ``workload`` (a Workload or a built-in name) and return one row per design point.
 
@@ -612,7 +620,8 @@ def explore(
         pipeline's points), ``"greedy"``, ``"min-region"``, ``"cost"``: a dimension of the sweep. Each
         policy partitions every assignment between each architecture's host and its accelerator
         (:func:`dcaccel.partition`, the assignment as its choices, ``min_nodes`` and ``min_work_share``
-        for ``min-region``) and schedules the placed DAG with HEFT (``scheduler`` must include
+        for ``min-region``, ``partition_objective`` — ``makespan``, ``energy`` or ``edp`` — for ``cost``)
+        and schedules the placed DAG with HEFT (``scheduler`` must include
         ``"heft"``) for each number of the architecture's units P gives; the ``partition_policy``,
         ``offloaded_work_share``, ``transfer_volume`` and host/accelerator/transfer energy columns
         describe the split (``docs/partitioning.md``).
@@ -643,7 +652,7 @@ def explore(
     if objective not in metrics():
         raise DcaccelError(f"explore: objective {objective!r} is not a numeric column of the results")
     check_executor(executor, address, workers)
-    policies = _partition_policies(partition_policy, schedulers, min_nodes, min_work_share)
+    policies = _partition_policies(partition_policy, schedulers, min_nodes, min_work_share, partition_objective)
     grid = Grid(
         _as_tuple(pes, "pes", 1),
         schedulers,
@@ -652,6 +661,7 @@ def explore(
         policies,
         min_nodes,
         min_work_share,
+        partition_objective,
     )
     archs = architectures(arch, arch_params)
     check_units(grid, archs)
@@ -714,7 +724,11 @@ def explore(
 
 
 def _partition_policies(
-    policy: str | Iterable[str] | None, schedulers: Sequence[str], min_nodes: int, min_work_share: float
+    policy: str | Iterable[str] | None,
+    schedulers: Sequence[str],
+    min_nodes: int,
+    min_work_share: float,
+    objective: str,
 ) -> tuple[str, ...]:
     """The ``partition_policy`` values of a sweep (None: the plain pipeline), checked."""
     policies = (NO_PARTITION,) if policy is None else _as_tuple(policy, "partition_policy")
@@ -729,6 +743,10 @@ def _partition_policies(
     if isinstance(min_nodes, bool) or not isinstance(min_nodes, numbers.Integral) or min_nodes < 0:
         raise DcaccelError(f"explore: min_nodes must be an integer of at least 0, got {min_nodes!r}")
     check_work_share(min_work_share)
+    if objective not in PARTITION_OBJECTIVES:
+        raise DcaccelError(
+            f"explore: unknown partition objective {objective!r} (expected {', '.join(PARTITION_OBJECTIVES)})"
+        )
     return tuple(dict.fromkeys(policies))
 
 

@@ -92,6 +92,26 @@ def test_without_policy_the_points_are_the_plain_pipelines(sweeps):
     assert (plain["transfer_volume"] == 0).all() and (plain["partition_policy"] == "none").all()
 
 
+@pytest.mark.parametrize("objective", ["energy", "edp"])
+def test_cost_policy_objective(objective):
+    """partition_objective is the cost policy's objective: the point is dcaccel.partition's with it."""
+    frame = explore(
+        "conv-seed",
+        {"Conv": ["mv"]},
+        pes=[16],
+        scheduler="heft",
+        arch="cgra",
+        partition_policy="cost",
+        partition_objective=objective,
+        progress=False,
+    )
+    split = dcaccel.partition("conv-seed", "cgra", "cost", choices={"Conv": "mv"}, pes=16, objective=objective)
+    (row,) = frame.itertuples(index=False)
+    assert (row.makespan_cycles, row.transfer_volume) == (split.makespan, split.transfer_volume)
+    assert row.energy_pj == pytest.approx(split.energy_pj)
+    assert row.offloaded_work_share == pytest.approx(split.offloaded_work_share)
+
+
 def test_result_file_keys_points_by_policy(tmp_path):
     """A resumed file gains the points of a policy it lacks (the assignment is evaluated again: its points
     are one unit) with the same values for the others."""
@@ -112,6 +132,7 @@ def test_result_file_keys_points_by_policy(tmp_path):
         ({"partition_policy": "cost", "scheduler": "list"}, "only the heft scheduler honours"),
         ({"partition_policy": "min-region", "min_work_share": 1.5}, "min_work_share must be between 0 and 1"),
         ({"partition_policy": "min-region", "min_nodes": -1}, "min_nodes must be an integer of at least 0"),
+        ({"partition_policy": "cost", "partition_objective": "area"}, "unknown partition objective 'area'"),
     ],
 )
 def test_bad_partition_options(options, message):
