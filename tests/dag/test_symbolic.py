@@ -109,8 +109,10 @@ def test_tiles_need_concrete_sizes(mmm_lowered):
 #: Sizes of the workloads whose defaults are large: the default MobileNetV2 block's DAG has 608,405 tasks
 #: (a minute per extraction); ResNet-18 loads its 224×224 input in 10 s. The same ops at smaller sizes.
 WORKLOAD_SIZES = {"mobilenetv2-block": {"channels": 8, "image": 7}, "resnet18": {"image": 64}}
-#: Lowering ResNet-18 takes about 10 s: marked slow.
+#: Lowering ResNet-18 takes about 10 s: marked slow. Its default implementations are spelled out as
+#: tests/transforms/test_fully_lowered.py spells them, so that the two share the lowering.
 SLOW_WORKLOADS = {"resnet18"}
+WORKLOAD_CHOICES = {"resnet18": {"Conv": "mv", "Gemm": "mv"}}
 GRANULARITIES = ["task", "coarse", ("tiles", 3)]
 
 
@@ -129,7 +131,7 @@ def _workload_cases():
 def test_closed_form_of_every_workload_equals_its_dag(lowered_workload, name, granularity, rule):
     """The closed form evaluated at the workload's sizes gives the metrics of the DAG ``extract`` builds
     (tiles need concrete iteration counts: the sizes are then fixed before the walk)."""
-    lowered = lowered_workload(name, **WORKLOAD_SIZES.get(name, {}))
+    lowered = lowered_workload(name, WORKLOAD_CHOICES.get(name), **WORKLOAD_SIZES.get(name, {}))
     sizes = lowered.workload.symbols
     closed = symbolic_metrics(lowered, granularity, rule, symbols=sizes if isinstance(granularity, tuple) else None)
     evaluated = closed.evaluate(**{s.name: sizes[s.name] for s in closed.symbols})
