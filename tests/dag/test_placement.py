@@ -1,0 +1,82 @@
+"""dcaccel.dag.placement.place on hand-built DAGs (no DaCe): units on tasks and buffers, a transfer task
+on an edge crossing between host and accelerator, a landing buffer when the consumer re-reads, the
+canonical MACs of an opaque host task."""
+
+from __future__ import annotations
+
+import subprocess
+import sys
+
+import pytest
+
+from dcaccel.architecture.links import TRANSFER
+from dcaccel.dag.placement import place, transfer_tasks
+from dcaccel.dag.taskdag import NodeKind, TaskDAG
+
+LINKS = {("cpu", "npu"): "cpu_npu_link"}
+
+
+def _chain(read: int) -> TaskDAG:
+    """source → X (program input) → a → B → b → Y: a writes 10 elements into B, b reads ``read`` of them
+    (more than 10: re-reads) and writes 5 into Y."""
+    dag = TaskDAG("chain")
+    source = dag.add_node(NodeKind.SOURCE, "source")
+    x = dag.add_node(NodeKind.BUFFER, "X")
+    a = dag.add_node(NodeKind.TASK, "a", node="a", opaque=True)
+    b_buffer = dag.add_node(NodeKind.BUFFER, "B")
+    b = dag.add_node(NodeKind.TASK, "b", node="b")
+    y = dag.add_node(NodeKind.BUFFER, "Y")
+    for src, dst, volume in [(source, x, 10), (x, a, 10), (a, b_buffer, 10), (b_buffer, b, read), (b, y, 5)]:
+        dag.add_edge(src, dst, volume)
+    return dag
+
+
+def _by_label(dag: TaskDAG) -> dict[str, int]:
+    return {dag.label(v): v for v in range(dag.num_nodes)}
+
+
+@pytest.mark.parametrize(("read", "landing"), [(10, False), (30, True)])
+def test_transfer_on_the_crossing_edge(read, landing):
+    placed = place(_chain(read), {"a": "cpu", "b": "npu"}, "cpu", LINKS)
+    nodes = _by_label(placed)
+    units = {label: placed.node(v).meta.get("unit") for label, v in nodes.items()}
+    assert {label: units[label] for label in ("source", "X", "a", "B", "b", "Y")} == {
+        "source": None,
+        "X": None,  # a program input: written by nothing, on no side
+        "a": "cpu",
+        "B": "cpu",  # the side of its first writer
+        "b": "npu",
+        "Y": "npu",
+    }
+    (transfer,) = transfer_tasks(placed)
+    meta = placed.node(transfer).meta
+    assert (meta["op"], meta["transfer"], meta["unit"], meta["macs"]) == (
+        TRANSFER,
+        "to-accelerator",
+        "cpu_npu_link",
+        10,
+    )
+    edges = {(placed.label(src), placed.label(dst)): volume for src, dst, volume in placed.edges}
+    label = placed.label(transfer)
+    assert edges[("B", label)] == 10  # the link carries what B received, once
+    if landing:
+        assert (edges[(label, "B@npu")], edges[("B@npu", "b")]) == (10, read)
+        assert placed.node(nodes["B@npu"]).meta["unit"] == "npu"
+    else:
+        assert edges[(label, "b")] == read and "B@npu" not in nodes
+    assert ("B", "b") not in edges
+
+
+@pytest.mark.parametrize(
+    ("target", "host", "macs"), [({"a": "cpu", "b": "cpu"}, "cpu", 99), ({"a": "npu", "b": "npu"}, "cpu", None)]
+)
+def test_same_side_moves_nothing_and_host_opaque_tasks_get_canonical_macs(target, host, macs):
+    dag = _chain(30)
+    placed = place(dag, target, host, LINKS, {"a": 99})
+    assert transfer_tasks(placed) == [] and list(placed.edges) == list(dag.edges)
+    assert placed.node(_by_label(placed)["a"]).meta.get("macs") == macs
+
+
+def test_placement_does_not_import_dace():
+    code = "import sys, dcaccel.dag.placement; sys.exit('dace' in sys.modules)"
+    assert subprocess.run([sys.executable, "-c", code], check=False).returncode == 0
