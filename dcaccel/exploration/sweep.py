@@ -2,8 +2,10 @@
 
 Each assignment is lowered and its task DAG extracted once; all its (P, scheduler, architecture,
 on-chip memory) points are then scheduled on that DAG, in the same process (see :mod:`dcaccel.exploration.executors`
-for where that happens). Nothing is compiled. Points stream into an optional result file
-(:mod:`dcaccel.exploration.store`) as their assignments finish, and a resumed sweep skips the stored ones.
+for where that happens). A partition policy (``partition_policy``) adds, per assignment, the points of
+its partitions (:func:`dcaccel.partition`, scheduled with HEFT). Nothing is compiled. Points stream into an
+optional result file (:mod:`dcaccel.exploration.store`) as their assignments finish, and a resumed sweep skips
+the stored ones.
 """
 
 import math
@@ -627,7 +629,8 @@ def explore(
         describe the split (``docs/partitioning.md``).
     :raises SweepError: after the whole sweep, when assignments failed; it carries the finished points
         (``results``) and the failures. Every executor returns the same rows in the same order (the
-        order of the assignments, then P, scheduler, architecture, on-chip memory), timing columns aside.
+        order of the assignments, then P, scheduler, architecture, on-chip memory; the partition policies'
+        points after the plain ones, by policy, architecture, P), timing columns aside.
     :return: a DataFrame whose columns are the fields of :class:`ExplorationPoint`.
     """
     if strategy == MAPPING:
