@@ -118,8 +118,9 @@ def build_dag(
 
     With ``compose``, the DAG is composed from the fragments of earlier lowerings of the workload in this
     process (:mod:`dcaccel.dag.compose`; ``lower_seconds`` counts the lowerings done for fragments,
-    composing counts as extraction). When a node's fragment is missing, the ``covers`` (assignments that
-    together give every node each implementation of the sweep) are lowered first, once per process. The
+    composing counts as extraction). When a node's fragment is missing, the assignment is lowered whole
+    (its fragments kept), then the ``covers`` (assignments that together give every node each
+    implementation of the sweep), once per process and only while composition applies. The
     first composed DAG is checked against the whole-program extraction; where composition does not
     apply, every assignment is lowered whole and one warning says why."""
     composer = composer_for(workload) if compose else None
@@ -130,14 +131,19 @@ def build_dag(
         with warnings.catch_warnings(record=True) as caught:
             warnings.simplefilter("always")
             dag = composer.dag(choices, granularity, edge_volume, strict)
-            if dag is None and composer.reason is None and composer.missing(choices):
-                for cover in covers:
-                    if str(cover) not in composer.lowerings:
-                        _lower(workload, cover, strict, composer)
-                lowered_at = time.perf_counter()
-                dag = composer.dag(choices, granularity, edge_volume, strict)
-            else:
-                lowered_at = start
+        if dag is None and composer.reason is None and composer.missing(choices):
+            # this assignment lowered whole gives its own fragments (and tells whether composition
+            # applies at all); then the covers give the fragments later assignments need
+            built = _lowered_dag(workload, assignment, granularity, edge_volume, strict, composer)
+            covered = time.perf_counter()
+            for cover in covers:
+                if composer.reason is not None:
+                    break
+                if str(cover) not in composer.lowerings:
+                    _lower(workload, cover, strict, composer)
+            _report_composition(workload.name, composer.reason)
+            return replace(built, lower_seconds=built.lower_seconds + time.perf_counter() - covered)
+        lowered_at = start
         _report_composition(workload.name, composer.reason)
         if dag is not None:
             label = str(assignment.lowered(composer.implementations(choices), nodes_by_op_type(workload)))
