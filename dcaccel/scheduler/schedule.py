@@ -18,6 +18,7 @@ from functools import cached_property
 
 from dcaccel.dag.metrics import io_volume, streaming_depth, upward_ranks
 from dcaccel.dag.taskdag import TaskDAG
+from dcaccel.dag.walk import without_cycle_collection
 from dcaccel.errors import DcaccelError
 from dcaccel.scheduler.gang import block_orders
 from dcaccel.scheduler.graph import CanonicalGraph
@@ -78,6 +79,7 @@ class Schedule:
         self._placement = placement
         self.costs = None  # ArchitectureCosts when scheduled with ``arch`` (dcaccel.scheduler.architecture)
         self.unit_of_pe: list[str] | None = None  # the unit kind of every PE (heterogeneous schedules)
+        self._io_at: dict[int, IOVolume] = {}  # on-chip capacity -> its I/O split (io_at)
 
     # ------------------------------------------------------------------ per node
 
@@ -126,7 +128,7 @@ class Schedule:
 
     @cached_property
     def depth(self) -> int:
-        return upward_ranks(self.dag, self.graph.cost)[self.graph.source]
+        return self._derived("depth", lambda: upward_ranks(self.dag, self.graph.cost)[self.graph.source])
 
     @cached_property
     def streaming_depth(self):
@@ -176,15 +178,26 @@ class Schedule:
     @cached_property
     def io_volume(self) -> int:
         """Buffer I/O (§7.1), independent of the schedule."""
-        return io_volume(self.dag)
+        return self._derived("io_volume", lambda: io_volume(self.dag))
+
+    def _derived(self, name: str, compute):
+        """A figure of the graph alone, computed once for every schedule of the graph (``graph.derived``)."""
+        derived = self.graph.derived
+        if name not in derived:
+            derived[name] = compute()
+        return derived[name]
 
     def io_at(self, onchip: int) -> IOVolume:
         """I/O split for an on-chip capacity of ``onchip`` elements per block (§7.2, §7.3); a list
-        schedule is one block."""
-        blocks = self.blocks or [list(range(self.graph.n))]
-        placed = onchip_placement(self.graph, blocks, onchip)
-        off, on, streamed = global_io(self.graph, self.streaming, placed)
-        return IOVolume(self.io_volume, off, on, streamed, onchip, tuple(sorted(placed)))
+        schedule is one block. Computed once per capacity (the sweep asks for it again to cost the
+        schedule on an architecture)."""
+        if onchip not in self._io_at:
+            with without_cycle_collection():
+                blocks = self.blocks or [list(range(self.graph.n))]
+                placed = onchip_placement(self.graph, blocks, onchip)
+                off, on, streamed = global_io(self.graph, self.streaming, placed)
+            self._io_at[onchip] = IOVolume(self.io_volume, off, on, streamed, onchip, tuple(sorted(placed)))
+        return self._io_at[onchip]
 
     @cached_property
     def io(self) -> IOVolume:
@@ -198,7 +211,8 @@ class Schedule:
         from dcaccel.scheduler.architecture import architecture_costs
 
         placed = self.io if onchip is None else self.io_at(onchip)
-        return architecture_costs(self, arch, frozenset(placed.onchip_buffers), self.transfer_bandwidth)
+        with without_cycle_collection():
+            return architecture_costs(self, arch, frozenset(placed.onchip_buffers), self.transfer_bandwidth)
 
     def summary(self) -> dict:
         """The schedule's figures as a JSON-ready dict."""
