@@ -49,6 +49,8 @@ from dcaccel.scheduler.timeline import Timing
 
 #: Largest denominator a throughput or bandwidth is approximated with (exact for decimal YAML values).
 _DENOMINATOR = 1 << 20
+#: The rate of one element per cycle (the abstract model's), as :func:`_ratio` writes it.
+_ONE_PER_CYCLE = (1, 1)
 
 LEVELS = ("offchip", "onchip", "local", "links", "compute")
 
@@ -170,6 +172,20 @@ def _cycles(amount: int, rate: tuple[int, int] | None) -> int:
     return -(-amount * rate[1] // rate[0])
 
 
+def _task_ops(g) -> tuple[list[int], list[str | None], list[int]]:
+    """The tasks of ``g``, their ops (``meta["op"]``) and their MACs (``meta["macs"]``, else the first
+    in-edge's volume): read from the DAG once per graph, for every schedule costed on it."""
+    found = g.derived.get("task_ops")
+    if found is None:
+        dag = g.dag
+        tasks = list(dag.tasks)
+        metas = [dag.meta(v) for v in tasks]
+        ops = [meta.get("op") for meta in metas]
+        macs = [int(meta.get("macs", g.in_volume[v])) for v, meta in zip(tasks, metas, strict=True)]
+        found = g.derived["task_ops"] = (tasks, ops, macs)
+    return found
+
+
 def architecture_costs(
     schedule,
     arch: Architecture,
@@ -202,9 +218,8 @@ def architecture_costs(
     rates = {unit: (_ratio(arch.throughput(unit)), _ratio(arch.mac_rate(unit))) for unit in arch.units}
     unit_by_op: dict[str | None, str] = {}
     placed_on = schedule.unit_of_pe
-    for v in dag.tasks:
-        meta = dag.meta(v)
-        op = meta.get("op")
+    t_start, t_end, t_first = t.start, t.end, t.first_output
+    for v, op, task_macs in zip(*_task_ops(g), strict=True):
         if placed_on is not None:
             unit = placed_on[t.pe[v]]
             if ANY_OP not in arch.units[unit].ops and op not in arch.units[unit].ops:
@@ -217,9 +232,14 @@ def architecture_costs(
                 unit = unit_by_op[op] = arch.unit_for(op)
         unit_of[v] = unit
         throughput, mac_rate = rates[unit]
-        macs[v] = int(meta.get("macs", g.in_volume[v]))
-        run[v] = max(_cycles(t.end[v] - t.start[v], throughput), _cycles(macs[v], mac_rate))
-        lead[v] = min(_cycles(t.first_output[v] - t.start[v], throughput), run[v])
+        macs[v] = task_macs
+        begin = t_start[v]
+        if throughput == _ONE_PER_CYCLE:  # ⌈D / 1⌉ = D
+            runs, leads = t_end[v] - begin, t_first[v] - begin
+        else:
+            runs, leads = _cycles(t_end[v] - begin, throughput), _cycles(t_first[v] - begin, throughput)
+        run[v] = max(runs, _cycles(task_macs, mac_rate))
+        lead[v] = min(leads, run[v])
 
     bandwidths = {name: _ratio(memory.bandwidth_bytes_per_cycle) for name, memory in arch.memories.items()}
     links = {(a, b): arch.link(a, b) for a in arch.units for b in arch.units}
@@ -304,8 +324,7 @@ def architecture_costs(
     position = [0] * n
     for index, v in enumerate(schedule.placement_order):
         position[v] = index
-    t_start, t_end = t.start, t.end
-    order = sorted(range(n), key=lambda v: (t_start[v], t_end[v], position[v]))
+    order = [v for *_, v in sorted(zip(t_start, t_end, position, range(n), strict=True))]
     start, end, first = [0] * n, [0] * n, [0] * n
     pe = t.pe
     in_start, in_edges = g.in_start, g.in_edges
