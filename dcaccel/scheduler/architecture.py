@@ -252,21 +252,21 @@ def architecture_costs(
     reads = dict.fromkeys(arch.memories, 0)
     writes = dict.fromkeys(arch.memories, 0)
     crossings: dict[tuple[str, str], int] = defaultdict(int)  # (component, component) -> elements
-    slots: list[list[tuple[str, str, int, int]]] = [[] for _ in range(n)]
+    slots: list[list[tuple[str, str, int, int, int]]] = [[] for _ in range(n)]  # ... and the slot's cycles
 
     def read(node: int, memory: str, volume: int, e: int) -> None:
         reads[memory] += volume
         if unit_of[node] is not None:
             crossings[unit_of[node], memory] += volume
         if bandwidths[memory] is not None:
-            slots[node].append((memory, "read", volume, e))
+            slots[node].append((memory, "read", volume, e, _cycles(volume * element_bytes, bandwidths[memory])))
 
     def write(node: int, memory: str, volume: int, e: int) -> None:
         writes[memory] += volume
         if unit_of[node] is not None:
             crossings[unit_of[node], memory] += volume
         if bandwidths[memory] is not None:
-            slots[node].append((memory, "write", volume, e))
+            slots[node].append((memory, "write", volume, e, _cycles(volume * element_bytes, bandwidths[memory])))
 
     def copy(node: int, origin: str, target: str, volume: int, e: int) -> None:
         read(node, origin, volume, e)
@@ -336,6 +336,7 @@ def architecture_costs(
     released = 0  # end of the blocks before the current one (blocks come in order)
     current_block = block_of[order[0]] if order else -1
     transfers: list[Transfer] = []
+    new_transfer = tuple.__new__  # Transfer(...) without its argument parsing
     for v in order:
         block = block_of[v]
         if block != current_block:
@@ -367,16 +368,22 @@ def architecture_costs(
                     ready += math.ceil(vol[e] / transfer_bandwidth)  # as the list scheduler counts it
             if ready > est:
                 est = ready
-        begin = max(est, pe_free.get(where, est))
+        begin = pe_free.get(where, est)
+        if est > begin:
+            begin = est
         unit = unit_of[v]
         if unit is not None:
             instance = unit, where % counts[unit]
             begin = max(begin, instance_free.get(instance, begin))
-        finish = max(begin + run[v], finish_floor)
-        for memory, direction, elements, e in slots[v]:
-            slot = max(begin, memory_free[memory])
-            slot_end = memory_free[memory] = slot + _cycles(elements * element_bytes, bandwidths[memory])
-            transfers.append(Transfer(memory, v, e, direction, elements, slot, slot_end))
+        finish = begin + run[v]
+        if finish_floor > finish:
+            finish = finish_floor
+        for memory, direction, elements, e, cycles in slots[v]:
+            slot = memory_free[memory]
+            if begin > slot:
+                slot = begin
+            slot_end = memory_free[memory] = slot + cycles
+            transfers.append(new_transfer(Transfer, (memory, v, e, direction, elements, slot, slot_end)))
             if slot_end > finish:
                 finish = slot_end
         start[v], end[v] = begin, finish
