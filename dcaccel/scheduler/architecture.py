@@ -186,69 +186,50 @@ def _task_ops(g) -> tuple[list[int], list[str | None], list[int]]:
     return found
 
 
-def architecture_costs(
-    schedule,
-    arch: Architecture,
-    onchip_buffers: frozenset[int] | set[int],
-    transfer_bandwidth: float | None = None,
-) -> ArchitectureCosts:
-    """Re-time ``schedule`` (a :class:`~dcaccel.scheduler.Schedule`) on ``arch`` and cost it (see the
-    module docstring); ``onchip_buffers`` are the buffer nodes placed on chip, ``transfer_bandwidth``
-    the list scheduler's inter-PE bandwidth option."""
-    g, t = schedule.graph, schedule.timing
-    dag = g.dag
+class _Accesses(NamedTuple):
+    """The memory accesses of every node's run (:func:`_access_pass`)."""
+
+    reads: dict[str, int]  # memory -> elements read
+    writes: dict[str, int]  # memory -> elements written
+    crossings: dict[tuple[str, str], int]  # (component, component) -> elements
+    slots: list[list[tuple[str, str, int, int, int]]]  # per node: (memory, direction, elements, edge, cycles)
+    compulsory: int  # program inputs read once, outputs written once
+    passed_in: list[int]  # elements read by every node (through its local memory)
+    passed_out: list[int]  # elements written by every node
+
+
+#: Access passes a graph keeps for the next schedules costed on it (the most recently used ones).
+KEPT_ACCESS_PASSES = 4
+
+
+def _accesses(schedule, arch: Architecture, onchip_buffers, unit_of: list[str | None], bandwidths) -> _Accesses:
+    """:func:`_access_pass`, kept on the graph (``derived``) for the schedules that share its inputs: the
+    architecture, the streaming edges, the buffers on chip and the unit of every node. The list
+    schedules of every P share one (no edge streams and the on-chip placement is one block's)."""
+    g = schedule.graph
+    key = (id(arch), bytes(schedule.streaming), frozenset(onchip_buffers), tuple(unit_of))
+    kept = g.derived.setdefault("accesses", {})
+    found = kept.pop(key, None)  # (arch, accesses): holding the architecture keeps its id unique
+    if found is None:
+        found = arch, _access_pass(g, schedule.streaming, arch, onchip_buffers, unit_of, bandwidths)
+    kept[key] = found
+    while len(kept) > KEPT_ACCESS_PASSES:
+        del kept[next(iter(kept))]
+    return found[1]
+
+
+def _access_pass(g, streaming, arch: Architecture, onchip_buffers, unit_of: list[str | None], bandwidths) -> _Accesses:
+    """The memory accesses of every node's run, on the edges of ``g`` under the ``streaming`` flags.
+    Every access is counted (elements read and written per memory, elements per link); those on a
+    memory of limited bandwidth are also kept per node as (memory, direction, elements, edge, cycles)
+    to become transfer slots. Copies between memories (loads, write-backs, buffer-to-buffer copies)
+    are charged to the buffer node."""
     n = g.n
-    pes = schedule.pes
-    src, dst, vol, is_buffer, streaming = g.src, g.dst, g.vol, g.is_buffer, schedule.streaming
+    src, dst, vol, is_buffer = g.src, g.dst, g.vol, g.is_buffer
     source, sink = g.source, g.pseudo_sink
     element_bytes = arch.element_bytes
     offchip = arch.offchip
     onchip = arch.onchip[0] if arch.onchip else None
-    if onchip_buffers and onchip is None:
-        raise ArchitectureError(f"architecture {arch.name}: buffers are placed on chip but it has no onchip memory")
-    capacity = sum(arch.unit_count(unit, pes) for unit in arch.units)
-    if pes > capacity:
-        raise ArchitectureError(f"architecture {arch.name} has {capacity} units, the schedule uses {pes} PEs")
-
-    # The unit kind, run cycles and MACs of every node.
-    unit_of: list[str | None] = [None] * n
-    run = [0] * n
-    lead = [0] * n  # cycles from the start to the first output
-    macs = [0] * n
-    rates = {unit: (_ratio(arch.throughput(unit)), _ratio(arch.mac_rate(unit))) for unit in arch.units}
-    unit_by_op: dict[str | None, str] = {}
-    placed_on = schedule.unit_of_pe
-    t_start, t_end, t_first = t.start, t.end, t.first_output
-    for v, op, task_macs in zip(*_task_ops(g), strict=True):
-        if placed_on is not None:
-            unit = placed_on[t.pe[v]]
-            if ANY_OP not in arch.units[unit].ops and op not in arch.units[unit].ops:
-                raise ArchitectureError(
-                    f"task {v} '{dag.label(v)}' (op {op}) is placed on {unit}, which does not run it"
-                )
-        else:
-            unit = unit_by_op.get(op)
-            if unit is None:
-                unit = unit_by_op[op] = arch.unit_for(op)
-        unit_of[v] = unit
-        throughput, mac_rate = rates[unit]
-        macs[v] = task_macs
-        begin = t_start[v]
-        if throughput == _ONE_PER_CYCLE:  # ⌈D / 1⌉ = D
-            runs, leads = t_end[v] - begin, t_first[v] - begin
-        else:
-            runs, leads = _cycles(t_end[v] - begin, throughput), _cycles(t_first[v] - begin, throughput)
-        run[v] = max(runs, _cycles(task_macs, mac_rate))
-        lead[v] = min(leads, run[v])
-
-    bandwidths = {name: _ratio(memory.bandwidth_bytes_per_cycle) for name, memory in arch.memories.items()}
-    links = {(a, b): arch.link(a, b) for a in arch.units for b in arch.units}
-    link_rates = {pair: _ratio(link.bandwidth_bytes_per_cycle) for pair, link in links.items() if link is not None}
-
-    # The memory accesses of every node's run. Every access is counted (elements read and written
-    # per memory, elements per link); those on a memory of limited bandwidth are also kept per node
-    # as (memory, direction, elements, edge) to become transfer slots. Copies between memories (loads,
-    # write-backs, buffer-to-buffer copies) are charged to the buffer node.
     reads = dict.fromkeys(arch.memories, 0)
     writes = dict.fromkeys(arch.memories, 0)
     crossings: dict[tuple[str, str], int] = defaultdict(int)  # (component, component) -> elements
@@ -317,6 +298,71 @@ def architecture_costs(
         else:
             write(p, offchip, volume, e)
             read(v, offchip, volume, e)
+    return _Accesses(reads, writes, crossings, slots, compulsory, passed_in, passed_out)
+
+
+def architecture_costs(
+    schedule,
+    arch: Architecture,
+    onchip_buffers: frozenset[int] | set[int],
+    transfer_bandwidth: float | None = None,
+) -> ArchitectureCosts:
+    """Re-time ``schedule`` (a :class:`~dcaccel.scheduler.Schedule`) on ``arch`` and cost it (see the
+    module docstring); ``onchip_buffers`` are the buffer nodes placed on chip, ``transfer_bandwidth``
+    the list scheduler's inter-PE bandwidth option."""
+    g, t = schedule.graph, schedule.timing
+    dag = g.dag
+    n = g.n
+    pes = schedule.pes
+    src, vol, is_buffer, streaming = g.src, g.vol, g.is_buffer, schedule.streaming
+    source = g.source
+    element_bytes = arch.element_bytes
+    if onchip_buffers and not arch.onchip:
+        raise ArchitectureError(f"architecture {arch.name}: buffers are placed on chip but it has no onchip memory")
+    capacity = sum(arch.unit_count(unit, pes) for unit in arch.units)
+    if pes > capacity:
+        raise ArchitectureError(f"architecture {arch.name} has {capacity} units, the schedule uses {pes} PEs")
+
+    # The unit kind, run cycles and MACs of every node.
+    unit_of: list[str | None] = [None] * n
+    run = [0] * n
+    lead = [0] * n  # cycles from the start to the first output
+    macs = [0] * n
+    rates = {unit: (_ratio(arch.throughput(unit)), _ratio(arch.mac_rate(unit))) for unit in arch.units}
+    unit_by_op: dict[str | None, str] = {}
+    placed_on = schedule.unit_of_pe
+    t_start, t_end, t_first = t.start, t.end, t.first_output
+    for v, op, task_macs in zip(*_task_ops(g), strict=True):
+        if placed_on is not None:
+            unit = placed_on[t.pe[v]]
+            if ANY_OP not in arch.units[unit].ops and op not in arch.units[unit].ops:
+                raise ArchitectureError(
+                    f"task {v} '{dag.label(v)}' (op {op}) is placed on {unit}, which does not run it"
+                )
+        else:
+            unit = unit_by_op.get(op)
+            if unit is None:
+                unit = unit_by_op[op] = arch.unit_for(op)
+        unit_of[v] = unit
+        throughput, mac_rate = rates[unit]
+        macs[v] = task_macs
+        begin = t_start[v]
+        if throughput == _ONE_PER_CYCLE:  # ⌈D / 1⌉ = D
+            runs, leads = t_end[v] - begin, t_first[v] - begin
+        else:
+            runs, leads = _cycles(t_end[v] - begin, throughput), _cycles(t_first[v] - begin, throughput)
+        run[v] = max(runs, _cycles(task_macs, mac_rate))
+        lead[v] = min(leads, run[v])
+
+    bandwidths = {name: _ratio(memory.bandwidth_bytes_per_cycle) for name, memory in arch.memories.items()}
+    links = {(a, b): arch.link(a, b) for a in arch.units for b in arch.units}
+    link_rates = {pair: _ratio(link.bandwidth_bytes_per_cycle) for pair, link in links.items() if link is not None}
+
+    accesses = _accesses(schedule, arch, onchip_buffers, unit_of, bandwidths)
+    reads, writes = dict(accesses.reads), dict(accesses.writes)
+    crossings, slots, compulsory = accesses.crossings, accesses.slots, accesses.compulsory
+    passed_in, passed_out = accesses.passed_in, accesses.passed_out
+    exit_node = g.exit
 
     # Re-time in the order of the abstract starts (ends, then the order the scheduler placed the
     # nodes in break ties).

@@ -1,6 +1,7 @@
-"""What the points of one DAG share (``CanonicalGraph.derived``: depth, buffer I/O, tasks' ops and MACs;
-a schedule's I/O split per on-chip capacity) changes no figure: every point scheduled in turn on one
-graph, its I/O split asked for twice as the sweep does, equals the point computed alone on a fresh graph."""
+"""What the points of one DAG share (``CanonicalGraph.derived``: depth, buffer I/O, tasks' ops and MACs,
+the memory accesses of the last costings; a schedule's I/O split per on-chip capacity) changes no
+figure: every point scheduled in turn on one graph, its I/O split asked for twice as the sweep does,
+equals the point computed alone on a fresh graph."""
 
 from __future__ import annotations
 
@@ -10,6 +11,7 @@ from hypothesis import HealthCheck, given, settings
 from dcaccel.architecture import load
 from dcaccel.dag import TaskDAG
 from dcaccel.scheduler import CanonicalGraph, schedule
+from dcaccel.scheduler.architecture import KEPT_ACCESS_PASSES
 from tests.scheduler.conftest import canonical_dags, load_vector
 
 POINTS = [
@@ -44,7 +46,8 @@ def _shared_equals_alone(dag: TaskDAG) -> None:
     alone = [_point(CanonicalGraph.from_dag(dag), *point) for point in POINTS]
     for point, got, expected in zip(POINTS, on_shared, alone, strict=True):
         assert got == expected, point
-    assert {"depth", "io_volume", "task_ops"} <= set(shared.derived)
+    assert {"depth", "io_volume", "task_ops", "accesses"} <= set(shared.derived)
+    assert len(shared.derived["accesses"]) <= KEPT_ACCESS_PASSES
 
 
 @pytest.mark.parametrize("name", ["seedconv_mv", "seedconv_op_noxcolbuf", "fft_rand_8_buf", "chol_rand_6"])
