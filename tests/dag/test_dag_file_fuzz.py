@@ -75,7 +75,10 @@ HOSTILE_TEXT = [
 ]
 SCALARS = st.one_of(
     st.sampled_from([None, True, False, 0, 1, 2, -1, 2**62, 2**63 - 1, 2**63, 10**30, 2.5, 3.0, 1e300]),
-    st.sampled_from([float("nan"), float("inf"), [], {}, [1], {"id": 0}, "task", "source", "sink", "buffer"]),
+    # copied on every draw: a mutation must never edit the one list or dict other examples draw
+    st.sampled_from([float("nan"), float("inf"), [], {}, [1], {"id": 0}, "task", "source", "sink", "buffer"]).map(
+        copy.deepcopy
+    ),
     st.sampled_from(HOSTILE_TEXT),
     st.integers(-3, 12),
     st.text(max_size=8),
