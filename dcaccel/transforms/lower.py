@@ -277,40 +277,6 @@ def map_origins(sdfg: dace.SDFG, sources: dict[str, str], implementations: dict[
     return origins
 
 
-def _has_cycles(state: dace.SDFGState) -> bool:
-    """Whether the dataflow graph of ``state`` has a cycle, by one topological sort (Kahn's, linear in
-    its nodes and edges): what ``SDFGState.has_cycles`` answers with networkx's ``find_cycle``, which
-    costs a view per node (a fifth of a large model's lowering), and also for a cycle no source
-    node reaches."""
-    graph = state.nx
-    waiting = dict(graph.in_degree())
-    ready = [node for node, degree in waiting.items() if degree == 0]
-    sorted_nodes = 0
-    while ready:
-        node = ready.pop()
-        sorted_nodes += 1
-        for successor, edges in graph.succ[node].items():
-            waiting[successor] -= len(edges)
-            if waiting[successor] == 0:
-                ready.append(successor)
-    return sorted_nodes < len(waiting)
-
-
-def validate_lowered(sdfg: dace.SDFG) -> None:
-    """``sdfg.validate()``, checking each state for cycles with :func:`_has_cycles` (the lowered program
-    is validated once, here: neither inlining nor the simplification passes validate)."""
-    own = "has_cycles" in vars(dace.SDFGState)
-    previous = dace.SDFGState.has_cycles
-    dace.SDFGState.has_cycles = _has_cycles
-    try:
-        sdfg.validate()
-    finally:
-        if own:
-            dace.SDFGState.has_cycles = previous
-        else:
-            del dace.SDFGState.has_cycles
-
-
 def simplify(sdfg: dace.SDFG) -> None:
     """Inline every nested SDFG and simplify, skipping the passes that break the canonical structure."""
     inline_sdfgs(sdfg, multistate=True)
@@ -357,7 +323,7 @@ def lower(
         origins = map_origins(sdfg, sources, implementations)
         simplify(sdfg)
     mark_program_io(sdfg)
-    validate_lowered(sdfg)
+    sdfg.validate()
     if opaque:
         warnings.warn(
             f"lower {sdfg.name}: {len(opaque)} node(s) with no canonical implementation kept as opaque tasks: "
