@@ -156,6 +156,30 @@ def reference_and_canonical(cases: Sequence[OpCase], name: str) -> tuple[dict, d
     return run_reference(model, feed), run_canonical(model, feed, name)
 
 
+def assert_output_matches(
+    outputs: tuple[dict, dict],
+    name: str,
+    *,
+    rtol: float | None = None,
+    atol: float = 0.0,
+    same_dtype: bool = False,
+    finite: bool = False,
+) -> None:
+    """Output ``name`` of ``outputs`` (onnxruntime's, canonical) has onnxruntime's shape (and dtype, with
+    ``same_dtype``; only finite values, with ``finite``) and values: within ``rtol``/``atol``, or exactly
+    equal when ``rtol`` is None."""
+    reference, canonical = outputs
+    assert canonical[name].shape == reference[name].shape
+    if same_dtype:
+        assert canonical[name].dtype == reference[name].dtype
+    if finite:
+        assert np.isfinite(canonical[name]).all()
+    if rtol is None:
+        np.testing.assert_array_equal(canonical[name], reference[name])
+    else:
+        np.testing.assert_allclose(canonical[name], reference[name], rtol=rtol, atol=atol)
+
+
 def top_level_scopes(sdfg) -> list[TopLevelScope]:
     """The top-level scopes of ``sdfg`` after inlining every nested SDFG (the tasks of contract 2), in program order."""
     from dace.sdfg import nodes

@@ -9,6 +9,7 @@ import pytest
 from tests.expansions.canonical_onnx import (
     OpCase,
     assert_flat_maps,
+    assert_output_matches,
     buffer_copies,
     build_model,
     canonical_model,
@@ -52,11 +53,7 @@ def results():
 @pytest.mark.slow
 @pytest.mark.parametrize("case", CASES, ids=lambda c: c.name)
 def test_matches_onnxruntime(case, results):
-    reference, canonical = results
-    name = case.tensor("y")
-    assert canonical[name].shape == reference[name].shape
-    assert canonical[name].dtype == reference[name].dtype
-    np.testing.assert_allclose(canonical[name], reference[name], rtol=1e-5, atol=1e-6)
+    assert_output_matches(results, case.tensor("y"), rtol=1e-5, atol=1e-6, same_dtype=True)
 
 
 def test_every_op_is_one_flat_map_over_the_output():

@@ -6,6 +6,7 @@ import pytest
 from tests.expansions.canonical_onnx import (
     OpCase,
     assert_flat_maps,
+    assert_output_matches,
     build_model,
     canonical_model,
     reference_and_canonical,
@@ -60,10 +61,7 @@ def results():
     ids=lambda v: v.name if isinstance(v, OpCase) else v,
 )
 def test_matches_onnxruntime(case, output, results):
-    reference, canonical = results
-    name = case.tensor(output)
-    assert canonical[name].shape == reference[name].shape
-    np.testing.assert_allclose(canonical[name], reference[name], rtol=1e-4, atol=1e-5)
+    assert_output_matches(results, case.tensor(output), rtol=1e-4, atol=1e-5)
 
 
 def test_batchnorm_is_one_flat_map():

@@ -6,7 +6,13 @@ import numpy as np
 import pytest
 
 from dcaccel.errors import UnsupportedOpError
-from tests.expansions.canonical_onnx import OpCase, build_model, canonical_model, reference_and_canonical
+from tests.expansions.canonical_onnx import (
+    OpCase,
+    assert_output_matches,
+    build_model,
+    canonical_model,
+    reference_and_canonical,
+)
 
 
 def _ints(*values):
@@ -52,10 +58,7 @@ def results():
 @pytest.mark.slow
 @pytest.mark.parametrize("case", CASES, ids=lambda c: c.name)
 def test_matches_onnxruntime(case, results):
-    reference, canonical = results
-    name = case.tensor("y")
-    assert canonical[name].shape == reference[name].shape
-    np.testing.assert_array_equal(canonical[name], reference[name])
+    assert_output_matches(results, case.tensor("y"))
 
 
 @pytest.fixture(scope="module")

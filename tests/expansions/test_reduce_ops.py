@@ -10,6 +10,7 @@ from dace.ml import ONNXModel
 
 from tests.expansions.canonical_onnx import (
     OpCase,
+    assert_output_matches,
     build_model,
     random_feed,
     run_canonical,
@@ -95,11 +96,7 @@ def results():
     ids=lambda v: v.name if isinstance(v, OpCase) else f"opset{v}",
 )
 def test_matches_onnxruntime(opset, case, results):
-    reference, canonical = results[opset]
-    name = case.tensor("y")
-    assert canonical[name].shape == reference[name].shape
-    assert canonical[name].dtype == reference[name].dtype
-    np.testing.assert_allclose(canonical[name], reference[name], rtol=1e-5, atol=1e-6)
+    assert_output_matches(results[opset], case.tensor("y"), rtol=1e-5, atol=1e-6, same_dtype=True)
 
 
 def _dag(case, opset=18):

@@ -8,6 +8,7 @@ import pytest
 from tests.expansions.canonical_onnx import (
     OpCase,
     assert_flat_maps,
+    assert_output_matches,
     buffer_copies,
     build_model,
     canonical_model,
@@ -105,11 +106,8 @@ def results():
 @pytest.mark.slow
 @pytest.mark.parametrize("case", CASES, ids=lambda c: c.name)
 def test_matches_onnxruntime(case, results):
-    reference, canonical = results
     for name in map(case.tensor, case.outputs):
-        assert canonical[name].shape == reference[name].shape
-        assert canonical[name].dtype == reference[name].dtype
-        np.testing.assert_array_equal(canonical[name], reference[name])
+        assert_output_matches(results, name, same_dtype=True)
 
 
 def _scopes(*cases):
