@@ -158,35 +158,30 @@ def _regnet() -> torch.nn.Module:
     return SingleOutput(RegNetForImageClassification(config), "logits")
 
 
+#: ViT and DeiT at the corpus's size: two layers of width 32 over 32×32 images in 16×16 patches.
+TINY_VISION_TRANSFORMER = {
+    "image_size": 32,
+    "patch_size": 16,
+    "hidden_size": 32,
+    "num_hidden_layers": 2,
+    "num_attention_heads": 2,
+    "intermediate_size": 64,
+    "num_labels": 10,
+    "attn_implementation": "eager",
+}
+
+
 def _vit() -> torch.nn.Module:
     from transformers import ViTConfig, ViTForImageClassification
 
-    config = ViTConfig(
-        image_size=32,
-        patch_size=16,
-        hidden_size=32,
-        num_hidden_layers=2,
-        num_attention_heads=2,
-        intermediate_size=64,
-        num_labels=10,
-        attn_implementation="eager",
-    )
+    config = ViTConfig(**TINY_VISION_TRANSFORMER)
     return SingleOutput(ViTForImageClassification(config), "logits")
 
 
 def _deit() -> torch.nn.Module:
     from transformers import DeiTConfig, DeiTForImageClassification
 
-    config = DeiTConfig(
-        image_size=32,
-        patch_size=16,
-        hidden_size=32,
-        num_hidden_layers=2,
-        num_attention_heads=2,
-        intermediate_size=64,
-        num_labels=10,
-        attn_implementation="eager",
-    )
+    config = DeiTConfig(**TINY_VISION_TRANSFORMER)
     return SingleOutput(DeiTForImageClassification(config), "logits")
 
 
