@@ -142,8 +142,9 @@ def test_roofline_puts_each_point_under_its_roof(designs, points, peaks):
         x, y = line.get_xdata(), line.get_ydata()
         bandwidth = 8 if label == "narrow" else None
         assert y == pytest.approx([min(peak, bandwidth * value) if bandwidth else peak for value in x])
-    dots = [tuple(offset) for collection in axes.collections for offset in collection.get_offsets()]
-    assert dots == pytest.approx([(macs / traffic, macs / cycles) for _, _, _, macs, traffic, cycles in points])
+    dots = [value for collection in axes.collections for offset in collection.get_offsets() for value in offset]
+    expected = [(macs / traffic, macs / cycles) for _, _, _, macs, traffic, cycles in points]
+    assert dots == pytest.approx([value for dot in expected for value in dot])  # (x, y) of each point, in order
     assert axes.get_xscale() == axes.get_yscale() == "log"
 
 
