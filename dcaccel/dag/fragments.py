@@ -334,7 +334,6 @@ def harvest(lowered, program: LoweredProgram, frame: Skeleton, inlinings: Mappin
     first = glued[0] if 0 in glued else (fragments[position[owners[0]]] if steps else None)
     if first is not None and first.inherits and first.inherits[0]:
         raise NotComposable("the first step of the program is not in a state of its own node")
-    _refuse_joins(steps, part_of)
     unknown = sorted(
         a.data for step in steps for a in accesses(step) if a.data not in owner and a.data not in frame.names
     )
@@ -467,26 +466,6 @@ def _state_graph(state, index: int, part_of: Sequence, local: Mapping[int, int],
         for i in step_of.get(node, []):
             entries.setdefault(part_of[i], {}).setdefault(keys[node][1], [False, [], []])[2].append(local[i])
     return entries, index
-
-
-def _refuse_joins(steps: Sequence, part_of: Sequence) -> None:
-    """Raise :class:`NotComposable` for a task scope that reads the outputs of two other nodes (the join of
-    a residual branch, attention's Q·Kᵀ): the order of its reads, which orders its in-edges and buffer
-    nodes, follows the order in which DaCe's state fusion reconnects the producers' access nodes, and
-    that order depends on the producers' implementations."""
-    from dcaccel.dag.scopes import Copy
-
-    producers: dict[str, set] = {}
-    for step, part in zip(steps, part_of, strict=True):
-        for access in (step.dst,) if isinstance(step, Copy) else step.whole_writes:
-            producers.setdefault(access.data, set()).add(part)
-    for step, part in zip(steps, part_of, strict=True):
-        if isinstance(step, Copy):
-            continue
-        joined = {p for access in step.whole_reads for p in producers.get(access.data, ()) if p != part}
-        if len(joined) > 1:
-            names = ", ".join(sorted(map(str, joined)))
-            raise NotComposable(f"node '{part}' joins the outputs of nodes {names} (DaCe orders its reads by context)")
 
 
 def fragment_key(node: str, lowered) -> tuple[str, str | None]:

@@ -23,6 +23,9 @@ Rules (architecture.md, Contract 2):
   of the tensor it moves, raised to the largest of the node's inputs (outputs) when those differ,
   so that its in-edges (out-edges) carry one volume as the DAG contract requires; its ``meta`` has
   ``opaque: True`` and ``node`` (``op`` and ``implementation`` come with the lowering's origins);
+* a scope's accesses are listed in the order of its connectors (names the expansion gave them), not in
+  DaCe's order of its edges, which simplify changes when it reconnects a node's producers: the order
+  of a residual join's two reads would otherwise depend on the implementations of the branches;
 * an edge between two access nodes at top level is a :class:`Copy`;
 * a container is a buffer iff its descriptor carries a buffer mark (:mod:`dcaccel.buffers`); the
   non-transient containers of the SDFG (program inputs and outputs) are buffers even when the
@@ -247,12 +250,12 @@ class _Reader:
         exit_node = state.exit_node(node) if isinstance(node, dnodes.EntryNode) else node
         reads = [
             self.access(e.src.data, e.data.get_src_subset(e, state), e.data, {})
-            for e in state.in_edges(node)
+            for e in _by_connector(state.in_edges(node), "dst_conn")
             if isinstance(e.src, dnodes.AccessNode) and not e.data.is_empty()
         ]
         writes = [
             self.access(e.dst.data, e.data.get_dst_subset(e, state), e.data, {})
-            for e in state.out_edges(exit_node)
+            for e in _by_connector(state.out_edges(exit_node), "src_conn")
             if isinstance(e.dst, dnodes.AccessNode) and not e.data.is_empty()
         ]
         return _merge(reads), _merge(writes)
@@ -286,12 +289,12 @@ class _Reader:
             for e in state.in_edges(scope_node):
                 if e.dst_conn and isinstance(e.src, dnodes.AccessNode):
                     outer_data[e.dst_conn[3:]] = e.src.data
-            inner = [(e, e.src_conn[4:]) for e in state.out_edges(scope_node) if e.src_conn]
+            inner = [(e, e.src_conn[4:]) for e in _by_connector(state.out_edges(scope_node), "src_conn") if e.src_conn]
         else:
             for e in state.out_edges(scope_node):
                 if e.src_conn and isinstance(e.dst, dnodes.AccessNode):
                     outer_data[e.src_conn[4:]] = e.dst.data
-            inner = [(e, e.dst_conn[3:]) for e in state.in_edges(scope_node) if e.dst_conn]
+            inner = [(e, e.dst_conn[3:]) for e in _by_connector(state.in_edges(scope_node), "dst_conn") if e.dst_conn]
         accesses = []
         for edge, conn in inner:
             if conn not in outer_data or edge.data.is_empty():
@@ -304,6 +307,15 @@ class _Reader:
                 subset = memlet.get_src_subset(edge, state) if reading else memlet.get_dst_subset(edge, state)
             accesses.append(self.access(data, subset, memlet, params))
         return _merge(accesses)
+
+
+def _by_connector(edges, connector: str) -> list:
+    """``edges`` in the order of their connector names (``connector``: ``"dst_conn"`` or ``"src_conn"``;
+    edges of one connector, or of none, keep DaCe's order). DaCe's order of a node's edges is the order in
+    which they were added, which simplify changes when it reconnects the node's producers or consumers
+    (state fusion reconnects the two producers of a residual join in an order set by their
+    implementations); the connectors are named by the expansion, so this order is the node's own."""
+    return sorted(edges, key=lambda edge: getattr(edge, connector) or "")
 
 
 def _whole_tensors(accesses: tuple[Access, ...]) -> tuple[Access, ...]:
