@@ -134,6 +134,7 @@ def _run(
             makespan_before_refinement=result.makespan_before_refinement,
             refinement_iterations=result.refinement_iterations,
             onchip=onchip,
+            placement=[v for order in result.orders for v in order],
         )
     else:
         bandwidth = settings["bandwidth"]

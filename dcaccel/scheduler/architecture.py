@@ -314,8 +314,6 @@ def architecture_costs(
     dag = g.dag
     n = g.n
     pes = schedule.pes
-    src, vol, is_buffer, streaming = g.src, g.vol, g.is_buffer, schedule.streaming
-    source = g.source
     element_bytes = arch.element_bytes
     if onchip_buffers and not arch.onchip:
         raise ArchitectureError(f"architecture {arch.name}: buffers are placed on chip but it has no onchip memory")
@@ -323,18 +321,26 @@ def architecture_costs(
     if pes > capacity:
         raise ArchitectureError(f"architecture {arch.name} has {capacity} units, the schedule uses {pes} PEs")
 
-    # The unit kind, run cycles and MACs of every node.
+    # The unit kind, run cycles and MACs of every node, and the unit instance of every task (an index
+    # into the units of all kinds, kind after kind).
     unit_of: list[str | None] = [None] * n
     run = [0] * n
     lead = [0] * n  # cycles from the start to the first output
     macs = [0] * n
+    instance_of = [-1] * n
     rates = {unit: (_ratio(arch.throughput(unit)), _ratio(arch.mac_rate(unit))) for unit in arch.units}
+    counts = {unit: arch.unit_count(unit, pes) for unit in arch.units}
+    first_instance: dict[str, int] = {}
+    instances = 0
+    for unit, count in counts.items():
+        first_instance[unit] = instances
+        instances += count
     unit_by_op: dict[str | None, str] = {}
     placed_on = schedule.unit_of_pe
-    t_start, t_end, t_first = t.start, t.end, t.first_output
+    t_start, t_end, t_first, t_pe = t.start, t.end, t.first_output, t.pe
     for v, op, task_macs in zip(*_task_ops(g), strict=True):
         if placed_on is not None:
-            unit = placed_on[t.pe[v]]
+            unit = placed_on[t_pe[v]]
             if ANY_OP not in arch.units[unit].ops and op not in arch.units[unit].ops:
                 raise ArchitectureError(
                     f"task {v} '{dag.label(v)}' (op {op}) is placed on {unit}, which does not run it"
@@ -344,6 +350,7 @@ def architecture_costs(
             if unit is None:
                 unit = unit_by_op[op] = arch.unit_for(op)
         unit_of[v] = unit
+        instance_of[v] = first_instance[unit] + t_pe[v] % counts[unit]
         throughput, mac_rate = rates[unit]
         macs[v] = task_macs
         begin = t_start[v]
@@ -351,8 +358,10 @@ def architecture_costs(
             runs, leads = t_end[v] - begin, t_first[v] - begin
         else:
             runs, leads = _cycles(t_end[v] - begin, throughput), _cycles(t_first[v] - begin, throughput)
-        run[v] = max(runs, _cycles(task_macs, mac_rate))
-        lead[v] = min(leads, run[v])
+        if mac_rate is not None:
+            runs = max(runs, _cycles(task_macs, mac_rate))
+        run[v] = runs
+        lead[v] = leads if leads < runs else runs
 
     bandwidths = {name: _ratio(memory.bandwidth_bytes_per_cycle) for name, memory in arch.memories.items()}
     links = {(a, b): arch.link(a, b) for a in arch.units for b in arch.units}
@@ -362,89 +371,11 @@ def architecture_costs(
     reads, writes = dict(accesses.reads), dict(accesses.writes)
     crossings, slots, compulsory = accesses.crossings, accesses.slots, accesses.compulsory
     passed_in, passed_out = accesses.passed_in, accesses.passed_out
-    exit_node = g.exit
-
-    # Re-time in the order of the abstract starts (ends, then the order the scheduler placed the
-    # nodes in break ties).
-    block_of = schedule.block_of
-    position = [0] * n
-    for index, v in enumerate(schedule.placement_order):
-        position[v] = index
-    order = [v for *_, v in sorted(zip(t_start, t_end, position, range(n), strict=True))]
-    start, end, first = [0] * n, [0] * n, [0] * n
-    pe = t.pe
-    in_start, in_edges = g.in_start, g.in_edges
-    pe_free: dict[int, int] = {}
-    counts = {unit: arch.unit_count(unit, pes) for unit in arch.units}
-    instance_free: dict[tuple[str, int], int] = {}
-    memory_free = dict.fromkeys(arch.memories, 0)
-    block_end: dict[int, int] = defaultdict(int)
-    released = 0  # end of the blocks before the current one (blocks come in order)
-    current_block = block_of[order[0]] if order else -1
-    transfers: list[Transfer] = []
-    new_transfer = tuple.__new__  # Transfer(...) without its argument parsing
-    for v in order:
-        block = block_of[v]
-        if block != current_block:
-            released = max(released, block_end[current_block])
-            current_block = block
-        est = released if block >= 0 else 0
-        finish_floor = 0
-        where = pe[v]
-        consumes_streams = not is_buffer[v]
-        for e in in_edges[in_start[v] : in_start[v + 1]]:
-            p = src[e]
-            if consumes_streams and streaming[e]:
-                if pe[p] != where:
-                    pair = unit_of[p], unit_of[v]
-                    link = links[pair]
-                    ready = first[p]
-                    if link is not None:
-                        ready += link.latency_cycles
-                        floor = ready + _cycles(vol[e] * element_bytes, link_rates[pair])
-                        if floor > finish_floor:
-                            finish_floor = floor
-                else:
-                    ready = end[p]
-                if v != exit_node and end[p] > finish_floor:
-                    finish_floor = end[p]
-            else:
-                ready = end[p]
-                if transfer_bandwidth is not None and pe[p] != where:
-                    ready += math.ceil(vol[e] / transfer_bandwidth)  # as the list scheduler counts it
-            if ready > est:
-                est = ready
-        begin = pe_free.get(where, est)
-        if est > begin:
-            begin = est
-        unit = unit_of[v]
-        if unit is not None:
-            instance = unit, where % counts[unit]
-            begin = max(begin, instance_free.get(instance, begin))
-        finish = begin + run[v]
-        if finish_floor > finish:
-            finish = finish_floor
-        for memory, direction, elements, e, cycles in slots[v]:
-            slot = memory_free[memory]
-            if begin > slot:
-                slot = begin
-            slot_end = memory_free[memory] = slot + cycles
-            transfers.append(new_transfer(Transfer, (memory, v, e, direction, elements, slot, slot_end)))
-            if slot_end > finish:
-                finish = slot_end
-        start[v], end[v] = begin, finish
-        if v == source:
-            first[v] = 0
-        elif is_buffer[v] or v == exit_node:
-            first[v] = finish
-        else:
-            first[v] = begin + lead[v]
-        pe_free[where] = finish
-        if unit is not None:
-            instance_free[instance] = finish
-        if block >= 0 and finish > block_end[block]:
-            block_end[block] = finish
-    timing = Timing(list(pe), start, end, first)
+    start, end, first, transfers = _retime(
+        schedule, run, lead, unit_of, instance_of, slots, dict.fromkeys(arch.memories, 0), links, link_rates,
+        element_bytes, transfer_bandwidth,
+    )  # fmt: skip
+    timing = Timing(list(t.pe), start, end, first)
 
     # Energy by component: memories, links, the units' compute.
     level: dict[str, str] = {name: memory.level.value for name, memory in arch.memories.items()}
@@ -490,6 +421,111 @@ def architecture_costs(
         bandwidths=bandwidths,
         macs_by_unit=compute,
     )
+
+
+def _retime(
+    schedule, run, lead, unit_of, instance_of, slots, memory_free, links, link_rates, element_bytes, transfer_bandwidth
+):
+    """Start, end and first output of every node re-timed on the architecture, and the transfers, node by
+    node in the order of the abstract starts (ends, then the order the scheduler placed the nodes in
+    break ties); see the module docstring for the rules. ``memory_free`` holds 0 for every memory."""
+    g, t = schedule.graph, schedule.timing
+    n = g.n
+    src, vol, is_buffer, streaming = g.src, g.vol, g.is_buffer, schedule.streaming
+    source, exit_node = g.source, g.exit
+    in_start, in_edges = g.in_start, g.in_edges
+    pe = t.pe
+    block_of = schedule.block_of
+    span = max(t.end, default=0) + 1  # (start, end) as one integer key, ordered as the pair
+    key = [begin * span + finish for begin, finish in zip(t.start, t.end, strict=True)]
+    placement = schedule.placement_order
+    if len(placement) == n and len(set(placement)) == n:
+        order = sorted(placement, key=key.__getitem__)  # stable: placement order breaks ties
+    else:
+        position = [0] * n
+        for index, v in enumerate(placement):
+            position[v] = index
+        order = [v for *_, v in sorted(zip(key, position, range(n), strict=True))]
+    start, end, first = [0] * n, [0] * n, [0] * n
+    pe_free = [0] * (max(pe, default=-1) + 1)  # end of the last node re-timed on every PE
+    instance_free: dict[int, int] = {}  # the same per unit instance
+    block_end = [0] * (len(schedule.blocks) + 1)  # index -1: the list schedules' single block, never closed
+    released = 0  # end of the blocks before the current one (blocks come in order)
+    current_block = block_of[order[0]] if order else -1
+    transfers: list[Transfer] = []
+    new_transfer = tuple.__new__  # Transfer(...) without its argument parsing
+    plain_inputs = transfer_bandwidth is None and 1 not in streaming  # every input ready when its producer ends
+    for v in order:
+        block = block_of[v]
+        if block != current_block:
+            if block_end[current_block] > released:
+                released = block_end[current_block]
+            current_block = block
+        est = released if block >= 0 else 0
+        finish_floor = 0
+        where = pe[v]
+        if plain_inputs or (is_buffer[v] and transfer_bandwidth is None):
+            for e in in_edges[in_start[v] : in_start[v + 1]]:
+                ready = end[src[e]]
+                if ready > est:
+                    est = ready
+        else:
+            consumes_streams = not is_buffer[v]
+            for e in in_edges[in_start[v] : in_start[v + 1]]:
+                p = src[e]
+                if consumes_streams and streaming[e]:
+                    if pe[p] != where:
+                        pair = unit_of[p], unit_of[v]
+                        link = links[pair]
+                        ready = first[p]
+                        if link is not None:
+                            ready += link.latency_cycles
+                            floor = ready + _cycles(vol[e] * element_bytes, link_rates[pair])
+                            if floor > finish_floor:
+                                finish_floor = floor
+                    else:
+                        ready = end[p]
+                    if v != exit_node and end[p] > finish_floor:
+                        finish_floor = end[p]
+                else:
+                    ready = end[p]
+                    if transfer_bandwidth is not None and pe[p] != where:
+                        ready += math.ceil(vol[e] / transfer_bandwidth)  # as the list scheduler counts it
+                if ready > est:
+                    est = ready
+        begin = pe_free[where]
+        if est > begin:
+            begin = est
+        instance = instance_of[v]
+        if instance >= 0:
+            busy_until = instance_free.get(instance, begin)
+            if busy_until > begin:
+                begin = busy_until
+        finish = begin + run[v]
+        if finish_floor > finish:
+            finish = finish_floor
+        for memory, direction, elements, e, cycles in slots[v]:
+            slot = memory_free[memory]
+            if begin > slot:
+                slot = begin
+            slot_end = memory_free[memory] = slot + cycles
+            transfers.append(new_transfer(Transfer, (memory, v, e, direction, elements, slot, slot_end)))
+            if slot_end > finish:
+                finish = slot_end
+        start[v] = begin
+        end[v] = finish
+        if v == source:
+            first[v] = 0
+        elif is_buffer[v] or v == exit_node:
+            first[v] = finish
+        else:
+            first[v] = begin + lead[v]
+        pe_free[where] = finish
+        if instance >= 0:
+            instance_free[instance] = finish
+        if block >= 0 and finish > block_end[block]:
+            block_end[block] = finish
+    return start, end, first, transfers
 
 
 def validate_costs(schedule, costs: ArchitectureCosts) -> None:

@@ -107,6 +107,7 @@ class _Processors:
         self.gap_lo: list[list[int]] = [[] for _ in range(pes)]
         self.gap_hi: list[list[int]] = [[] for _ in range(pes)]
         self.with_gaps: list[int] = []  # PEs that have gaps, ascending
+        self.last_gap_end: list[float] = [-_INF] * pes  # upper end of every PE's last gap (-inf: no gap)
 
     def start_on(self, p: int, est: int, duration: int) -> int:
         """Where the placement rule puts a task of ``duration`` ready at ``est`` on PE ``p``."""
@@ -159,7 +160,10 @@ class _Processors:
                     if start == est:
                         break
             return best_start, best_pe
-        for p in self.with_gaps:
+        # A PE whose last gap ends before est + duration has no gap that holds the task (_gap_start).
+        need = est + duration
+        last_gap_end = self.last_gap_end
+        for p in [p for p in self.with_gaps if last_gap_end[p] >= need]:
             if best_start == est and p >= best_pe:
                 break
             start = self._gap_start(p, est, duration)
@@ -208,6 +212,7 @@ class _Processors:
                     pieces.append((end, hi))
                 lows[i : i + 1] = [a for a, _ in pieces]
                 highs[i : i + 1] = [b for _, b in pieces]
+        self.last_gap_end[p] = highs[-1] if highs else -_INF
         if bool(lows) != had_gaps:
             if lows:
                 bisect.insort(self.with_gaps, p)

@@ -24,6 +24,7 @@ class StreamingResult:
 
     timing: Timing
     blocks: list[list[int]]
+    orders: list[list[int]]  # TOPO of every block: the order the nodes were placed in
     streaming: bytearray  # final flag per edge id
     initial_streaming: bytearray  # flags right after partitioning
     intervals: Intervals  # final streaming interval per edge id
@@ -66,6 +67,7 @@ def streaming_schedule(
     return StreamingResult(
         timing=timing,
         blocks=blocks,
+        orders=orders,
         streaming=streaming,
         initial_streaming=initial_streaming,
         intervals=intervals,
