@@ -22,7 +22,7 @@ import math
 
 from dcaccel.scheduler.graph import CanonicalGraph
 from dcaccel.scheduler.intervals import Intervals
-from dcaccel.scheduler.order import induced_topological_order
+from dcaccel.scheduler.order import induced_topological_orders
 from dcaccel.scheduler.timeline import Timing, insertion_start
 
 _BASE_LATENCY = 1
@@ -84,9 +84,42 @@ def first_output_time(g: CanonicalGraph, v: int, start: int, end: int, intervals
     return start + _BASE_LATENCY - (-pace_num * steps // pace_den)
 
 
+def timing_terms(g: CanonicalGraph, intervals: Intervals, reference: bool = True) -> tuple[list, list, list]:
+    """Per node, ⌊D(v)⌋ and ⌈D(v)⌉ (:func:`task_duration`) and the lead from its start to its first
+    output (:func:`first_output_time` less the start; 0 where that is not start-based: the pseudo source,
+    the exit, buffers). Only nodes at the ends of :attr:`Intervals.paced` edges differ from their terms
+    under unit intervals, which are computed once per graph (``g.derived``)."""
+    key = ("timing_terms", reference)
+    unit = g.derived.get(key)
+    if unit is None:
+        ones = [1] * g.m
+        unit = g.derived[key] = _terms_of(
+            g, range(g.n), Intervals(ones, ones, []), reference, ([0] * g.n, [0] * g.n, [0] * g.n)
+        )
+    if not intervals.paced:
+        return unit
+    src, dst = g.src, g.dst
+    nodes = {src[e] for e in intervals.paced} | {dst[e] for e in intervals.paced}
+    return _terms_of(g, nodes, intervals, reference, tuple(list(terms) for terms in unit))
+
+
+def _terms_of(g: CanonicalGraph, nodes, intervals: Intervals, reference: bool, terms: tuple[list, list, list]):
+    """``terms`` (floor, ceil, lead lists) with the entries of ``nodes`` computed under ``intervals``."""
+    floor, ceil, lead = terms
+    source, sink, exit_node, is_buffer = g.source, g.pseudo_sink, g.exit, g.is_buffer
+    for v in nodes:
+        if v == source or v == sink or is_buffer[v]:
+            floor[v] = ceil[v] = lead[v] = 0
+            continue
+        d_num, d_den = task_duration(g, v, intervals, reference)
+        floor[v], ceil[v] = d_num // d_den, -(-d_num // d_den)
+        lead[v] = 0 if v == exit_node else first_output_time(g, v, 0, 0, intervals, reference)
+    return floor, ceil, lead
+
+
 def block_orders(g: CanonicalGraph, blocks: list[list[int]]) -> list[list[int]]:
     """TOPO of every block: the order gang scheduling places its nodes in."""
-    return [induced_topological_order(g, block) for block in blocks]
+    return induced_topological_orders(g, blocks)
 
 
 def gang_schedule(
@@ -107,8 +140,8 @@ def gang_schedule(
     first = [0] * n
     src, is_buffer = g.src, g.is_buffer
     in_start, in_edges = g.in_start, g.in_edges
-    in_volume, out_volume = g.in_volume, g.out_volume
     source, sink, exit_node = g.source, g.pseudo_sink, g.exit
+    floor, ceil, lead = timing_terms(g, intervals, reference)
     used_before: set[int] = set()
     block_start = 0
     for order in orders if orders is not None else block_orders(g, blocks):
@@ -133,29 +166,26 @@ def gang_schedule(
                 ready = first[p] if streaming[e] and not buffer and pe[p] != where else end[p]
                 if ready > est:
                     est = ready
-            pseudo = v == source or v == sink
-            if buffer or pseudo:
-                d_num, d_den = 0, 1
-            else:
-                d_num, d_den = task_duration(g, v, intervals, reference)
-            d_ceil = -(-d_num // d_den)
+            d_ceil = ceil[v]
             timeline = events.get(where)
             if timeline is None:
                 timeline = events[where] = [_SENTINEL] if where in used_before else []
             if not timeline or (len(timeline) == 1 and timeline[0] is _SENTINEL):
                 begin = est  # the insertion rule on an empty PE (or one with earlier blocks only)
             else:
-                begin = insertion_start(timeline, est, d_num // d_den, d_ceil)
+                begin = insertion_start(timeline, est, floor[v], d_ceil)
             finish = begin + d_ceil
             bisect.insort(timeline, (finish, begin))
             pe[v], start[v], end[v] = where, begin, finish
-            if buffer or v == exit_node or pseudo or out_volume[v] < in_volume[v]:
-                first[v] = first_output_time(g, v, begin, finish, intervals, reference)
+            if v == source:
+                first[v] = 0
+            elif buffer or v == exit_node:
+                first[v] = finish
             else:
-                first[v] = begin + _BASE_LATENCY
+                first[v] = begin + lead[v]
             if finish > block_end:
                 block_end = finish
-            if not buffer and not pseudo:
+            if not buffer and v != source and v != sink:
                 cursor += 1
         used_before.update(events)
         block_start = block_end

@@ -20,10 +20,12 @@ from dcaccel.scheduler.graph import CanonicalGraph
 
 @dataclass(frozen=True)
 class Intervals:
-    """Streaming interval of every edge as an exact ratio ``num[e] / den[e]`` (>= 1)."""
+    """Streaming interval of every edge as an exact ratio ``num[e] / den[e]`` (>= 1); ``paced`` lists the
+    edges whose part set it (every other edge has interval 1/1)."""
 
     num: list[int]
     den: list[int]
+    paced: list[int]
 
 
 def streaming_intervals(g: CanonicalGraph, streaming: bytearray) -> Intervals:
@@ -86,6 +88,7 @@ def streaming_intervals(g: CanonicalGraph, streaming: bytearray) -> Intervals:
 
     in_volume, out_volume = g.in_volume, g.out_volume
     source, exit_node = g.source, g.exit
+    paced: list[int] = []
     for root, group in members.items():
         if len(group) == 1:
             continue
@@ -108,4 +111,5 @@ def streaming_intervals(g: CanonicalGraph, streaming: bytearray) -> Intervals:
             for e in inner:
                 num[e] = peak
                 den[e] = pace
-    return Intervals(num, den)
+            paced += inner
+    return Intervals(num, den, paced)

@@ -30,26 +30,35 @@ def induced_node_order(g: CanonicalGraph, nodes: list[int]) -> list[int]:
     return sorted(members)
 
 
-def induced_topological_order(g: CanonicalGraph, nodes: list[int]) -> list[int]:
-    """TOPO(G[nodes]): LIFO Kahn on the induced subgraph, started from its in-degree-0 nodes in
-    induced node order, children pushed in successor order."""
-    members = set(nodes)
-    src, dst = g.src, g.dst
-    in_start, in_edges, out_start, out_edges = g.in_start, g.in_edges, g.out_start, g.out_edges
-    indeg = dict.fromkeys(members, 0)
-    for v in members:
-        for e in in_edges[in_start[v] : in_start[v + 1]]:
-            if src[e] in members:
-                indeg[v] += 1
-    stack = [v for v in induced_node_order(g, nodes) if indeg[v] == 0]
-    order = []
-    while stack:
-        u = stack.pop()
-        for e in out_edges[out_start[u] : out_start[u + 1]]:
-            w = dst[e]
-            if w in members:
-                indeg[w] -= 1
-                if indeg[w] == 0:
-                    stack.append(w)
-        order.append(u)
-    return order
+def induced_topological_orders(g: CanonicalGraph, parts: list[list[int]]) -> list[list[int]]:
+    """TOPO(G[part]) of every part of a partition of (some of) the nodes: LIFO Kahn on the induced
+    subgraph, started from its in-degree-0 nodes in induced node order, children pushed in successor
+    order. The parts' in-degrees are counted in one pass over the edges."""
+    n = g.n
+    src, dst, out_start, out_edges = g.src, g.dst, g.out_start, g.out_edges
+    part_of = [-1] * n
+    for index, part in enumerate(parts):
+        for v in part:
+            part_of[v] = index
+    indeg = [0] * n
+    for u, w in zip(src, dst, strict=True):
+        if part_of[u] == part_of[w] != -1:
+            indeg[w] += 1
+    orders = []
+    for index, part in enumerate(parts):
+        if len(part) < 2:
+            orders.append(list(part))
+            continue
+        stack = [v for v in induced_node_order(g, part) if indeg[v] == 0]
+        order = []
+        while stack:
+            u = stack.pop()
+            for e in out_edges[out_start[u] : out_start[u + 1]]:
+                w = dst[e]
+                if part_of[w] == index:
+                    indeg[w] -= 1
+                    if indeg[w] == 0:
+                        stack.append(w)
+            order.append(u)
+        orders.append(order)
+    return orders
