@@ -10,7 +10,11 @@ composition and extraction), ``schedule`` (every point's schedule), ``points`` (
 costing on the architecture, bookkeeping). Targets on the 2-core machine (issue 16): lenet per-node
 < 30 s, resnet18 per-op-type < 25 s, resnet18 greedy per-node < 2 min.
 
-    python benchmarks/bench_explore.py [SWEEP ...] [--paths composed,whole]
+    python benchmarks/bench_explore.py [SWEEP ...] [--paths composed,whole] [--workers N]
+
+``--workers N`` (N > 1) runs each sweep on ``explore(..., executor="process", workers=N)``: the
+assignments are shared out among N processes, each of which lowers (and, composing, harvests its
+fragments) on its own; the stage columns then sum the workers' times, so they exceed the wall time.
 
 SWEEP: lenet-per-node (243 assignments × P ∈ {16, 128} × 2 schedulers), resnet18-per-op-type (9 × 8 P ×
 2), resnet18-greedy (21 nodes, one at a time, P ∈ {16, 128} × 2), conv-seed, lenet (per op type, 8 P).
@@ -61,6 +65,7 @@ TIMING = ("lower_seconds", "extract_seconds", "schedule_seconds")
 class SweepTiming:
     sweep: str
     path: str
+    workers: int
     assignments: int
     points: int
     tasks_max: int
@@ -73,7 +78,7 @@ class SweepTiming:
     dominant: str
 
 
-def measure(name: str, compose: bool) -> tuple[SweepTiming, pd.DataFrame]:
+def measure(name: str, compose: bool, workers: int = 1) -> tuple[SweepTiming, pd.DataFrame]:
     sweep = SWEEPS[name]
     start = time.perf_counter()
     workload = dcaccel.workloads.get(sweep.workload)
@@ -88,6 +93,8 @@ def measure(name: str, compose: bool) -> tuple[SweepTiming, pd.DataFrame]:
             strategy=sweep.strategy,
             progress=False,
             compose=compose,
+            executor="process" if workers > 1 else "local",
+            workers=workers if workers > 1 else None,
         )
     total = time.perf_counter() - start
     per_assignment = results.drop_duplicates("assignment")
@@ -101,6 +108,7 @@ def measure(name: str, compose: bool) -> tuple[SweepTiming, pd.DataFrame]:
     row = SweepTiming(
         sweep=name,
         path="composed" if compose else "whole",
+        workers=workers,
         assignments=len(per_assignment),
         points=len(results),
         tasks_max=int(results["tasks"].max()),
@@ -115,12 +123,12 @@ def measure(name: str, compose: bool) -> tuple[SweepTiming, pd.DataFrame]:
     return row, results
 
 
-def main(names: list[str], paths: list[str]) -> None:
+def main(names: list[str], paths: list[str], workers: int = 1) -> None:
     rows = []
     for name in names:
         found = {}
         for path in paths:
-            row, results = measure(name, path == "composed")
+            row, results = measure(name, path == "composed", workers)
             rows.append(row)
             found[path] = results.drop(columns=list(TIMING))
             print(format_table([row]), flush=True)
@@ -135,8 +143,9 @@ if __name__ == "__main__":
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("sweeps", nargs="*", metavar="SWEEP", help=f"any of {', '.join(SWEEPS)}")
     parser.add_argument("--paths", default="composed,whole", help="composed, whole or both (default)")
+    parser.add_argument("--workers", type=int, default=1, help="processes sharing the assignments (default 1)")
     args = parser.parse_args()
     unknown = [name for name in args.sweeps if name not in SWEEPS]
     if unknown:
         parser.error(f"unknown sweep {unknown[0]!r} (known: {', '.join(SWEEPS)})")
-    main(args.sweeps or DEFAULT, [path for path in args.paths.split(",") if path])
+    main(args.sweeps or DEFAULT, [path for path in args.paths.split(",") if path], args.workers)

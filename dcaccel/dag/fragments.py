@@ -435,14 +435,10 @@ def _state_graph(state, index: int, part_of: Sequence, local: Mapping[int, int],
         ordinal[who] += 1
     parts = [keys[n][0] for n in top]
     entries: dict = {}
-    for i, node in enumerate(top):  # a shared tensor sits with the part before it in the node order (else the next)
+    for i, node in enumerate(top):
         who, key = keys[node]
         if who is None:
-            before = [p for p in parts[:i] if p is not None]
-            after = [p for p in parts[i:] if p is not None]
-            if not before and not after:
-                raise NotComposable(f"state '{state.label}' has no step of any node")
-            who = before[-1] if before else after[0]
+            who = _host(state, node, parts[:i], parts[i:], keys, copies, part_of)
         entries.setdefault(who, {}).setdefault(key, [False, [], []])[0] = True
     for node in top:
         exit_node = state.exit_node(node) if isinstance(node, dnodes.EntryNode) else node
@@ -466,6 +462,36 @@ def _state_graph(state, index: int, part_of: Sequence, local: Mapping[int, int],
         for i in step_of.get(node, []):
             entries.setdefault(part_of[i], {}).setdefault(keys[node][1], [False, [], []])[2].append(local[i])
     return entries, index
+
+
+def _host(state, node, before: Sequence, after: Sequence, keys: Mapping, copies: Mapping, part_of: Sequence):
+    """The part whose stretch of the state's node order holds the access node ``node`` of a tensor of the
+    source program, given the parts of the nodes ``before`` and ``after`` it: of the nearest part on each
+    side, the one that reads or writes the tensor in this state (the earlier one if both do), else the
+    nearest part before it (else after it). Where a node's expansion adds its reads of a tensor, the access
+    node comes first in that node's stretch, so the part before it need not touch it."""
+    from dace.sdfg import nodes as dnodes
+
+    nearest = [
+        p
+        for p in (
+            next((p for p in reversed(before) if p is not None), None),
+            next((p for p in after if p is not None), None),
+        )
+        if p is not None
+    ]
+    if not nearest:
+        raise NotComposable(f"state '{state.label}' has no step of any node")
+    users = set()
+    for edge in (*state.in_edges(node), *state.out_edges(node)):
+        other = edge.src if edge.dst is node else edge.dst
+        if isinstance(other, dnodes.ExitNode):
+            other = state.entry_node(other)
+        part = keys[other][0] if other in keys else None
+        if part is None and id(edge) in copies:
+            part = part_of[copies[id(edge)]]
+        users.add(part)
+    return next((p for p in nearest if p in users), nearest[0])
 
 
 def fragment_key(node: str, lowered) -> tuple[str, str | None]:
