@@ -192,10 +192,22 @@ class _Accesses(NamedTuple):
     reads: dict[str, int]  # memory -> elements read
     writes: dict[str, int]  # memory -> elements written
     crossings: dict[tuple[str, str], int]  # (component, component) -> elements
-    slots: list[list[tuple[str, str, int, int, int]]]  # per node: (memory, direction, elements, edge, cycles)
+    slots: dict[int, list[tuple[str, str, int, int, int]]]  # node -> (memory, direction, elements, edge, cycles)
     compulsory: int  # program inputs read once, outputs written once
     passed_in: list[int]  # elements read by every node (through its local memory)
     passed_out: list[int]  # elements written by every node
+
+
+def _passed(g) -> tuple[list[int], list[int]]:
+    """The elements every node reads and writes (Σ of its in- and out-edges' volumes), once per graph."""
+    found = g.derived.get("passed")
+    if found is None:
+        passed_in, passed_out = [0] * g.n, [0] * g.n
+        for p, v, volume in zip(g.src, g.dst, g.vol, strict=True):
+            passed_out[p] += volume
+            passed_in[v] += volume
+        found = g.derived["passed"] = passed_in, passed_out
+    return found
 
 
 #: Access passes a graph keeps for the next schedules costed on it (the most recently used ones).
@@ -224,7 +236,6 @@ def _access_pass(g, streaming, arch: Architecture, onchip_buffers, unit_of: list
     memory of limited bandwidth are also kept per node as (memory, direction, elements, edge, cycles)
     to become transfer slots. Copies between memories (loads, write-backs, buffer-to-buffer copies)
     are charged to the buffer node."""
-    n = g.n
     src, dst, vol, is_buffer = g.src, g.dst, g.vol, g.is_buffer
     source, sink = g.source, g.pseudo_sink
     element_bytes = arch.element_bytes
@@ -233,7 +244,7 @@ def _access_pass(g, streaming, arch: Architecture, onchip_buffers, unit_of: list
     reads = dict.fromkeys(arch.memories, 0)
     writes = dict.fromkeys(arch.memories, 0)
     crossings: dict[tuple[str, str], int] = defaultdict(int)  # (component, component) -> elements
-    slots: list[list[tuple[str, str, int, int, int]]] = [[] for _ in range(n)]  # ... and the slot's cycles
+    slots: dict[int, list[tuple[str, str, int, int, int]]] = defaultdict(list)  # ... and the slot's cycles
 
     def read(node: int, memory: str, volume: int, e: int) -> None:
         reads[memory] += volume
@@ -259,12 +270,9 @@ def _access_pass(g, streaming, arch: Architecture, onchip_buffers, unit_of: list
 
     compulsory = 0
     exit_node = g.exit
-    passed_in = [0] * n  # elements read and written by every task (through its local memory)
-    passed_out = [0] * n
+    limited = {memory for memory, rate in bandwidths.items() if rate is not None}
     for e in range(g.m):
         p, v, volume = src[e], dst[e], vol[e]
-        passed_out[p] += volume
-        passed_in[v] += volume
         if p == source:
             if v == sink or (is_buffer[v] and all(dst[f] == sink for f in g.out_of(v))):
                 continue  # an input that is only an output: nothing to move
@@ -282,22 +290,38 @@ def _access_pass(g, streaming, arch: Architecture, onchip_buffers, unit_of: list
             elif p in onchip_buffers:  # an output placed on chip is written back once
                 copy(p, onchip, offchip, volume, e)
             continue
-        if v == exit_node and is_buffer[v]:  # the output buffer, without a pseudo sink
+        to_buffer = is_buffer[v]
+        if to_buffer and v == exit_node:  # the output buffer, without a pseudo sink
             compulsory += volume
             if v in onchip_buffers:
                 copy(v, onchip, offchip, volume, e)
-        if streaming[e] and not is_buffer[v]:
+        if streaming[e] and not to_buffer:
             crossings[unit_of[p], unit_of[v]] += volume  # over the link between the two units
             continue
-        if is_buffer[p] and is_buffer[v]:
-            copy(v, home(p), home(v), volume, e)
-        elif is_buffer[v]:
-            write(p, home(v), volume, e)
-        elif is_buffer[p]:
-            read(v, home(p), volume, e)
+        if is_buffer[p]:
+            if to_buffer:
+                copy(v, home(p), home(v), volume, e)
+                continue
+            memory = onchip if p in onchip_buffers else offchip
         else:
-            write(p, offchip, volume, e)
-            read(v, offchip, volume, e)
+            # write(p, ...) inlined: the edges between tasks and from tasks to buffers are most of the DAG
+            memory = onchip if to_buffer and v in onchip_buffers else offchip
+            writes[memory] += volume
+            unit = unit_of[p]
+            if unit is not None:
+                crossings[unit, memory] += volume
+            if memory in limited:
+                slots[p].append((memory, "write", volume, e, _cycles(volume * element_bytes, bandwidths[memory])))
+            if to_buffer:
+                continue
+        # read(v, memory, ...) inlined
+        reads[memory] += volume
+        unit = unit_of[v]
+        if unit is not None:
+            crossings[unit, memory] += volume
+        if memory in limited:
+            slots[v].append((memory, "read", volume, e, _cycles(volume * element_bytes, bandwidths[memory])))
+    passed_in, passed_out = _passed(g)
     return _Accesses(reads, writes, crossings, slots, compulsory, passed_in, passed_out)
 
 
@@ -504,7 +528,7 @@ def _retime(
         finish = begin + run[v]
         if finish_floor > finish:
             finish = finish_floor
-        for memory, direction, elements, e, cycles in slots[v]:
+        for memory, direction, elements, e, cycles in slots.get(v, ()):
             slot = memory_free[memory]
             if begin > slot:
                 slot = begin

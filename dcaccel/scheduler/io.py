@@ -149,17 +149,17 @@ def _step(at: list[int] | np.ndarray, best: list[int] | np.ndarray, c: int) -> i
 
 
 def global_io(g: CanonicalGraph, streaming: bytearray, onchip: set[int]) -> tuple[int, int, int]:
-    """``(off_chip, on_chip, streamed)`` of §7.2 for the final streaming flags and on-chip buffers."""
-    off = on = streamed = 0
-    src, dst, vol, is_buffer = g.src, g.dst, g.vol, g.is_buffer
-    for e in g.out_edges:
-        volume = vol[e]
-        if streaming[e] and not is_buffer[dst[e]]:
-            streamed += 2 * volume
-            continue
-        for end_node in (src[e], dst[e]):
-            if end_node in onchip:
-                on += volume
-            else:
-                off += volume
-    return off, on, streamed
+    """``(off_chip, on_chip, streamed)`` of §7.2 for the final streaming flags and on-chip buffers: an edge
+    that streams into a task counts twice in ``streamed``, every other edge once at each end, on chip at
+    an end placed on chip (summed over the on-chip buffers' edges), off chip at the others."""
+    dst, vol, is_buffer = g.dst, g.vol, g.is_buffer
+    streams = {e for e in np.flatnonzero(np.frombuffer(streaming, np.uint8)).tolist() if not is_buffer[dst[e]]}
+    streamed = sum(vol[e] for e in streams)
+    stored = g.derived.get("volume")
+    if stored is None:
+        stored = g.derived["volume"] = sum(vol)
+    stored -= streamed
+    on = 0
+    for b in onchip:
+        on += sum(vol[e] for e in g.into(b) if e not in streams) + sum(vol[e] for e in g.out_of(b) if e not in streams)
+    return 2 * stored - on, on, 2 * streamed
