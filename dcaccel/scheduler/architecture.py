@@ -186,6 +186,61 @@ def _task_ops(g) -> tuple[list[int], list[str | None], list[int]]:
     return found
 
 
+class _TaskUnits(NamedTuple):
+    """The unit kind of every task (:func:`_task_units`)."""
+
+    unit_of: list[str | None]  # per node (None: buffer or pseudo node)
+    tasks_by_unit: dict[str, list[int]]  # unit kind -> its tasks, in task order
+    macs: list[int]  # per node (0: buffer or pseudo node)
+    macs_by_unit: dict[str, int]  # unit kind -> Σ of its tasks' MACs, kinds in the order of their first task
+    passed_by_unit: dict[str, tuple[int, int]]  # unit kind -> elements its tasks read, write
+
+
+def _task_units(g, arch: Architecture, placed_on: list[str] | None, pe: list[int]) -> _TaskUnits:
+    """Every task runs on the first unit kind whose ops hold its op or, in a heterogeneous schedule
+    (``placed_on``: the kind of every PE), on the kind of its PE (which must run its op). Kept on the
+    graph (``derived``) per architecture for the homogeneous schedules."""
+    kept = g.derived.setdefault("task_units", {})
+    if placed_on is None and id(arch) in kept:
+        return kept[id(arch)][1]  # (arch, units): holding the architecture keeps its id unique
+    dag = g.dag
+    unit_of: list[str | None] = [None] * g.n
+    macs = [0] * g.n
+    tasks_by_unit: dict[str, list[int]] = {}
+    macs_by_unit: dict[str, int] = {}
+    unit_by_op: dict[str | None, str] = {}
+    for v, op, task_macs in zip(*_task_ops(g), strict=True):
+        if placed_on is not None:
+            unit = placed_on[pe[v]]
+            if ANY_OP not in arch.units[unit].ops and op not in arch.units[unit].ops:
+                raise ArchitectureError(
+                    f"task {v} '{dag.label(v)}' (op {op}) is placed on {unit}, which does not run it"
+                )
+        else:
+            unit = unit_by_op.get(op)
+            if unit is None:
+                unit = unit_by_op[op] = arch.unit_for(op)
+        unit_of[v] = unit
+        macs[v] = task_macs
+        if unit in tasks_by_unit:
+            tasks_by_unit[unit].append(v)
+            macs_by_unit[unit] += task_macs
+        else:
+            tasks_by_unit[unit] = [v]
+            macs_by_unit[unit] = task_macs
+    passed_in, passed_out = _passed(g)
+    passed_by_unit = {
+        unit: (sum(passed_in[v] for v in members), sum(passed_out[v] for v in members))
+        for unit, members in tasks_by_unit.items()
+    }
+    found = _TaskUnits(unit_of, tasks_by_unit, macs, macs_by_unit, passed_by_unit)
+    if placed_on is None:
+        kept[id(arch)] = arch, found
+        while len(kept) > KEPT_ACCESS_PASSES:
+            del kept[next(iter(kept))]
+    return found
+
+
 class _Accesses(NamedTuple):
     """The memory accesses of every node's run (:func:`_access_pass`)."""
 
@@ -194,8 +249,6 @@ class _Accesses(NamedTuple):
     crossings: dict[tuple[str, str], int]  # (component, component) -> elements
     slots: dict[int, list[tuple[str, str, int, int, int]]]  # node -> (memory, direction, elements, edge, cycles)
     compulsory: int  # program inputs read once, outputs written once
-    passed_in: list[int]  # elements read by every node (through its local memory)
-    passed_out: list[int]  # elements written by every node
 
 
 def _passed(g) -> tuple[list[int], list[int]]:
@@ -321,8 +374,7 @@ def _access_pass(g, streaming, arch: Architecture, onchip_buffers, unit_of: list
             crossings[unit, memory] += volume
         if memory in limited:
             slots[v].append((memory, "read", volume, e, _cycles(volume * element_bytes, bandwidths[memory])))
-    passed_in, passed_out = _passed(g)
-    return _Accesses(reads, writes, crossings, slots, compulsory, passed_in, passed_out)
+    return _Accesses(reads, writes, crossings, slots, compulsory)
 
 
 def architecture_costs(
@@ -335,7 +387,6 @@ def architecture_costs(
     module docstring); ``onchip_buffers`` are the buffer nodes placed on chip, ``transfer_bandwidth``
     the list scheduler's inter-PE bandwidth option."""
     g, t = schedule.graph, schedule.timing
-    dag = g.dag
     n = g.n
     pes = schedule.pes
     element_bytes = arch.element_bytes
@@ -345,47 +396,35 @@ def architecture_costs(
     if pes > capacity:
         raise ArchitectureError(f"architecture {arch.name} has {capacity} units, the schedule uses {pes} PEs")
 
-    # The unit kind, run cycles and MACs of every node, and the unit instance of every task (an index
-    # into the units of all kinds, kind after kind).
-    unit_of: list[str | None] = [None] * n
+    # The unit kind and run cycles of every node, and the unit instance of every task (an index into the
+    # units of all kinds, kind after kind).
+    plan = _task_units(g, arch, schedule.unit_of_pe, t.pe)
+    unit_of = plan.unit_of
     run = [0] * n
     lead = [0] * n  # cycles from the start to the first output
-    macs = [0] * n
     instance_of = [-1] * n
     rates = {unit: (_ratio(arch.throughput(unit)), _ratio(arch.mac_rate(unit))) for unit in arch.units}
     counts = {unit: arch.unit_count(unit, pes) for unit in arch.units}
-    first_instance: dict[str, int] = {}
+    busy: dict[str, int] = dict.fromkeys(arch.units, 0)
     instances = 0
-    for unit, count in counts.items():
-        first_instance[unit] = instances
-        instances += count
-    unit_by_op: dict[str | None, str] = {}
-    placed_on = schedule.unit_of_pe
     t_start, t_end, t_first, t_pe = t.start, t.end, t.first_output, t.pe
-    for v, op, task_macs in zip(*_task_ops(g), strict=True):
-        if placed_on is not None:
-            unit = placed_on[t_pe[v]]
-            if ANY_OP not in arch.units[unit].ops and op not in arch.units[unit].ops:
-                raise ArchitectureError(
-                    f"task {v} '{dag.label(v)}' (op {op}) is placed on {unit}, which does not run it"
-                )
-        else:
-            unit = unit_by_op.get(op)
-            if unit is None:
-                unit = unit_by_op[op] = arch.unit_for(op)
-        unit_of[v] = unit
-        instance_of[v] = first_instance[unit] + t_pe[v] % counts[unit]
+    for unit, count in counts.items():
+        members = plan.tasks_by_unit.get(unit, ())
         throughput, mac_rate = rates[unit]
-        macs[v] = task_macs
-        begin = t_start[v]
-        if throughput == _ONE_PER_CYCLE:  # ⌈D / 1⌉ = D
-            runs, leads = t_end[v] - begin, t_first[v] - begin
-        else:
-            runs, leads = _cycles(t_end[v] - begin, throughput), _cycles(t_first[v] - begin, throughput)
-        if mac_rate is not None:
-            runs = max(runs, _cycles(task_macs, mac_rate))
-        run[v] = runs
-        lead[v] = leads if leads < runs else runs
+        macs = plan.macs
+        for v in members:
+            begin = t_start[v]
+            if throughput == _ONE_PER_CYCLE:  # ⌈D / 1⌉ = D
+                runs, leads = t_end[v] - begin, t_first[v] - begin
+            else:
+                runs, leads = _cycles(t_end[v] - begin, throughput), _cycles(t_first[v] - begin, throughput)
+            if mac_rate is not None:
+                runs = max(runs, _cycles(macs[v], mac_rate))
+            run[v] = runs
+            lead[v] = leads if leads < runs else runs
+            instance_of[v] = instances + t_pe[v] % count
+        busy[unit] = sum(run[v] for v in members)
+        instances += count
 
     bandwidths = {name: _ratio(memory.bandwidth_bytes_per_cycle) for name, memory in arch.memories.items()}
     links = {(a, b): arch.link(a, b) for a in arch.units for b in arch.units}
@@ -394,7 +433,6 @@ def architecture_costs(
     accesses = _accesses(schedule, arch, onchip_buffers, unit_of, bandwidths)
     reads, writes = dict(accesses.reads), dict(accesses.writes)
     crossings, slots, compulsory = accesses.crossings, accesses.slots, accesses.compulsory
-    passed_in, passed_out = accesses.passed_in, accesses.passed_out
     start, end, first, transfers = _retime(
         schedule, run, lead, unit_of, instance_of, slots, dict.fromkeys(arch.memories, 0), links, link_rates,
         element_bytes, transfer_bandwidth,
@@ -403,17 +441,12 @@ def architecture_costs(
 
     # Energy by component: memories, links, the units' compute.
     level: dict[str, str] = {name: memory.level.value for name, memory in arch.memories.items()}
-    busy: dict[str, int] = dict.fromkeys(arch.units, 0)
-    compute: dict[str, int] = {}
-    locals_of = {unit: arch.local(unit) for unit in arch.units}
-    for v in dag.tasks:
-        unit = unit_of[v]
-        busy[unit] += run[v]
-        compute[unit] = compute.get(unit, 0) + macs[v]
-        local = locals_of[unit]
+    compute = dict(plan.macs_by_unit)
+    for unit, (read, written) in plan.passed_by_unit.items():
+        local = arch.local(unit)
         if local is not None:
-            reads[local] += passed_in[v]
-            writes[local] += passed_out[v]
+            reads[local] += read
+            writes[local] += written
     energy: dict[str, float] = {}
     for name, memory in arch.memories.items():
         energy[name] = reads[name] * memory.read_energy_pj + writes[name] * memory.write_energy_pj
