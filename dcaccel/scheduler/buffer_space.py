@@ -19,7 +19,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from dcaccel.scheduler.graph import CanonicalGraph
+from dcaccel.scheduler.graph import CanonicalGraph, flagged
 from dcaccel.scheduler.intervals import Intervals
 from dcaccel.scheduler.order import induced_node_order
 from dcaccel.scheduler.timeline import Timing
@@ -43,15 +43,13 @@ def undirected_blocks(
     """The undirected view of every block that has a streaming edge and an undirected cycle (None
     for the others). It does not depend on the flags otherwise, and refinement only clears flags:
     later rounds reuse it."""
-    views: list[UndirectedBlock | None] = []
-    dst, out_start, out_edges = g.dst, g.out_start, g.out_edges
-    for block in blocks:
-        members = set(block)
-        streams = any(
-            streaming[e] and dst[e] in members for u in block for e in out_edges[out_start[u] : out_start[u + 1]]
-        )
-        views.append(_undirected_block(g, block, reference) if streams else None)
-    return views
+    block_of = [-1] * g.n
+    for index, block in enumerate(blocks):
+        for v in block:
+            block_of[v] = index
+    src, dst = g.src, g.dst
+    streams = {block_of[src[e]] for e in flagged(streaming) if block_of[src[e]] == block_of[dst[e]] != -1}
+    return [_undirected_block(g, block, reference) if index in streams else None for index, block in enumerate(blocks)]
 
 
 def buffer_space(

@@ -130,21 +130,28 @@ def gang_schedule(
     pes: int,
     reference: bool = True,
     orders: list[list[int]] | None = None,
+    since: tuple[Timing, int] | None = None,
 ) -> Timing:
     """Gang-schedule ``blocks`` on ``pes`` PEs (see module docstring); ``orders`` are the blocks'
-    :func:`block_orders`, computed when not given."""
+    :func:`block_orders`, computed when not given. ``since`` is an earlier timing of the same blocks and
+    the first block whose streaming flags or intervals have changed since: the blocks before it keep
+    their timing (a block depends on earlier ones only through their nodes' times and PEs)."""
     n = g.n
-    pe = [-1] * n
-    start = [0] * n
-    end = [0] * n
-    first = [0] * n
+    if orders is None:
+        orders = block_orders(g, blocks)
+    if since is None:
+        pe, start, end, first = [-1] * n, [0] * n, [0] * n, [0] * n
+        first_block = 0
+    else:
+        previous, first_block = since
+        pe, start, end, first = (list(x) for x in (previous.pe, previous.start, previous.end, previous.first_output))
     src, is_buffer = g.src, g.is_buffer
     in_start, in_edges = g.in_start, g.in_edges
     source, sink, exit_node = g.source, g.pseudo_sink, g.exit
     floor, ceil, lead = timing_terms(g, intervals, reference)
-    used_before: set[int] = set()
-    block_start = 0
-    for order in orders if orders is not None else block_orders(g, blocks):
+    used_before = {pe[v] for order in orders[:first_block] for v in order}
+    block_start = max((end[v] for v in orders[first_block - 1]), default=0) if first_block else 0
+    for order in orders[first_block:]:
         events: dict[int, list[tuple[int, int]]] = {}
         cursor = 0
         block_end = 0

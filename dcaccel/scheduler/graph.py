@@ -9,6 +9,8 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 
+import numpy as np
+
 from dcaccel.dag.metrics import task_costs
 from dcaccel.dag.taskdag import TaskDAG
 from dcaccel.errors import DcaccelError
@@ -91,6 +93,20 @@ class CanonicalGraph:
     def into(self, v: int) -> list[int]:
         """Edge ids entering ``v`` in predecessor order."""
         return self.in_edges[self.in_start[v] : self.in_start[v + 1]]
+
+    def edge_arrays(self) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+        """``src``, ``dst`` and ``out_edges`` as numpy arrays, built once (``derived``)."""
+        found = self.derived.get("edge_arrays")
+        if found is None:
+            found = self.derived["edge_arrays"] = tuple(
+                np.array(values, dtype=np.int64) for values in (self.src, self.dst, self.out_edges)
+            )
+        return found
+
+
+def flagged(flags: bytearray) -> list[int]:
+    """The indices of the non-zero entries of ``flags`` (per-edge flags), ascending."""
+    return np.flatnonzero(np.frombuffer(flags, np.uint8)).tolist()
 
 
 def _order_keys(dag: TaskDAG) -> list[int] | None:

@@ -15,7 +15,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from dcaccel.scheduler.graph import CanonicalGraph
+from dcaccel.scheduler.graph import CanonicalGraph, flagged
 
 
 @dataclass(frozen=True)
@@ -39,7 +39,7 @@ def streaming_intervals(g: CanonicalGraph, streaming: bytearray) -> Intervals:
     # Streaming components, as union-find roots (nodes without a streaming edge are singletons).
     component = list(range(n))
     touched = bytearray(n)
-    for e in [e for e in range(m) if streaming[e]]:
+    for e in flagged(streaming):
         a, b = src[e], dst[e]
         touched[a] = touched[b] = 1
         while component[a] != a:

@@ -8,6 +8,8 @@ topological sort is Kahn's algorithm with a LIFO stack. Reproducing both literal
 
 from __future__ import annotations
 
+import numpy as np
+
 from dcaccel.scheduler.graph import CanonicalGraph
 
 
@@ -35,15 +37,16 @@ def induced_topological_orders(g: CanonicalGraph, parts: list[list[int]]) -> lis
     subgraph, started from its in-degree-0 nodes in induced node order, children pushed in successor
     order. The parts' in-degrees are counted in one pass over the edges."""
     n = g.n
-    src, dst, out_start, out_edges = g.src, g.dst, g.out_start, g.out_edges
+    dst, out_start, out_edges = g.dst, g.out_start, g.out_edges
     part_of = [-1] * n
     for index, part in enumerate(parts):
         for v in part:
             part_of[v] = index
-    indeg = [0] * n
-    for u, w in zip(src, dst, strict=True):
-        if part_of[u] == part_of[w] != -1:
-            indeg[w] += 1
+    sources, targets, _ = g.edge_arrays()
+    where = np.array(part_of, dtype=np.int64)
+    inside = where[sources]
+    inside = (inside == where[targets]) & (inside != -1)
+    indeg = np.bincount(targets[inside], minlength=n).tolist()
     orders = []
     for index, part in enumerate(parts):
         if len(part) < 2:

@@ -24,6 +24,8 @@ from __future__ import annotations
 import heapq
 from dataclasses import dataclass
 
+import numpy as np
+
 from dcaccel.scheduler.graph import CanonicalGraph
 
 
@@ -156,12 +158,14 @@ def partition(g: CanonicalGraph, pes: int, strict: bool = False) -> Partition:
             else:
                 add_to_block(candidate, as_source=False)
 
-    block_of = [-1] * n
+    block_of = np.full(n, -1, dtype=np.int64)
     for index, block in enumerate(blocks):
-        for v in block:
-            block_of[v] = index
-    src = g.src
-    streaming = [e for e in out_edges if not is_buffer[src[e]] and block_of[src[e]] == block_of[dst[e]] != -1]
+        block_of[block] = index
+    sources, targets, edges = g.edge_arrays()
+    producer = sources[edges]
+    block = block_of[producer]
+    inside = (np.frombuffer(is_buffer, np.uint8)[producer] == 0) & (block == block_of[targets[edges]]) & (block != -1)
+    streaming = edges[inside].tolist()
     blocks[0].insert(0, root)
     if sink != -1:
         blocks[-1].append(sink)

@@ -12,7 +12,7 @@ from dataclasses import dataclass
 
 from dcaccel.scheduler.buffer_space import buffer_space, undirected_blocks
 from dcaccel.scheduler.gang import block_orders, gang_schedule
-from dcaccel.scheduler.graph import CanonicalGraph
+from dcaccel.scheduler.graph import CanonicalGraph, flagged
 from dcaccel.scheduler.intervals import Intervals, streaming_intervals
 from dcaccel.scheduler.partition import partition
 from dcaccel.scheduler.timeline import Timing
@@ -53,16 +53,25 @@ def streaming_schedule(
     capacities = buffer_space(g, blocks, streaming, intervals, timing, reference=reference, undirected=undirected)
     initial_capacities = capacities
     rounds = 0
-    vol = g.vol
+    vol, src = g.vol, g.src
+    block_of = [0] * g.n
+    for index, block in enumerate(blocks):
+        for v in block:
+            block_of[v] = index
     while refine:
-        dropped = [e for e in g.out_edges if streaming[e] and vol[e] - 1 <= capacities.get(e, 1)]
+        dropped = [e for e in flagged(streaming) if vol[e] - 1 <= capacities.get(e, 1)]
         if not dropped:
             break
         rounds += 1
         for e in dropped:
             streaming[e] = 0
         intervals = streaming_intervals(g, streaming)
-        timing = gang_schedule(g, blocks, streaming, intervals, pes, reference=reference, orders=orders)
+        # Streaming edges, their components and paced edges lie inside one block: the blocks before the
+        # first one that lost a streaming edge keep their timing.
+        changed = min(block_of[src[e]] for e in dropped)
+        timing = gang_schedule(
+            g, blocks, streaming, intervals, pes, reference=reference, orders=orders, since=(timing, changed)
+        )
         capacities = buffer_space(g, blocks, streaming, intervals, timing, reference=reference, undirected=undirected)
     return StreamingResult(
         timing=timing,
