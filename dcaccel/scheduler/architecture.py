@@ -44,6 +44,7 @@ from fractions import Fraction
 from typing import NamedTuple
 
 from dcaccel.architecture import ANY_OP, Architecture, ArchitectureError
+from dcaccel.scheduler.graph import flagged
 from dcaccel.scheduler.schedule import ScheduleError
 from dcaccel.scheduler.timeline import Timing
 
@@ -249,6 +250,7 @@ class _Accesses(NamedTuple):
     crossings: dict[tuple[str, str], int]  # (component, component) -> elements
     slots: dict[int, list[tuple[str, str, int, int, int]]]  # node -> (memory, direction, elements, edge, cycles)
     compulsory: int  # program inputs read once, outputs written once
+    first_edge: dict[tuple[str, str], int]  # crossing -> the first edge on it (crossings are in that order)
 
 
 def _passed(g) -> tuple[list[int], list[int]]:
@@ -268,19 +270,73 @@ KEPT_ACCESS_PASSES = 4
 
 
 def _accesses(schedule, arch: Architecture, onchip_buffers, unit_of: list[str | None], bandwidths) -> _Accesses:
-    """:func:`_access_pass`, kept on the graph (``derived``) for the schedules that share its inputs: the
-    architecture, the streaming edges, the buffers on chip and the unit of every node. The list
-    schedules of every P share one (no edge streams and the on-chip placement is one block's)."""
+    """:func:`_access_pass`, kept on the graph (``derived``) without streaming edges for the schedules that
+    share its other inputs: the architecture, the buffers on chip and the unit of every node (the list
+    schedules of every P share one: the on-chip placement is one block's; so do the streaming schedules
+    of an architecture without on-chip memory). A schedule's streaming edges are then taken out of it
+    (:func:`_with_streams`), or the pass is run in full when that cannot give the same order."""
     g = schedule.graph
-    key = (id(arch), bytes(schedule.streaming), frozenset(onchip_buffers), tuple(unit_of))
+    key = (id(arch), frozenset(onchip_buffers), tuple(unit_of))
     kept = g.derived.setdefault("accesses", {})
     found = kept.pop(key, None)  # (arch, accesses): holding the architecture keeps its id unique
     if found is None:
-        found = arch, _access_pass(g, schedule.streaming, arch, onchip_buffers, unit_of, bandwidths)
+        found = arch, _access_pass(g, bytes(g.m), arch, onchip_buffers, unit_of, bandwidths)
     kept[key] = found
     while len(kept) > KEPT_ACCESS_PASSES:
         del kept[next(iter(kept))]
-    return found[1]
+    src, dst, is_buffer, source, sink = g.src, g.dst, g.is_buffer, g.source, g.pseudo_sink
+    streamed = [e for e in flagged(schedule.streaming) if not is_buffer[dst[e]] and src[e] != source and dst[e] != sink]
+    if not streamed:
+        return found[1]
+    with_streams = _with_streams(g, found[1], streamed, arch, onchip_buffers, unit_of)
+    if with_streams is None:
+        return _access_pass(g, schedule.streaming, arch, onchip_buffers, unit_of, bandwidths)
+    return with_streams
+
+
+def _with_streams(g, base: _Accesses, streamed: list[int], arch: Architecture, onchip_buffers, unit_of):
+    """The access pass with the edges ``streamed`` (into tasks, between two nodes of the program)
+    streaming, from ``base``, the pass where none does: each such edge no longer writes and reads memory
+    but crosses the link between its units. None when one of them was the first on a crossing of
+    ``base`` or all of it (the order of the crossings, which the energies are summed in, would change)."""
+    src, dst, vol, is_buffer = g.src, g.dst, g.vol, g.is_buffer
+    offchip = arch.offchip
+    onchip = arch.onchip[0] if arch.onchip else None
+    reads, writes = dict(base.reads), dict(base.writes)
+    values = dict(base.crossings)
+    first_edge = dict(base.first_edge)
+    dropped: dict[int, set[int]] = defaultdict(set)  # node -> edges whose slots it no longer has
+    for e in streamed:
+        p, v, volume = src[e], dst[e], vol[e]
+        if is_buffer[p]:
+            accesses = ((v, onchip if p in onchip_buffers else offchip, reads),)
+        else:
+            accesses = ((p, offchip, writes), (v, offchip, reads))
+        for node, memory, counts in accesses:
+            counts[memory] -= volume
+            dropped[node].add(e)
+            if unit_of[node] is not None:
+                key = unit_of[node], memory
+                if first_edge[key] == e:
+                    return None
+                values[key] -= volume
+        key = unit_of[p], unit_of[v]
+        if key in values:
+            values[key] += volume
+            first_edge[key] = min(first_edge[key], e)
+        else:
+            values[key] = volume
+            first_edge[key] = e
+    if 0 in values.values():
+        return None
+    crossings: dict[tuple[str, str], int] = defaultdict(int)
+    for key in sorted(values, key=first_edge.__getitem__):  # stable: base's order among equal first edges
+        crossings[key] = values[key]
+    slots = dict(base.slots)
+    for node, edges in dropped.items():
+        if node in slots:
+            slots[node] = [slot for slot in slots[node] if slot[3] not in edges]
+    return _Accesses(reads, writes, crossings, slots, base.compulsory, first_edge)
 
 
 def _access_pass(g, streaming, arch: Architecture, onchip_buffers, unit_of: list[str | None], bandwidths) -> _Accesses:
@@ -297,26 +353,32 @@ def _access_pass(g, streaming, arch: Architecture, onchip_buffers, unit_of: list
     reads = dict.fromkeys(arch.memories, 0)
     writes = dict.fromkeys(arch.memories, 0)
     crossings: dict[tuple[str, str], int] = defaultdict(int)  # (component, component) -> elements
+    first_edge: dict[tuple[str, str], int] = {}  # (component, component) -> the edge that crossed it first
     slots: dict[int, list[tuple[str, str, int, int, int]]] = defaultdict(list)  # ... and the slot's cycles
+
+    def cross(key: tuple[str, str], volume: int, e: int) -> None:
+        if key not in crossings:
+            first_edge[key] = e
+        crossings[key] += volume
 
     def read(node: int, memory: str, volume: int, e: int) -> None:
         reads[memory] += volume
         if unit_of[node] is not None:
-            crossings[unit_of[node], memory] += volume
+            cross((unit_of[node], memory), volume, e)
         if bandwidths[memory] is not None:
             slots[node].append((memory, "read", volume, e, _cycles(volume * element_bytes, bandwidths[memory])))
 
     def write(node: int, memory: str, volume: int, e: int) -> None:
         writes[memory] += volume
         if unit_of[node] is not None:
-            crossings[unit_of[node], memory] += volume
+            cross((unit_of[node], memory), volume, e)
         if bandwidths[memory] is not None:
             slots[node].append((memory, "write", volume, e, _cycles(volume * element_bytes, bandwidths[memory])))
 
     def copy(node: int, origin: str, target: str, volume: int, e: int) -> None:
         read(node, origin, volume, e)
         write(node, target, volume, e)
-        crossings[origin, target] += volume
+        cross((origin, target), volume, e)
 
     def home(b: int) -> str:
         return onchip if b in onchip_buffers else offchip
@@ -349,7 +411,7 @@ def _access_pass(g, streaming, arch: Architecture, onchip_buffers, unit_of: list
             if v in onchip_buffers:
                 copy(v, onchip, offchip, volume, e)
         if streaming[e] and not to_buffer:
-            crossings[unit_of[p], unit_of[v]] += volume  # over the link between the two units
+            cross((unit_of[p], unit_of[v]), volume, e)  # over the link between the two units
             continue
         if is_buffer[p]:
             if to_buffer:
@@ -362,7 +424,10 @@ def _access_pass(g, streaming, arch: Architecture, onchip_buffers, unit_of: list
             writes[memory] += volume
             unit = unit_of[p]
             if unit is not None:
-                crossings[unit, memory] += volume
+                key = unit, memory
+                if key not in crossings:
+                    first_edge[key] = e
+                crossings[key] += volume
             if memory in limited:
                 slots[p].append((memory, "write", volume, e, _cycles(volume * element_bytes, bandwidths[memory])))
             if to_buffer:
@@ -371,10 +436,13 @@ def _access_pass(g, streaming, arch: Architecture, onchip_buffers, unit_of: list
         reads[memory] += volume
         unit = unit_of[v]
         if unit is not None:
-            crossings[unit, memory] += volume
+            key = unit, memory
+            if key not in crossings:
+                first_edge[key] = e
+            crossings[key] += volume
         if memory in limited:
             slots[v].append((memory, "read", volume, e, _cycles(volume * element_bytes, bandwidths[memory])))
-    return _Accesses(reads, writes, crossings, slots, compulsory)
+    return _Accesses(reads, writes, crossings, slots, compulsory, first_edge)
 
 
 def architecture_costs(
