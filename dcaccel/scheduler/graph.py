@@ -94,6 +94,16 @@ class CanonicalGraph:
         """Edge ids entering ``v`` in predecessor order."""
         return self.in_edges[self.in_start[v] : self.in_start[v + 1]]
 
+    def successors(self) -> list[list[int]]:
+        """The successors of every node, in successor order, built once (``derived``)."""
+        found = self.derived.get("successors")
+        if found is None:
+            dst, out_start, out_edges = self.dst, self.out_start, self.out_edges
+            found = self.derived["successors"] = [
+                [dst[e] for e in out_edges[out_start[v] : out_start[v + 1]]] for v in range(self.n)
+            ]
+        return found
+
     def edge_arrays(self) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
         """``src``, ``dst`` and ``out_edges`` as numpy arrays, built once (``derived``)."""
         found = self.derived.get("edge_arrays")

@@ -48,7 +48,7 @@ def partition(g: CanonicalGraph, pes: int, strict: bool = False) -> Partition:
     root, sink = g.source, g.pseudo_sink
     work = g.cost
     is_buffer = g.is_buffer
-    dst, out_start, out_edges = g.dst, g.out_start, g.out_edges
+    successors = g.successors()
     indeg = [g.in_start[v + 1] - g.in_start[v] for v in range(n)]
 
     blocks: list[list[int]] = [[]]
@@ -94,8 +94,7 @@ def partition(g: CanonicalGraph, pes: int, strict: bool = False) -> Partition:
         """Take ``v`` out of the remaining graph: its successors inherit the mask ``propagate``, and
         those left without predecessors become sources, filed by their dependence on the current
         block's sources (the first one they depend on decides whether they may join the block)."""
-        for e in out_edges[out_start[v] : out_start[v + 1]]:
-            w = dst[e]
+        for w in successors[v]:
             if propagate:
                 if epoch[w] == current:
                     mask[w] |= propagate
@@ -112,51 +111,43 @@ def partition(g: CanonicalGraph, pes: int, strict: bool = False) -> Partition:
                     fits_flag[w] = work[w] <= work[bs] or is_buffer[w] or is_buffer[bs]
                     push(pending, w)
 
-    def add_to_block(v: int, as_source: bool) -> None:
-        nonlocal buffers_in_block
-        blocks[-1].append(v)
-        buffers_in_block += is_buffer[v]
-        inherited = mask[v] if epoch[v] == current else 0
-        if as_source:
-            inherited |= 1 << len(block_sources)
-            block_sources.append(v)
-        if len(blocks[-1]) - buffers_in_block >= pes:
-            blocks.append([])
-            new_block()
-            remove(v, 0)
-        else:
-            remove(v, inherited)
-
     stops.append(root)
     placed = 0
     while placed < n:
         stop = stops[0] if stops else n
         if pending and pending[0] < stop:
             activate(stop)
+        # The next node of the current block and whether it is a block source.
         if stops and (stop == root or stop == sink):
             pop(stops)
             placed += 1
             remove(stop, 0)
-            if fits:
-                placed += 1
-                add_to_block(-pop(fits)[1], as_source=False)
-            continue
-        if stops:
-            pop(stops)
-            placed += 1
-            add_to_block(stop, as_source=True)
+            if not fits:
+                continue
+            v, as_source = -pop(fits)[1], False
+        elif stops:
+            v, as_source = pop(stops), True
         elif fits:
-            placed += 1
-            add_to_block(-pop(fits)[1], as_source=False)
+            v, as_source = -pop(fits)[1], False
         else:
-            candidate = pop(opens)[1]
-            placed += 1
+            v, as_source = pop(opens)[1], strict
             if strict:
                 blocks.append([])
                 new_block()
-                add_to_block(candidate, as_source=True)
-            else:
-                add_to_block(candidate, as_source=False)
+        placed += 1
+        block = blocks[-1]
+        block.append(v)
+        buffers_in_block += is_buffer[v]
+        inherited = mask[v] if epoch[v] == current else 0
+        if as_source:
+            inherited |= 1 << len(block_sources)
+            block_sources.append(v)
+        if len(block) - buffers_in_block >= pes:
+            blocks.append([])
+            new_block()
+            remove(v, 0)
+        else:
+            remove(v, inherited)
 
     block_of = np.full(n, -1, dtype=np.int64)
     for index, block in enumerate(blocks):
