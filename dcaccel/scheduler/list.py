@@ -106,8 +106,8 @@ class _Processors:
         self.ends: list[list[int]] = [[] for _ in range(pes)]
         self.gap_lo: list[list[int]] = [[] for _ in range(pes)]
         self.gap_hi: list[list[int]] = [[] for _ in range(pes)]
-        self.with_gaps: list[int] = []  # PEs that have gaps, ascending
         self.last_gap_end: list[float] = [-_INF] * pes  # upper end of every PE's last gap (-inf: no gap)
+        self.gap_ends: list[tuple[int, int]] = []  # (last gap's upper end, PE) of the PEs with gaps, ascending
 
     def start_on(self, p: int, est: int, duration: int) -> int:
         """Where the placement rule puts a task of ``duration`` ready at ``est`` on PE ``p``."""
@@ -160,10 +160,10 @@ class _Processors:
                     if start == est:
                         break
             return best_start, best_pe
-        # A PE whose last gap ends before est + duration has no gap that holds the task (_gap_start).
-        need = est + duration
-        last_gap_end = self.last_gap_end
-        for p in [p for p in self.with_gaps if last_gap_end[p] >= need]:
+        # A PE whose last gap ends before est + duration has no gap that holds the task (_gap_start): the
+        # others, in PE order.
+        gap_ends = self.gap_ends
+        for p in sorted([p for _, p in gap_ends[bisect.bisect_left(gap_ends, (est + duration, -1)) :]]):
             if best_start == est and p >= best_pe:
                 break
             start = self._gap_start(p, est, duration)
@@ -189,7 +189,6 @@ class _Processors:
         starts.insert(index, start)
         ends.insert(index, end)
         lows, highs = self.gap_lo[p], self.gap_hi[p]
-        had_gaps = bool(lows)
         if first_start is None:
             if start >= 1:
                 lows.append(_HEAD)
@@ -212,12 +211,14 @@ class _Processors:
                     pieces.append((end, hi))
                 lows[i : i + 1] = [a for a, _ in pieces]
                 highs[i : i + 1] = [b for _, b in pieces]
-        self.last_gap_end[p] = highs[-1] if highs else -_INF
-        if bool(lows) != had_gaps:
-            if lows:
-                bisect.insort(self.with_gaps, p)
-            else:
-                self.with_gaps.remove(p)
+        before, after = self.last_gap_end[p], highs[-1] if highs else -_INF
+        if after != before:
+            self.last_gap_end[p] = after
+            gap_ends = self.gap_ends
+            if before != -_INF:
+                del gap_ends[bisect.bisect_left(gap_ends, (before, p))]
+            if after != -_INF:
+                bisect.insort(gap_ends, (after, p))
 
 
 def list_schedule(
