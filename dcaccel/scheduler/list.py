@@ -8,8 +8,9 @@ With ``insertion=True`` a task may fill an idle gap left earlier on a PE (the in
 cycle) adds ``ceil(volume / bandwidth)`` cycles to an edge whose two ends run on different PEs.
 
 The reference scans every PE for every task. Here a segment tree over the PEs' last end times
-answers "first PE free by time t" and "first PE free earliest" in O(log P), and only PEs with idle
-gaps are examined one by one (by bisection in their gap lists), which gives the same choices.
+answers "first PE free by time t" and "first PE free earliest" in O(log P), and only PEs whose last
+idle gap ends late enough to hold the task (found by bisection in a list of the PEs with gaps sorted by
+that end) are examined one by one (by bisection in their gap lists), which gives the same choices.
 """
 
 from __future__ import annotations
