@@ -1,0 +1,115 @@
+"""The per-point shortcuts of the streaming scheduler and the costing give what the direct computation
+gives: the gang-scheduling terms kept per graph (durations, first-output leads), the refinement rounds
+that re-time from the first changed block, and the access pass derived from the one without streaming
+edges (same sums, same crossing order, same transfer slots)."""
+
+from __future__ import annotations
+
+import pytest
+from hypothesis import HealthCheck, given, settings
+
+from dcaccel.architecture import load
+from dcaccel.dag import TaskDAG
+from dcaccel.dag import generators as gen
+from dcaccel.dag.taskdag import NodeKind
+from dcaccel.scheduler import CanonicalGraph, schedule
+from dcaccel.scheduler.architecture import _access_pass, _accesses, _ratio
+from dcaccel.scheduler.gang import first_output_time, gang_schedule, task_duration, timing_terms
+from dcaccel.scheduler.intervals import streaming_intervals
+from dcaccel.scheduler.streaming import streaming_schedule
+from tests.scheduler.conftest import canonical_dags, load_vector
+
+VECTORS = ["seedconv_mv", "seedconv_op_noxcolbuf", "fft_rand_8_buf", "chol_rand_6", "chain_elw_6"]
+PES = [1, 2, 3, 8]
+
+
+def _terms_match(g: CanonicalGraph, pes: int, reference: bool) -> None:
+    result = streaming_schedule(g, pes, reference=reference)
+    floor, ceil, lead = timing_terms(g, result.intervals, reference)
+    for v in range(g.n):
+        if v in (g.source, g.pseudo_sink) or g.is_buffer[v]:
+            assert (floor[v], ceil[v], lead[v]) == (0, 0, 0)
+            continue
+        num, den = task_duration(g, v, result.intervals, reference)
+        assert (floor[v], ceil[v]) == (num // den, -(-num // den)), v
+        if v != g.exit:
+            assert lead[v] == first_output_time(g, v, 0, 0, result.intervals, reference), v
+
+
+def _refined_equals_fresh(g: CanonicalGraph, pes: int, reference: bool) -> None:
+    """The final timing (refinement re-timed from the first changed block) equals gang scheduling all
+    blocks afresh under the final flags."""
+    result = streaming_schedule(g, pes, reference=reference)
+    fresh = gang_schedule(g, result.blocks, result.streaming, streaming_intervals(g, result.streaming), pes, reference)
+    assert result.timing == fresh
+
+
+def _accesses_equal_full_pass(g: CanonicalGraph, pes: int, arch_name: str, onchip: int) -> None:
+    arch = load(arch_name)
+    result = schedule(g, pes, "streaming", validate=False)
+    placed = frozenset(result.io_at(onchip).onchip_buffers)
+    costs = result.cost_on(arch, onchip)
+    unit_of = list(costs.unit_of)
+    bandwidths = {name: _ratio(memory.bandwidth_bytes_per_cycle) for name, memory in arch.memories.items()}
+    got = _accesses(result, arch, placed, unit_of, bandwidths)
+    full = _access_pass(g, result.streaming, arch, placed, unit_of, bandwidths)
+    assert (got.reads, got.writes, got.compulsory) == (full.reads, full.writes, full.compulsory)
+    assert list(got.crossings.items()) == list(full.crossings.items())  # the energies are summed in this order
+    assert {v: s for v, s in got.slots.items() if s} == {v: s for v, s in full.slots.items() if s}
+
+
+@pytest.mark.parametrize("reference", [True, False])
+@pytest.mark.parametrize("pes", PES)
+@pytest.mark.parametrize("name", VECTORS)
+def test_streaming_shortcuts_on_vectors(name, pes, reference):
+    g = CanonicalGraph.from_dag(load_vector(name)[1])
+    _terms_match(g, pes, reference)
+    _refined_equals_fresh(g, pes, reference)
+
+
+@pytest.mark.parametrize(("arch", "onchip"), [("abstract", 0), ("eyeriss", 0), ("eyeriss", 8)])
+@pytest.mark.parametrize("pes", PES)
+@pytest.mark.parametrize("name", VECTORS)
+def test_access_pass_from_the_one_without_streams_on_vectors(name, pes, arch, onchip):
+    _accesses_equal_full_pass(CanonicalGraph.from_dag(load_vector(name)[1]), pes, arch, onchip)
+
+
+def _first_crossing_streams() -> TaskDAG:
+    """source -> b_in -> T0 -> T1 -> T2 -> b_out -> sink, 4 elements per edge. On 2 PEs, T0 -> T1 streams
+    and is, without streaming, the first edge from a PE to the off-chip memory (the buffers are on chip):
+    that crossing then comes after the link's."""
+    dag = TaskDAG("first_crossing_streams")
+    nodes = [
+        dag.add_node(kind, label)
+        for kind, label in [(NodeKind.SOURCE, "source"), (NodeKind.BUFFER, "b_in"), (NodeKind.TASK, "T0"),
+                            (NodeKind.TASK, "T1"), (NodeKind.TASK, "T2"), (NodeKind.BUFFER, "b_out"),
+                            (NodeKind.SINK, "sink")]
+    ]  # fmt: skip
+    for a, b in zip(nodes, nodes[1:], strict=False):
+        dag.add_edge(a, b, 4)
+    return dag
+
+
+def test_access_pass_when_a_streaming_edge_is_first_on_a_crossing():
+    g = CanonicalGraph.from_dag(_first_crossing_streams())
+    assert (2, 3) in schedule(g, 2, "streaming").streaming_edges
+    _accesses_equal_full_pass(g, 2, "eyeriss", 8)
+
+
+@pytest.mark.parametrize(("seed", "pes"), [(6, 8), (0, 2), (1, 4)])
+def test_refinement_from_the_first_changed_block_on_layered_dags(seed, pes):
+    """Seed 6 on 8 PEs: a refinement round that changes the makespan (493 -> 462)."""
+    g = CanonicalGraph.from_dag(gen.layered(40, 6, seed=seed, buffer_fraction=0.1))
+    _refined_equals_fresh(g, pes, True)
+    _terms_match(g, pes, True)
+    _accesses_equal_full_pass(g, pes, "eyeriss", 8)
+
+
+@settings(max_examples=25, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(dag=canonical_dags(max_tasks=10))
+def test_per_point_shortcuts(dag: TaskDAG):
+    g = CanonicalGraph.from_dag(dag)
+    for pes in (2, 4):
+        _terms_match(g, pes, True)
+        _refined_equals_fresh(g, pes, True)
+        _accesses_equal_full_pass(g, pes, "eyeriss", 8)
