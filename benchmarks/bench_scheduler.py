@@ -1,8 +1,8 @@
 """Scheduler cost: time and peak memory per DAG size and scheduler.
 
-    python benchmarks/bench_scheduler.py [--sizes 1000 10000 100000 1000000] [--pes 16]
+    python benchmarks/bench_scheduler.py [--sizes 1000 10000 100000 1000000] [--pes 16 ...]
                                          [--families layered chain mv op lmv] [--schedulers streaming list]
-    python benchmarks/bench_scheduler.py --workload resnet18 [--arch tpu] [--impl Conv=mv] [--pes 64]
+    python benchmarks/bench_scheduler.py --workload resnet18 [--arch tpu] [--impl Conv=mv] [--pes 1 2 4 ... 128]
 
 For every family and size the DAG is generated once (not timed); each scheduler then runs in a
 forked child process, so that its peak resident memory is its own. ``time`` is the wall time of
@@ -12,11 +12,12 @@ what scheduling added to the memory the DAG already used. Targets: 10^5 tasks < 
 10^6 tasks < 30 s per scheduler.
 
 With ``--workload``, one built-in workload is run end to end instead, stage by stage in one child
-process: lowering (``--impl``), extraction, scheduling, then the on-chip placement (the knapsack of
+process: lowering (``--impl``), extraction, then for every P and scheduler, as a sweep's per-point stage
+does on one DAG (``CanonicalGraph`` built once), scheduling, the on-chip placement (the knapsack of
 ``dcaccel.scheduler.io``, for the on-chip capacity of ``--arch``) and the costing on ``--arch`` (which
-places the buffers again). ResNet-18 on ``tpu`` is the case where the buffers just exceed the unified
-buffer, so that the knapsack, not the "everything fits" shortcut, decides; ``onchip_buffers`` and the
-energy follow its choice.
+places the buffers again); a last line sums the points. ResNet-18 on ``tpu`` is the case where the
+buffers just exceed the unified buffer, so that the knapsack, not the "everything fits" shortcut,
+decides; ``onchip_buffers`` and the energy follow its choice.
 """
 
 from __future__ import annotations
@@ -34,7 +35,7 @@ from dcaccel.architecture import load as load_architecture
 from dcaccel.dag import TaskDAG
 from dcaccel.dag import generators as gen
 from dcaccel.dag.extract import extract
-from dcaccel.scheduler import schedule
+from dcaccel.scheduler import CanonicalGraph, schedule
 
 FAMILIES = {
     "layered": lambda n: gen.layered(n, max(10, math.isqrt(n)), seed=1, buffer_fraction=0.05),
@@ -108,21 +109,23 @@ def _run_workload(args: argparse.Namespace, queue: multiprocessing.Queue) -> Non
     lowered_at = time.perf_counter()
     dag = extract(lowered)
     extracted_at = time.perf_counter()
+    graph = CanonicalGraph.from_dag(dag)
     rows = []
-    for scheduler in args.schedulers:
-        scheduled = time.perf_counter()
-        result = schedule(dag, args.pes, scheduler, validate=False)
-        placed = time.perf_counter()
-        io = result.io_at(onchip)
-        costed = time.perf_counter()
-        costs = result.cost_on(arch, onchip)
-        done = time.perf_counter()
-        rows.append(
-            WorkloadRow(args.workload, arch.label, scheduler, args.pes, len(dag.tasks), lowered_at - start,
-                        extracted_at - lowered_at, placed - scheduled, costed - placed, done - costed,
-                        resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024, len(io.onchip_buffers),
-                        costs.makespan_cycles, costs.energy_total_pj)
-        )  # fmt: skip
+    for pes in args.pes:
+        for scheduler in args.schedulers:
+            scheduled = time.perf_counter()
+            result = schedule(graph, pes, scheduler, validate=False)
+            placed = time.perf_counter()
+            io = result.io_at(onchip)
+            costed = time.perf_counter()
+            costs = result.cost_on(arch, onchip)
+            done = time.perf_counter()
+            rows.append(
+                WorkloadRow(args.workload, arch.label, scheduler, pes, len(dag.tasks), lowered_at - start,
+                            extracted_at - lowered_at, placed - scheduled, costed - placed, done - costed,
+                            resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024, len(io.onchip_buffers),
+                            costs.makespan_cycles, costs.energy_total_pj)
+            )  # fmt: skip
     queue.put(rows)
 
 
@@ -138,7 +141,7 @@ def _print_row(row, widths: list[int]) -> None:
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--sizes", type=int, nargs="+", default=[1_000, 10_000, 100_000, 1_000_000])
-    parser.add_argument("--pes", type=int, default=16)
+    parser.add_argument("--pes", type=int, nargs="+", default=[16])
     parser.add_argument("--families", nargs="+", choices=FAMILIES, default=list(FAMILIES))
     parser.add_argument("--schedulers", nargs="+", choices=["streaming", "list"], default=["streaming", "list"])
     parser.add_argument("--workload", help="a built-in workload to run end to end instead of generated DAGs")
@@ -153,23 +156,29 @@ def main() -> None:
         child.start()
         rows = queue.get()
         child.join()
-        widths = [10, 6, 10, 4, 7, 8, 9, 10, 11, 9, 8, 14, 15, 16]
+        widths = [10, 8, 10, 4, 7, 8, 9, 10, 11, 9, 8, 14, 15, 16]
         _print_header(WorkloadRow, widths)
         for row in rows:
             _print_row(row, widths)
+        if len(rows) > 1:
+            stages = ("schedule_s", "placement_s", "costing_s")
+            times = {name: sum(getattr(row, name) for row in rows) for name in stages}
+            print(f"{len(rows)} points: " + ", ".join(f"{name} {seconds:.2f}" for name, seconds in times.items())
+                  + f", total {sum(times.values()):.2f}")  # fmt: skip
         return
     widths = [10, 9, 9, 10, 4, 8, 8, 9, 9, 12, 7, 8]
     _print_header(Row, widths)
     for size in args.sizes:
         for family in args.families:
             dag = FAMILIES[family](size)
-            for scheduler in args.schedulers:
-                queue = context.Queue()
-                child = context.Process(target=_measure, args=(dag, family, scheduler, args.pes, queue))
-                child.start()
-                row = queue.get()
-                child.join()
-                _print_row(row, widths)
+            for pes in args.pes:
+                for scheduler in args.schedulers:
+                    queue = context.Queue()
+                    child = context.Process(target=_measure, args=(dag, family, scheduler, pes, queue))
+                    child.start()
+                    row = queue.get()
+                    child.join()
+                    _print_row(row, widths)
             del dag
 
 
