@@ -558,7 +558,7 @@ def _retime(
     n = g.n
     src, vol, is_buffer, streaming = g.src, g.vol, g.is_buffer, schedule.streaming
     source, exit_node = g.source, g.exit
-    in_start, in_edges = g.in_start, g.in_edges
+    in_start, in_edges, predecessors = g.in_start, g.in_edges, g.predecessors()
     pe = t.pe
     block_of = schedule.block_of
     span = max(t.end, default=0) + 1  # (start, end) as one integer key, ordered as the pair
@@ -590,10 +590,9 @@ def _retime(
         finish_floor = 0
         where = pe[v]
         if plain_inputs or (is_buffer[v] and transfer_bandwidth is None):
-            for e in in_edges[in_start[v] : in_start[v + 1]]:
-                ready = end[src[e]]
-                if ready > est:
-                    est = ready
+            for p in predecessors[v]:
+                if end[p] > est:
+                    est = end[p]
         else:
             consumes_streams = not is_buffer[v]
             for e in in_edges[in_start[v] : in_start[v + 1]]:

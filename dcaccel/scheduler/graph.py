@@ -104,6 +104,16 @@ class CanonicalGraph:
             ]
         return found
 
+    def predecessors(self) -> list[list[int]]:
+        """The predecessors of every node, in predecessor order, built once (``derived``)."""
+        found = self.derived.get("predecessors")
+        if found is None:
+            src, in_start, in_edges = self.src, self.in_start, self.in_edges
+            found = self.derived["predecessors"] = [
+                [src[e] for e in in_edges[in_start[v] : in_start[v + 1]]] for v in range(self.n)
+            ]
+        return found
+
     def edge_arrays(self) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
         """``src``, ``dst`` and ``out_edges`` as numpy arrays, built once (``derived``)."""
         found = self.derived.get("edge_arrays")

@@ -233,17 +233,18 @@ def list_schedule(
     src, vol, cost = g.src, g.vol, g.cost
     in_start, in_edges = g.in_start, g.in_edges
     processors = _Processors(pes, insertion)
+    best, place, predecessors = processors.best, processors.place, g.predecessors()
     order = priority_order(g)
     for v in order:
         duration = cost[v]
-        preds = in_edges[in_start[v] : in_start[v + 1]]
         if bandwidth is None:
-            est = max([end[src[e]] for e in preds], default=0)
-            begin, where = processors.best(est, duration)
+            est = max([end[p] for p in predecessors[v]], default=0)
+            begin, where = best(est, duration)
         else:
+            preds = in_edges[in_start[v] : in_start[v + 1]]
             begin, where = _best_with_transfers(processors, preds, src, vol, pe, end, duration, bandwidth)
         pe[v], start[v], end[v] = where, begin, begin + duration
-        processors.place(where, begin, begin + duration)
+        place(where, begin, begin + duration)
     return Timing(pe, start, end, end.copy()), list(order)
 
 
