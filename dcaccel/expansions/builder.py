@@ -324,7 +324,8 @@ class ExpansionBuilder:
 
     def _mapped_tasklet(self, state, maps, inputs, code, outputs, language) -> nodes.Tasklet:
         """A tasklet inside the nest of ``maps`` (label, ranges), outermost first, connected to the
-        containers of ``inputs`` and ``outputs``."""
+        containers of ``inputs`` and ``outputs``; the memlets outside the tasklet are DaCe's propagation
+        of ``inputs`` and ``outputs`` through the nest (:class:`PropagatedNests`)."""
         names = {name: connector(name) for name in (*inputs, *outputs)}
         if language == dace.Language.Python:
             code = _renamed(code, names)
@@ -339,13 +340,92 @@ class ExpansionBuilder:
         entries = [entry for entry, _ in scopes]
         exits = [exit_ for _, exit_ in reversed(scopes)]
         in_state = state is self.state
+        key = PROPAGATED.key(self.sdfg, maps, inputs, outputs)
+        propagated = PROPAGATED.get(key)
+        paths = []
         for name, memlet in inputs.items():
             source = self.read_node(memlet.data) if in_state else state.add_read(memlet.data)
-            state.add_memlet_path(source, *entries, tasklet, dst_conn=names[name], memlet=memlet)
+            state.add_memlet_path(
+                source, *entries, tasklet, dst_conn=names[name], memlet=memlet, propagate=propagated is None
+            )
+            paths.append(state.memlet_path(next(state.in_edges_by_connector(tasklet, names[name])))[:-1])
         for entry, inner in zip(entries, [*entries[1:], tasklet], strict=True):
             if state.out_degree(entry) == 0:
                 state.add_nedge(entry, inner, dace.Memlet())
         for name, memlet in outputs.items():
             target = self.write_node(memlet.data) if in_state else state.add_write(memlet.data)
-            state.add_memlet_path(tasklet, *exits, target, src_conn=names[name], memlet=memlet)
+            state.add_memlet_path(
+                tasklet, *exits, target, src_conn=names[name], memlet=memlet, propagate=propagated is None
+            )
+            paths.append(state.memlet_path(next(state.out_edges_by_connector(tasklet, names[name])))[1:])
+        if propagated is None:
+            PROPAGATED.put(key, [[edge.data for edge in path] for path in paths])
+        else:
+            for path, memlets in zip(paths, propagated, strict=True):
+                for edge, memlet in zip(path, memlets, strict=True):
+                    edge.data = copy.deepcopy(memlet)
+                    edge.data.try_initialize(state.sdfg, state, edge)
         return tasklet
+
+
+class PropagatedNests:
+    """DaCe's propagation of a map nest's memlets, computed once per nest content.
+
+    The memlets outside a tasklet's map nest are DaCe's propagation of the tasklet's memlets through
+    the maps (``add_memlet_path``), a sympy computation that dominates building an expansion. It
+    reads only what :meth:`key` holds: the maps' parameters and ranges (not their labels), the
+    tasklet's memlets in connection order (each is united with the earlier ones of the same container
+    in the same scope), the shape and offset of the containers they touch, and the symbols and
+    constants the nest may use. Nests of equal key (a model's convolutions of equal shape, the im2col
+    every MMM shape of a convolution shares) get copies of the memlets the first one was given. Kept
+    per process, at most ``capacity`` nests (the oldest are forgotten first).
+    """
+
+    def __init__(self, capacity: int = 4096):
+        self.capacity = capacity
+        self._nests: dict[tuple, list[list[dace.Memlet]]] = {}
+
+    def __len__(self) -> int:
+        return len(self._nests)
+
+    @staticmethod
+    def key(sdfg: SDFG, maps, inputs: Mapping[str, dace.Memlet], outputs: Mapping[str, dace.Memlet]) -> tuple:
+        """What the propagation of the nest ``maps`` around ``inputs`` and ``outputs`` in ``sdfg`` reads."""
+
+        def accessed(memlet: dace.Memlet) -> tuple:
+            return (
+                memlet.data,
+                str(memlet.subset),
+                str(memlet.other_subset),
+                memlet.wcr,
+                memlet.dynamic,
+                str(memlet.volume),
+            )
+
+        containers = sorted({memlet.data for memlet in (*inputs.values(), *outputs.values())})
+        return (
+            tuple(tuple(ranges.items()) for _, ranges in maps),
+            tuple((name, accessed(memlet)) for name, memlet in inputs.items()),
+            tuple((name, accessed(memlet)) for name, memlet in outputs.items()),
+            tuple(
+                (name, type(desc).__name__, tuple(map(str, desc.shape)), tuple(map(str, desc.offset)))
+                for name, desc in ((name, sdfg.arrays[name]) for name in containers)
+            ),
+            tuple(sorted(map(str, sdfg.symbols))),
+            tuple(sorted(map(str, sdfg.constants))),
+        )
+
+    def get(self, key: tuple) -> list[list[dace.Memlet]] | None:
+        """The propagated memlets of the nest ``key``, per path (inputs, then outputs; outermost edge
+        first for an input, innermost first for an output); None when not computed yet."""
+        return self._nests.get(key)
+
+    def put(self, key: tuple, memlets: list[list[dace.Memlet]]) -> None:
+        """Keep copies of the propagated ``memlets`` of the nest ``key``."""
+        if len(self._nests) >= self.capacity:
+            del self._nests[next(iter(self._nests))]
+        self._nests[key] = copy.deepcopy(memlets)
+
+
+#: The propagated nests of every expansion built in this process.
+PROPAGATED = PropagatedNests()

@@ -227,7 +227,8 @@ def expand_all(
             if isinstance(node, nodes.NestedSDFG) and node.label in inputs:
                 dropped = frozenset(inputs[node.label] - set(node.in_connectors))
                 key = (node.label, implementations[node.label])
-                cache.setdefault(key, CachedExpansion(copy.deepcopy(node), dropped))
+                if key not in cache:
+                    cache[key] = CachedExpansion(copy.deepcopy(node), dropped)
     return implementations, seen, opaque
 
 
