@@ -37,7 +37,6 @@ import warnings
 from collections import Counter
 from collections.abc import Mapping
 from dataclasses import dataclass
-from fractions import Fraction
 from typing import TYPE_CHECKING, Any
 
 import numpy as np
@@ -48,12 +47,9 @@ from dcaccel.dag.taskdag import NodeKind, TaskDAG
 from dcaccel.dag.walk import (
     EDGE_VOLUME_RULES,
     SINK_MODES,
-    Edge,
     Fault,
     Granularity,
-    Node,
     Rows,
-    add_edge,
     box_size,
     check_options,
     iteration_points,
@@ -63,7 +59,7 @@ from dcaccel.dag.walk import (
     walk_program,
     without_cycle_collection,
 )
-from dcaccel.errors import DAGContractError
+from dcaccel.errors import DAGContractError, DcaccelError
 
 if TYPE_CHECKING:
     from dcaccel.dag.scopes import Access, LoweredProgram, TaskScope
@@ -145,32 +141,152 @@ def _instantiate(scope: TaskScope, granularity: Granularity) -> _Group:
     return _Group(labels, metas, reads, writes, accumulated)
 
 
+#: Largest value of an int64: exact volumes are computed in int64 while no intermediate product exceeds it.
+_INT64_MAX = int(np.iinfo(np.int64).max)
+
+
+def _exact_volumes(
+    reads: np.ndarray, written: np.ndarray, overlap: np.ndarray, box: np.ndarray, read: np.ndarray
+) -> np.ndarray:
+    """``reads · written · overlap / (box · read)`` per row, rounded half up, a positive fraction to at
+    least 1 (:func:`dcaccel.dag.volume.rounded` of the quotient), vectorised: in int64 when no intermediate
+    product can exceed it, else in Python ints (object arrays)."""
+    arrays = [np.asarray(a) for a in (reads, written, overlap, box, read)]
+    if not len(arrays[0]):
+        return np.zeros(0, dtype=np.int64)
+    top = [int(np.abs(a).max()) for a in arrays]
+    denominator_top = top[3] * top[4]
+    if 2 * top[0] * top[1] * top[2] + denominator_top > _INT64_MAX or 2 * denominator_top > _INT64_MAX:
+        arrays = [a.astype(object) for a in arrays]
+    reads, written, overlap, box, read = arrays
+    numerator, denominator = reads * written * overlap, box * read
+    if not denominator.all():
+        raise DcaccelError("extract: a consumer reads no element of a box it overlaps (a zero element count)")
+    quotient, remainder = numerator // denominator, numerator % denominator
+    half_up = np.maximum((2 * numerator + denominator) // (2 * denominator), 1)
+    return np.where(remainder == 0, quotient, half_up)
+
+
+def _exceeds(a: np.ndarray, b: np.ndarray, c: np.ndarray, d: np.ndarray) -> np.ndarray:
+    """``a · b > c · d`` per row, without int64 overflow."""
+    if len(a) and max(int(np.abs(x).max()) for x in (a, b)) * max(int(np.abs(x).max()) for x in (c, d)) > (
+        _INT64_MAX // 2
+    ):
+        a, b, c, d = (x.astype(object) for x in (a, b, c, d))
+    return a * b > c * d
+
+
+@dataclass
+class EdgeTable:
+    """The edges of one pass of the walk, one per (source, target) pair in the order the pairs first
+    appeared, as arrays: ``src``, ``dst``, the volumes under both rules (int64, or Python ints in an
+    object array) and ``through`` (whether the edge comes through a collapsed container).
+    :meth:`via` names those containers."""
+
+    src: np.ndarray
+    dst: np.ndarray
+    exact: np.ndarray
+    reference: np.ndarray
+    through: np.ndarray
+    codes: np.ndarray  # per added edge: the code of the collapsed container crossed, -1 for none
+    slot: np.ndarray  # per added edge: the edge of the table it was merged into
+    containers: list[str]  # collapsed container by code
+    _members: tuple[np.ndarray, np.ndarray] | None = None
+
+    def volume(self, rule: str) -> np.ndarray:
+        return self.exact if rule == "exact" else self.reference
+
+    def via(self, edge: int) -> list[str]:
+        """The collapsed containers edge ``edge`` comes through, sorted by name."""
+        if self._members is None:
+            order = np.argsort(self.slot, kind="stable")
+            start = np.zeros(len(self.src) + 1, dtype=np.int64)
+            np.cumsum(np.bincount(self.slot, minlength=len(self.src)), out=start[1:])
+            self._members = (order, start)
+        order, start = self._members
+        codes = self.codes[order[start[edge] : start[edge + 1]]]
+        return sorted({self.containers[code] for code in codes.tolist() if code >= 0})
+
+
+class EdgeLog:
+    """The edges one pass of the walk adds, kept as batches of arrays (one per step and container) and
+    merged once, by :meth:`table`: an edge added again for a pair that has one (a consumer reading two
+    containers its producer wrote) adds its volumes to the first and keeps its place."""
+
+    def __init__(self):
+        self.batches: list[tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray, int]] = []
+        self.containers: dict[str, int] = {}
+
+    def add(self, src: np.ndarray, dst: np.ndarray, exact: np.ndarray, reference: np.ndarray, via: str | None):
+        """Edges ``src[i] -> dst[i]`` with volumes ``exact[i]``/``reference[i]`` through ``via`` (None: a
+        buffer edge)."""
+        if len(src):
+            code = -1 if via is None else self.containers.setdefault(via, len(self.containers))
+            self.batches.append((src, dst, exact, reference, code))
+
+    def table(self, nodes: int) -> EdgeTable:
+        """The merged edges (node ids below ``nodes``)."""
+        if not self.batches:
+            empty = np.zeros(0, dtype=np.int64)
+            return EdgeTable(empty, empty, empty, empty, np.zeros(0, dtype=bool), empty, empty, [])
+        src, dst, exact, reference = (np.concatenate([batch[i] for batch in self.batches]) for i in range(4))
+        codes = np.concatenate([np.full(len(batch[0]), batch[4], dtype=np.int64) for batch in self.batches])
+        names = list(self.containers)
+        pair = src * nodes + dst
+        unique, first, inverse = np.unique(pair, return_index=True, return_inverse=True)
+        if len(unique) == len(pair):
+            slot = np.arange(len(pair))
+            return EdgeTable(src, dst, exact, reference, codes >= 0, codes, slot, names)
+        order = np.argsort(first)
+        rank = np.empty_like(order)
+        rank[order] = np.arange(len(order))
+        slot = rank[inverse.reshape(-1)]
+        counts = np.bincount(slot)
+        merged = []
+        for volumes in (exact, reference):
+            if volumes.dtype != object and int(np.abs(volumes).max()) > _INT64_MAX // int(counts.max()):
+                volumes = volumes.astype(object)
+            total = np.zeros(len(unique), dtype=volumes.dtype)
+            np.add.at(total, slot, volumes)
+            merged.append(total)
+        through = np.bincount(slot, weights=codes >= 0, minlength=len(unique)) > 0
+        kept = first[order]
+        return EdgeTable(src[kept], dst[kept], merged[0], merged[1], through, codes, slot, names)
+
+
 class ConcreteGraph:
     """The concrete back-end of :class:`~dcaccel.dag.walk.Walk`: every task a node, volumes ints.
 
     Members of a step are arrays of node ids, accesses :class:`~dcaccel.dag.walk.Rows` (one row per
-    member). ``groups`` caches the tasks of each step across the passes of the contract repair.
+    member). ``groups`` caches the tasks of each step across the passes of the contract repair. Nodes are
+    kept as columns (``kinds``, ``labels``, ``metas``), edges as arrays in an :class:`EdgeLog`, merged into
+    an :class:`EdgeTable` once the pass is over (:meth:`edges`): no object per node or edge.
     """
 
     def __init__(self, granularity: Granularity, groups: dict[int, _Group]):
         self.granularity = granularity
         self.groups = groups
-        self.nodes: list[Node] = []
-        self.edges: dict[tuple[int, int], Edge] = {}
+        self.kinds: list[NodeKind] = []
+        self.labels: list[str] = []
+        self.metas: list[dict[str, Any]] = []
+        self.log = EdgeLog()
         self.produced: dict[int, Any] = {}
         self.tasks: list[int] = []
         self.fewer_tiles: list[str] = []
+        self._table: EdgeTable | None = None
 
     # -- nodes and edges
-    def add_node(self, kind: NodeKind, label: str, meta: dict[str, Any]) -> int:
-        self.nodes.append(Node(kind, label, meta))
-        return len(self.nodes) - 1
-
-    def add_edge(self, src: int, dst: int, exact, reference, via: str | None = None) -> None:
-        add_edge(self.edges, src, dst, exact, reference, via)
-
     def add_buffer(self, data: str, meta: dict[str, Any]) -> int:
-        return self.add_node(NodeKind.BUFFER, data, meta)
+        self.kinds.append(NodeKind.BUFFER)
+        self.labels.append(data)
+        self.metas.append(meta)
+        return len(self.kinds) - 1
+
+    def edges(self) -> EdgeTable:
+        """The edges of the pass (call once the walk is over)."""
+        if self._table is None:
+            self._table = self.log.table(len(self.kinds))
+        return self._table
 
     def one(self, node: int) -> np.ndarray:
         return np.array([node])
@@ -187,22 +303,23 @@ class ConcreteGraph:
         return group
 
     def add_tasks(self, group: _Group) -> np.ndarray:
-        nodes = [
-            self.add_node(NodeKind.TASK, label, meta) for label, meta in zip(group.labels, group.metas, strict=True)
-        ]
-        self.tasks.extend(nodes)
-        return np.array(nodes, dtype=int)
+        start, count = len(self.kinds), len(group.labels)
+        self.kinds.extend([NodeKind.TASK] * count)
+        self.labels.extend(group.labels)
+        self.metas.extend(group.metas)
+        self.tasks.extend(range(start, start + count))
+        return np.arange(start, start + count)
 
     def buffer_edges(self, sources: np.ndarray, targets: np.ndarray, rows: Rows) -> None:
         """One edge per row of ``rows`` (from or into a single buffer node), carrying the row's volume."""
         n = len(rows.volume)
-        pairs = zip(np.broadcast_to(sources, n).tolist(), np.broadcast_to(targets, n).tolist(), strict=True)
-        for (src, dst), volume in zip(pairs, rows.volume.tolist(), strict=True):
-            self.add_edge(src, dst, volume, volume)
+        self.log.add(np.broadcast_to(sources, n), np.broadcast_to(targets, n), rows.volume, rows.volume, None)
 
     def record_output(self, members: np.ndarray, rows: Rows) -> None:
-        for node, volume in zip(members.tolist(), rows.volume.tolist(), strict=True):
-            self.produced.setdefault(node, volume)
+        """The volume each of ``members`` writes (the first container it writes; the members of one step
+        are recorded together, at its first write)."""
+        if len(members) and int(members[0]) not in self.produced:
+            self.produced.update(zip(members.tolist(), rows.volume.tolist(), strict=True))
 
     # -- collapsed containers
     def link(self, producers: np.ndarray, w: Rows, consumers: np.ndarray, r: Rows, via: str) -> sympy.Basic:
@@ -210,29 +327,17 @@ class ConcreteGraph:
 
         The exact volume of an edge is the consumer's accesses that fall on the elements this
         producer wrote: volume · (elements written in the overlap) / (elements read). Returns whether
-        a consumer reads a producer's elements more often than the producer wrote them.
+        a consumer reads a producer's elements more often than the producer wrote them: its accesses
+        per element read, ``r.volume / r.elements``, exceed the producer's per element written,
+        ``w.volume / w.elements``.
         """
         p_index, c_index, overlap = _overlapping_pairs(w, r)
-        box_w = box_size(w.lo, w.hi)
-        columns = zip(
-            producers[p_index].tolist(),
-            consumers[c_index].tolist(),
-            overlap.tolist(),
-            w.elements[p_index].tolist(),
-            w.volume[p_index].tolist(),
-            box_w[p_index].tolist(),
-            r.elements[c_index].tolist(),
-            r.volume[c_index].tolist(),
-            strict=True,
-        )
-        rereads = False
-        for producer, consumer, ov, e_w, v_w, b_w, e_r, v_r in columns:
-            numerator, denominator = v_r * e_w * ov, b_w * e_r
-            rereads = rereads or numerator * b_w > v_w * ov * denominator
-            quotient, remainder = divmod(numerator, denominator)
-            exact = quotient if not remainder else vol.rounded(Fraction(numerator, denominator))
-            self.add_edge(producer, consumer, exact, v_r, via=via)
-        return sympy.true if rereads else sympy.false
+        box_w = box_size(w.lo, w.hi)[p_index]
+        e_w, v_w = w.elements[p_index], w.volume[p_index]
+        e_r, v_r = r.elements[c_index], r.volume[c_index]
+        exact = _exact_volumes(v_r, e_w, overlap, box_w, e_r)
+        self.log.add(producers[p_index], consumers[c_index], exact, v_r, via)
+        return sympy.true if _exceeds(v_r, e_w, v_w, e_r).any() else sympy.false
 
     def dense(self, members: np.ndarray, rows: Rows) -> bool:
         """Whether ``members`` write every element of the bounding box of what they write."""
@@ -270,33 +375,38 @@ class ConcreteGraph:
     def faults(self, rule: str) -> dict[str, Fault]:
         """Collapsed containers at fault for unequal in-volumes into a task or non-uniform outputs of a
         task: the edges through them whose volume differs from the target (the one of the edges from
-        or into buffers, else the largest)."""
+        or into buffers, else the largest).
+
+        A node is a suspect when one of its edges (in-edges, then out-edges) differs from its first;
+        suspects are visited in the order of a Python set of them, which depends on the order they were
+        found in (the edge order), and each container keeps the reason of the first task it is found at.
+        """
         found: dict[str, Fault] = {}
-        keys = {pair: vol.key(edge.volume(rule)) for pair, edge in self.edges.items()}
-        first: tuple[dict[int, int | str], dict[int, int | str]] = ({}, {})
-        mixed: tuple[set[int], set[int]] = (set(), set())
-        for pair, key in keys.items():
-            for side in (0, 1):
-                node = pair[1 - side]
-                if first[side].setdefault(node, key) != key:
-                    mixed[side].add(node)
+        table = self.edges()
+        keys = table.volume(rule)
         tasks = set(self.tasks)
-        for side, what in ((0, "unequal in-volumes into"), (1, "non-uniform output of")):
-            suspects = mixed[side] & tasks
+        for ends, what in ((table.dst, "unequal in-volumes into"), (table.src, "non-uniform output of")):
+            if not len(ends):
+                continue
+            _, first = np.unique(ends, return_index=True)
+            first_key = np.zeros(len(self.kinds), dtype=keys.dtype)
+            first_key[ends[first]] = keys[first]
+            mixed = ends[keys != first_key[ends]]
+            _, seen_at = np.unique(mixed, return_index=True)
+            suspects = set(mixed[np.sort(seen_at)].tolist()) & tasks
             if not suspects:
                 continue
-            edges: dict[int, list[tuple[int | str, Edge]]] = {node: [] for node in suspects}
-            for pair, edge in self.edges.items():
-                node = pair[1 - side]
-                if node in edges:
-                    edges[node].append((keys[pair], edge))
-            for node, pairs in edges.items():
-                fixed = [key for key, edge in pairs if not edge.via]
-                target = Counter(fixed).most_common(1)[0][0] if fixed else _largest([key for key, _ in pairs])
-                for key, edge in pairs:
-                    if edge.via and key != target:
-                        for data in sorted(edge.via):
-                            found.setdefault(data, Fault(f"{what} task {self.nodes[node].label}"))
+            order = np.argsort(ends, kind="stable")
+            start = np.searchsorted(ends[order], np.arange(len(self.kinds) + 1))
+            for node in suspects:
+                edges = order[start[node] : start[node + 1]]
+                pairs = list(zip(keys[edges].tolist(), table.through[edges].tolist(), edges.tolist(), strict=True))
+                fixed = [key for key, through, _ in pairs if not through]
+                target = Counter(fixed).most_common(1)[0][0] if fixed else _largest([key for key, _, _ in pairs])
+                for key, through, edge in pairs:
+                    if through and key != target:
+                        for data in table.via(edge):
+                            found.setdefault(data, Fault(f"{what} task {self.labels[node]}"))
         return found
 
 
@@ -377,14 +487,21 @@ def _extract_program(program, granularity, edge_volume, sink, name, groups) -> T
 
         walk = walk_program(program, lambda: SymbolicGraph(granularity), edge_volume)
         nodes, edges, produced = walk.graph.materialise()
+        columns = ([node.kind for node in nodes], [node.label for node in nodes], [node.meta for node in nodes])
+        ends = ([src for src, _ in edges], [dst for _, dst in edges])
+        volumes = [vol.rounded(edge.volume(edge_volume)) for edge in edges.values()]
     else:
         groups = {} if groups is None else groups
         walk = walk_program(program, lambda: ConcreteGraph(granularity, groups), edge_volume)
-        nodes, edges, produced = walk.graph.nodes, walk.graph.edges, walk.graph.produced
-        _warn_fewer_tiles(walk.graph.fewer_tiles, granularity)
+        graph = walk.graph
+        table, produced = graph.edges(), graph.produced
+        columns = (graph.kinds, graph.labels, graph.metas)
+        ends = (table.src.tolist(), table.dst.tolist())
+        volumes = table.volume(edge_volume).tolist()
+        _warn_fewer_tiles(graph.fewer_tiles, granularity)
     for data, fault in walk.inserted.items():
         warnings.warn(f"extract: container '{data}' made a buffer node ({fault.reason})", stacklevel=3)
-    dag = _emit(nodes, edges, produced, edge_volume, sink, name)
+    dag = _emit(*columns, *ends, volumes, produced, sink, name)
     try:
         dag.validate()
     except DAGContractError as err:
@@ -423,29 +540,39 @@ def _fused_origins(origins: dict[str, dict], fusions) -> dict[str, dict]:
 
 
 def _emit(
-    nodes: list[Node], edges: dict[tuple[int, int], Edge], produced: Mapping[int, Any], rule: str, sink: str, name: str
+    kinds: list[NodeKind],
+    labels: list[str],
+    metas: list[dict[str, Any]],
+    src: list[int],
+    dst: list[int],
+    volumes: list,
+    produced: Mapping[int, Any],
+    sink: str,
+    name: str,
 ) -> TaskDAG:
-    """The TaskDAG of a walk's nodes and edges: pseudo source first, nodes and edges in walk order,
-    then the pseudo sink."""
+    """The TaskDAG of a walk's nodes (as columns) and edges (``src[e] -> dst[e]`` with ``volumes[e]``, ints
+    or rounded expressions): pseudo source first, nodes and edges in walk order, then the pseudo sink."""
     dag = TaskDAG(name)
     source = dag.add_node(NodeKind.SOURCE, "pseudo-source")
-    ids = [dag.add_node(node.kind, node.label, **node.meta) for node in nodes]
-    has_pred = [False] * len(nodes)
+    n = len(kinds)
+    dag.add_nodes(kinds, labels, metas)  # walk node i is node i + 1
+    dag.add_edges([s + 1 for s in src], [d + 1 for d in dst], volumes)
+    has_pred = [False] * n
+    for d in dst:
+        has_pred[d] = True
     first_out: dict[int, Any] = {}
     first_in: dict[int, Any] = {}
-    for (src, dst), edge in edges.items():
-        volume = vol.rounded(edge.volume(rule))
-        dag.add_edge(ids[src], ids[dst], volume)
-        has_pred[dst] = True
-        first_out.setdefault(src, volume)
-        first_in.setdefault(dst, volume)
-    for i, node_id in enumerate(ids):
-        if not has_pred[i]:
-            dag.add_edge(source, node_id, first_out.get(i, vol.rounded(produced.get(i, 0))))
-    exits = [i for i in range(len(ids)) if i not in first_out]
+    for s, d, volume in zip(src, dst, volumes, strict=True):
+        first_out.setdefault(s, volume)
+        first_in.setdefault(d, volume)
+    fed = [i for i in range(n) if not has_pred[i]]
+    dag.add_edges(
+        [source] * len(fed), [i + 1 for i in fed], [first_out.get(i, vol.rounded(produced.get(i, 0))) for i in fed]
+    )
+    exits = [i for i in range(n) if i not in first_out]
     if sink == "always" or (sink == "auto" and len(exits) > 1):
         pseudo_sink = dag.add_node(NodeKind.SINK, "pseudo-sink")
         for i in exits:
-            volume = first_in.get(i) if nodes[i].kind is NodeKind.BUFFER else produced.get(i)
-            dag.add_edge(ids[i], pseudo_sink, vol.rounded(volume if volume is not None else first_in.get(i, 0)))
+            volume = first_in.get(i) if kinds[i] is NodeKind.BUFFER else produced.get(i)
+            dag.add_edge(i + 1, pseudo_sink, vol.rounded(volume if volume is not None else first_in.get(i, 0)))
     return dag

@@ -145,6 +145,44 @@ class TaskDAG:
         self._symbolic_edges += not isinstance(volume, int)
         self._derived.clear()
 
+    def add_nodes(self, kinds: Sequence[NodeKind], labels: Sequence[str], metas: Sequence[Mapping[str, Any]]) -> range:
+        """Append one node per ``kinds[i]``, ``labels[i]``, ``metas[i]`` (as :meth:`add_node` one by one,
+        the metadata copied) and return their ids."""
+        if not len(kinds) == len(labels) == len(metas):
+            raise DAGContractError(f"add_nodes: {len(kinds)} kinds, {len(labels)} labels and {len(metas)} metas")
+        start = len(self._kinds)
+        self._kinds.extend(map(NodeKind, kinds))
+        self._labels.extend(map(str, labels))
+        self._metas.extend(MappingProxyType(dict(meta)) if meta else _EMPTY_META for meta in metas)
+        self._derived.clear()
+        return range(start, len(self._kinds))
+
+    def add_edges(self, sources: Sequence[int], targets: Sequence[int], volumes: Sequence[Volume]) -> None:
+        """Append the edges ``sources[i] -> targets[i]`` carrying ``volumes[i]``, in that order (as
+        :meth:`add_edge` one by one, the checks done once for all of them)."""
+        sources, targets = list(map(operator.index, sources)), list(map(operator.index, targets))
+        if not len(sources) == len(targets) == len(volumes):
+            raise DAGContractError(
+                f"add_edges: {len(sources)} sources, {len(targets)} targets and {len(volumes)} volumes"
+            )
+        if not sources:
+            return
+        n = len(self._kinds)
+        if min(min(sources), min(targets)) < 0 or max(max(sources), max(targets)) >= n:
+            for src, dst in zip(sources, targets, strict=True):
+                for node in (src, dst):
+                    if not 0 <= node < n:
+                        raise DAGContractError(f"edge {src}->{dst}: node {node} does not exist (the DAG has {n} nodes)")
+        normalized = [
+            volume if type(volume) is int else _normalize_volume(volume, src, dst)
+            for src, dst, volume in zip(sources, targets, volumes, strict=True)
+        ]
+        self._edge_src.extend(sources)
+        self._edge_dst.extend(targets)
+        self._edge_volume.extend(normalized)
+        self._symbolic_edges += sum(type(volume) is not int for volume in normalized)
+        self._derived.clear()
+
     # ------------------------------------------------------------------ nodes and edges
 
     @property
