@@ -43,6 +43,8 @@ from dataclasses import dataclass, field
 from fractions import Fraction
 from typing import NamedTuple
 
+import numpy as np
+
 from dcaccel.architecture import ANY_OP, Architecture, ArchitectureError
 from dcaccel.scheduler.graph import flagged
 from dcaccel.scheduler.schedule import ScheduleError
@@ -561,16 +563,16 @@ def _retime(
     in_start, in_edges, predecessors = g.in_start, g.in_edges, g.predecessors()
     pe = t.pe
     block_of = schedule.block_of
-    span = max(t.end, default=0) + 1  # (start, end) as one integer key, ordered as the pair
-    key = [begin * span + finish for begin, finish in zip(t.start, t.end, strict=True)]
-    placement = schedule.placement_order
-    if len(placement) == n and len(set(placement)) == n:
-        order = sorted(placement, key=key.__getitem__)  # stable: placement order breaks ties
-    else:
-        position = [0] * n
-        for index, v in enumerate(placement):
-            position[v] = index
-        order = [v for *_, v in sorted(zip(key, position, range(n), strict=True))]
+    order = _retiming_order(schedule)
+    if (
+        transfer_bandwidth is None
+        and not any(slots.values())
+        and all(link is not None and link.latency_cycles == 0 for link in links.values())
+        and all(rate is None for rate in link_rates.values())
+        and _keeps_timing(schedule, order, run, lead, instance_of)
+    ):
+        return list(t.start), list(t.end), list(t.first_output), []
+    order = order.tolist()
     start, end, first = [0] * n, [0] * n, [0] * n
     pe_free = [0] * (max(pe, default=-1) + 1)  # end of the last node re-timed on every PE
     instance_free: dict[int, int] = {}  # the same per unit instance
@@ -650,6 +652,77 @@ def _retime(
         if block >= 0 and finish > block_end[block]:
             block_end[block] = finish
     return start, end, first, transfers
+
+
+def _retiming_order(schedule) -> np.ndarray:
+    """The nodes in the order :func:`_retime` takes them: by abstract (start, end), ties broken by the
+    order the scheduler placed them in (a node's last place in it; 0 for a node it does not list),
+    then by id."""
+    t = schedule.timing
+    placement = np.asarray(schedule.placement_order, dtype=np.int64)
+    position = np.zeros(schedule.graph.n, dtype=np.int64)
+    np.maximum.at(position, placement, np.arange(len(placement), dtype=np.int64))
+    return np.lexsort((np.arange(schedule.graph.n), position, np.asarray(t.end), np.asarray(t.start)))
+
+
+def _keeps_timing(schedule, order: np.ndarray, run: list[int], lead: list[int], instance_of: list[int]) -> bool:
+    """Whether re-timing, in ``order``, gives every node its scheduled start, end and first output, when
+    no node has a transfer slot, links add no latency and cost no cycles, and the list scheduler moves
+    data between PEs for free (the ``abstract`` description). Checked for all nodes at once: every
+    predecessor comes before its consumer in ``order`` and the blocks come in order, and the scheduled
+    times satisfy the re-timing's rules when its inputs (predecessors' times, the previous node's end
+    on the same PE and on the same unit instance, the end of the earlier blocks) are the scheduled
+    ones; node by node along ``order`` the re-timing then reproduces them."""
+    g, t = schedule.graph, schedule.timing
+    n = g.n
+    if n == 0:
+        return True
+    start, end, first = (np.asarray(times, dtype=np.int64) for times in (t.start, t.end, t.first_output))
+    src, dst, _ = g.edge_arrays()
+    rank = np.empty(n, dtype=np.int64)
+    rank[order] = np.arange(n, dtype=np.int64)
+    if (rank[src] >= rank[dst]).any():
+        return False
+    is_buffer = np.frombuffer(g.is_buffer, dtype=np.uint8).astype(bool)
+
+    # The earliest start from the inputs: a streamed input on another PE when its producer's first element
+    # appears, every other one when its producer ends; a node of a block not before the earlier blocks end.
+    pe = np.asarray(t.pe, dtype=np.int64)
+    streams = np.frombuffer(schedule.streaming, dtype=np.uint8).astype(bool) & ~is_buffer[dst]
+    crosses = streams & (pe[src] != pe[dst])
+    est = np.zeros(n, dtype=np.int64)
+    np.maximum.at(est, dst, np.where(crosses, first[src], end[src]))
+    if schedule.blocks:
+        block = np.asarray(schedule.block_of, dtype=np.int64)[order]
+        if (np.diff(block) < 0).any():
+            return False
+        block_end = np.zeros(len(schedule.blocks), dtype=np.int64)
+        np.maximum.at(block_end, block, end[order])
+        released = np.concatenate(([0], np.maximum.accumulate(block_end)[:-1]))
+        est[order] = np.maximum(est[order], released[block])
+    # The end of the previous node on the same PE and on the same unit instance (none: 0).
+    for lane in (pe, np.asarray(instance_of, dtype=np.int64)):
+        along = order[np.argsort(lane[order], kind="stable")]
+        previous = np.zeros(n, dtype=np.int64)
+        same = (lane[along[1:]] == lane[along[:-1]]) & (lane[along[1:]] >= 0)
+        previous[along[1:][same]] = end[along[:-1][same]]
+        np.maximum(est, previous, out=est)
+    if (est != start).any():
+        return False
+
+    # A streamed input keeps its consumer running until its producer's first element crosses the link
+    # (another PE) and, but for the exit, until its producer ends.
+    floor = np.zeros(n, dtype=np.int64)
+    np.maximum.at(floor, dst[crosses], first[src[crosses]])
+    inner = streams & (dst != g.exit)
+    np.maximum.at(floor, dst[inner], end[src[inner]])
+    if (np.maximum(start + np.asarray(run, dtype=np.int64), floor) != end).any():
+        return False
+    emitted = start + np.asarray(lead, dtype=np.int64)
+    emitted[is_buffer] = end[is_buffer]
+    emitted[g.exit] = end[g.exit]
+    emitted[g.source] = 0
+    return bool((emitted == first).all())
 
 
 def validate_costs(schedule, costs: ArchitectureCosts) -> None:

@@ -1,9 +1,12 @@
 """The per-point shortcuts of the streaming scheduler and the costing give what the direct computation
 gives: the gang-scheduling terms kept per graph (durations, first-output leads), the refinement rounds
-that re-time from the first changed block, and the access pass derived from the one without streaming
-edges (same sums, same crossing order, same transfer slots)."""
+that re-time from the first changed block, the access pass derived from the one without streaming
+edges (same sums, same crossing order, same transfer slots), and the re-timing that keeps a schedule's
+timing when a check of all nodes at once says the node-by-node pass would reproduce it."""
 
 from __future__ import annotations
+
+from unittest import mock
 
 import pytest
 from hypothesis import HealthCheck, given, settings
@@ -13,10 +16,13 @@ from dcaccel.dag import TaskDAG
 from dcaccel.dag import generators as gen
 from dcaccel.dag.taskdag import NodeKind
 from dcaccel.scheduler import CanonicalGraph, schedule
+from dcaccel.scheduler import architecture as costing
 from dcaccel.scheduler.architecture import _access_pass, _accesses, _ratio
 from dcaccel.scheduler.gang import first_output_time, gang_schedule, task_duration, timing_terms
 from dcaccel.scheduler.intervals import streaming_intervals
+from dcaccel.scheduler.schedule import Schedule
 from dcaccel.scheduler.streaming import streaming_schedule
+from dcaccel.scheduler.timeline import Timing
 from tests.scheduler.conftest import canonical_dags, load_vector
 
 VECTORS = ["seedconv_mv", "seedconv_op_noxcolbuf", "fft_rand_8_buf", "chol_rand_6", "chain_elw_6"]
@@ -56,6 +62,44 @@ def _accesses_equal_full_pass(g: CanonicalGraph, pes: int, arch_name: str, onchi
     assert (got.reads, got.writes, got.compulsory) == (full.reads, full.writes, full.compulsory)
     assert list(got.crossings.items()) == list(full.crossings.items())  # the energies are summed in this order
     assert {v: s for v, s in got.slots.items() if s} == {v: s for v, s in full.slots.items() if s}
+
+
+def _costs_by_the_node_by_node_pass(result: Schedule, arch, onchip: int):
+    with mock.patch.object(costing, "_keeps_timing", return_value=False):
+        return result.cost_on(arch, onchip)
+
+
+def _retiming_equals_node_by_node(g: CanonicalGraph, pes: int, scheduler: str, arch_name: str, onchip: int) -> None:
+    """The costs equal those of the node-by-node re-timing; on ``abstract`` the check passes and the
+    re-timed timing is the schedule's."""
+    arch = load(arch_name)
+    result = schedule(g, pes, scheduler, validate=False)
+    verdicts = []
+    keeps_timing = costing._keeps_timing
+
+    def check(*args):
+        verdicts.append(keeps_timing(*args))
+        return verdicts[-1]
+
+    with mock.patch.object(costing, "_keeps_timing", side_effect=check):
+        costs = result.cost_on(arch, onchip)
+    assert costs == _costs_by_the_node_by_node_pass(result, arch, onchip)
+    if arch_name == "abstract":
+        assert verdicts == [True]
+        assert costs.timing == result.timing
+
+
+def _timing_moved_one_cycle(g: CanonicalGraph, pes: int, scheduler: str) -> Schedule:
+    """The schedule with its last-starting node one cycle later: the re-timing moves it back."""
+    result = schedule(g, pes, scheduler, validate=False)
+    t = result.timing
+    v = max(range(g.n), key=lambda u: (t.start[u], t.end[u]))
+    start, end, first = list(t.start), list(t.end), list(t.first_output)
+    start[v], end[v], first[v] = start[v] + 1, end[v] + 1, first[v] + 1
+    return Schedule(
+        g, pes, scheduler, Timing(list(t.pe), start, end, first), blocks=result.blocks,
+        streaming=result.streaming, placement=result.placement_order,
+    )  # fmt: skip
 
 
 @pytest.mark.parametrize("reference", [True, False])
@@ -113,3 +157,32 @@ def test_per_point_shortcuts(dag: TaskDAG):
         _terms_match(g, pes, True)
         _refined_equals_fresh(g, pes, True)
         _accesses_equal_full_pass(g, pes, "eyeriss", 8)
+
+
+@pytest.mark.parametrize(("arch", "onchip"), [("abstract", 0), ("eyeriss", 0), ("tpu", 0)])
+@pytest.mark.parametrize("scheduler", ["streaming", "list"])
+@pytest.mark.parametrize("pes", PES)
+@pytest.mark.parametrize("name", VECTORS)
+def test_retiming_keeps_the_timing_only_when_the_pass_would(name, pes, scheduler, arch, onchip):
+    _retiming_equals_node_by_node(CanonicalGraph.from_dag(load_vector(name)[1]), pes, scheduler, arch, onchip)
+
+
+@pytest.mark.parametrize("scheduler", ["streaming", "list"])
+@pytest.mark.parametrize("name", VECTORS)
+def test_retiming_check_refuses_a_timing_the_pass_changes(name, scheduler):
+    g = CanonicalGraph.from_dag(load_vector(name)[1])
+    moved = _timing_moved_one_cycle(g, 4, scheduler)
+    arch = load("abstract")
+    costs = moved.cost_on(arch, 0)
+    assert costs == _costs_by_the_node_by_node_pass(moved, arch, 0)
+    assert costs.timing != moved.timing
+
+
+@settings(max_examples=25, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(dag=canonical_dags(max_tasks=12))
+def test_retiming_shortcut_on_random_dags(dag: TaskDAG):
+    g = CanonicalGraph.from_dag(dag)
+    for pes in (1, 3):
+        for scheduler in ("streaming", "list"):
+            _retiming_equals_node_by_node(g, pes, scheduler, "abstract", 0)
+            _retiming_equals_node_by_node(g, pes, scheduler, "eyeriss", 8)
