@@ -83,9 +83,22 @@ class Composer:
         except NotComposable as err:
             self.reason = str(err)
             return
+        self.attach(workload)
+
+    def attach(self, workload) -> Composer:
+        """Bind to ``workload`` (this process's copy of the workload of the fragments): its cached
+        expansions and its library nodes. Returns the composer."""
         from dcaccel.frontend.ops import library_nodes
 
+        self.expansions = getattr(workload, "expansion_cache", None)
         self.nodes = [node for node, _ in library_nodes(workload.sdfg)]
+        return self
+
+    def __getstate__(self) -> dict:
+        """The composer as another process receives it (:func:`composer_for`, ``shipped``): the fragments
+        and what was learnt of them, without what belongs to this process (the workload's expansions and
+        nodes, the tasks instantiated here)."""
+        return {**self.__dict__, "expansions": None, "nodes": [], "tasks": {}}
 
     # -- fragments
     def add(self, lowered, assignment: str) -> None:
@@ -255,14 +268,17 @@ def _renamed(group: _Group, changed: Mapping[str, str], state: str, was: str) ->
 _COMPOSERS: dict[int, tuple[weakref.ref, Composer]] = {}
 
 
-def composer_for(workload) -> Composer:
-    """The :class:`Composer` of ``workload`` in this process (made at the first call)."""
+def composer_for(workload, shipped: Composer | None = None) -> Composer:
+    """The :class:`Composer` of ``workload`` in this process, made at the first call: ``shipped`` (the
+    composer another process built for a workload of the same program, e.g. the sweep's for its workers)
+    attached to ``workload``, else a new one."""
     entry = _COMPOSERS.get(id(workload))
     if entry is not None and entry[0]() is workload:
         return entry[1]
     for key in [key for key, (ref, _) in _COMPOSERS.items() if ref() is None]:
         del _COMPOSERS[key]
-    composer = Composer(workload)
+    same = shipped is not None and (shipped.name, shipped.program_name) == (workload.name, workload.sdfg.name)
+    composer = shipped.attach(workload) if same else Composer(workload)
     _COMPOSERS[id(workload)] = (weakref.ref(workload), composer)
     return composer
 

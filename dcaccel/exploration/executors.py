@@ -5,7 +5,9 @@ and schedules every (P, scheduler, on-chip memory) point of the sweep on that DA
 points. Lowering dominates (LeNet: 1.3 to 1.5 s to lower and extract one assignment, 0.03 to 0.05 s
 to schedule its four points; ``benchmarks/bench_distributed.py`` measures it), so it runs where the
 points are scheduled: neither SDFGs nor DAGs travel, only the workload (once per worker) and the
-points. A worker obtains the workload from a :class:`WorkloadSource`:
+points. Composing DAGs from fragments (``dcaccel.exploration.sweep.harvest``), the sweep's process lowers
+the covers while the workers start (:meth:`Executor.warm`) and each assignment carries the fragments, so
+workers lower nothing. A worker obtains the workload from a :class:`WorkloadSource`:
 a built-in workload by name (rebuilt once per worker process), any other workload pickled without
 what lowering does not read (weights, ONNX model, reference, input sampler).
 
@@ -210,6 +212,10 @@ def _install(source: WorkloadSource, started, sweep: int) -> None:
     _INSTALLED[:] = [source.build(), started]
 
 
+def _ready() -> None:
+    """A process-pool task that does nothing: submitted to start a worker process."""
+
+
 def _evaluate_installed(evaluation: Evaluation, assignment: Assignment) -> Outcome:
     """A process-pool task: report the start of ``assignment``, evaluate it on the installed workload."""
     workload, started = _INSTALLED
@@ -223,9 +229,13 @@ class Executor:
 
     name = ""
 
-    def map(self, assignments: Sequence[Assignment]) -> Iterator[Outcome]:
-        """One outcome per assignment of ``assignments``, in completion order."""
+    def map(self, assignments: Sequence[Assignment], evaluation: Evaluation | None = None) -> Iterator[Outcome]:
+        """One outcome per assignment of ``assignments``, in completion order, each evaluated by
+        ``evaluation`` (default: the executor's)."""
         raise NotImplementedError
+
+    def warm(self) -> None:
+        """Start the workers now (each builds the workload), while the caller prepares the first map."""
 
     def close(self) -> None:
         """Release the workers."""
@@ -246,9 +256,9 @@ class LocalExecutor(Executor):
         self.workload = workload
         self.evaluation = evaluation
 
-    def map(self, assignments: Sequence[Assignment]) -> Iterator[Outcome]:
+    def map(self, assignments: Sequence[Assignment], evaluation: Evaluation | None = None) -> Iterator[Outcome]:
         for assignment in assignments:
-            yield evaluate(self.evaluation, self.workload, assignment)
+            yield evaluate(self.evaluation if evaluation is None else evaluation, self.workload, assignment)
 
 
 def _worker_context() -> multiprocessing.context.BaseContext:
@@ -304,11 +314,19 @@ class ProcessExecutor(Executor):
             self._started.close()
             self._pool = self._started = None
 
-    def _run(self, batch: list[Assignment]) -> Iterator[Outcome | tuple[Assignment, BrokenProcessPool, bool]]:
+    def warm(self) -> None:
+        """Start the pool's processes (one no-op task each)."""
+        pool = self._ensure_pool()
+        for _ in range(self.workers):
+            pool.submit(_ready)
+
+    def _run(
+        self, batch: list[Assignment], evaluation: Evaluation
+    ) -> Iterator[Outcome | tuple[Assignment, BrokenProcessPool, bool]]:
         """Run ``batch`` in the current pool: outcomes, then (assignment, error, blamed) for each
         assignment a broken pool lost, blamed when it was running."""
         pool = self._ensure_pool()
-        futures = {pool.submit(_evaluate_installed, self.evaluation, assignment): assignment for assignment in batch}
+        futures = {pool.submit(_evaluate_installed, evaluation, assignment): assignment for assignment in batch}
         started: set[Assignment] = set()
         lost = []
         waiting = set(futures)
@@ -328,13 +346,13 @@ class ProcessExecutor(Executor):
             for assignment, err in lost:
                 yield assignment, err, assignment in started
 
-    def map(self, assignments: Sequence[Assignment]) -> Iterator[Outcome]:
+    def map(self, assignments: Sequence[Assignment], evaluation: Evaluation | None = None) -> Iterator[Outcome]:
         attempts = dict.fromkeys(assignments, 0)
         pending = list(attempts)
         suspects: list[Assignment] = []
         while pending or suspects:
             batch, pending = ([suspects.pop(0)], pending) if suspects else (pending, [])
-            for result in self._run(batch):
+            for result in self._run(batch, self.evaluation if evaluation is None else evaluation):
                 if isinstance(result, Outcome):
                     yield result
                     continue
@@ -416,12 +434,13 @@ class DaskExecutor(Executor):
                 self._source_argument = self.client.scatter(self.source, broadcast=True, hash=False)
         return self._source_argument
 
-    def map(self, assignments: Sequence[Assignment]) -> Iterator[Outcome]:
+    def map(self, assignments: Sequence[Assignment], evaluation: Evaluation | None = None) -> Iterator[Outcome]:
         from distributed import as_completed
 
         source = self._source()
+        evaluation = self.evaluation if evaluation is None else evaluation
         futures = {
-            self.client.submit(_evaluate_source, source, self.evaluation, assignment, pure=False): assignment
+            self.client.submit(_evaluate_source, source, evaluation, assignment, pure=False): assignment
             for assignment in assignments
         }
         try:

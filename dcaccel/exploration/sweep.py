@@ -25,7 +25,7 @@ from dcaccel.architecture import Architecture
 from dcaccel.architecture import load as load_architecture
 from dcaccel.architecture import variants as architecture_variants
 from dcaccel.architecture.links import host_of
-from dcaccel.dag.compose import composer_for
+from dcaccel.dag.compose import Composer, composer_for
 from dcaccel.dag.extract import EDGE_VOLUME_RULES, Granularity, extract
 from dcaccel.dag.metrics import opaque_work
 from dcaccel.dag.taskdag import TaskDAG
@@ -89,6 +89,17 @@ class LoweredDAG:
     extract_seconds: float
 
 
+@dataclass(frozen=True)
+class Harvest:
+    """The fragments the sweep's own process harvested for its workers (:func:`harvest`): its composer
+    (shipped without the workload, :meth:`~dcaccel.dag.compose.Composer.__getstate__`), and the seconds its
+    lowerings took, which the ``lower_seconds`` of ``assignment``'s DAG counts."""
+
+    composer: Composer
+    assignment: Assignment
+    lower_seconds: float
+
+
 #: (workload, message) pairs already reported: the assignments of a sweep share most of their warnings.
 _REPORTED: set[tuple[str, str]] = set()
 
@@ -110,6 +121,7 @@ def build_dag(
     strict: bool = False,
     compose: bool = False,
     covers: Sequence[Assignment] = (),
+    harvested: Harvest | None = None,
 ) -> LoweredDAG:
     """Lower ``workload`` under ``assignment`` (``strict``: refusing ops without a canonical implementation)
     and extract its task DAG, timing both stages; the label is what the lowering gave the nodes the
@@ -122,8 +134,20 @@ def build_dag(
     (its fragments kept), then the ``covers`` (assignments that together give every node each
     implementation of the sweep), once per process and only while composition applies. The
     first composed DAG is checked against the whole-program extraction; where composition does not
-    apply, every assignment is lowered whole and one warning says why."""
-    composer = composer_for(workload) if compose else None
+    apply, every assignment is lowered whole and one warning says why. A worker process given the
+    fragments its sweep ``harvested`` composes from them instead of lowering covers of its own.
+    """
+    built = _build_dag(workload, assignment, granularity, edge_volume, strict, compose, covers, harvested)
+    if harvested is not None and assignment == harvested.assignment:
+        return replace(built, lower_seconds=built.lower_seconds + harvested.lower_seconds)
+    return built
+
+
+def _build_dag(
+    workload, assignment: Assignment, granularity, edge_volume: str, strict: bool, compose: bool, covers, harvested
+) -> LoweredDAG:
+    """:func:`build_dag` but for the harvest's lowering time."""
+    composer = composer_for(workload, harvested.composer if harvested else None) if compose else None
     if composer is not None:
         start = time.perf_counter()
         choices = assignment.as_dict()
@@ -165,6 +189,24 @@ def covering_assignments(implementations: Mapping[str, Sequence[str]]) -> tuple[
         Assignment(tuple((key, names[j % len(names)]) for key, names in implementations.items() if names))
         for j in range(longest)
     )
+
+
+def harvest(workload, sweep: "Sweep", batch: Sequence[Assignment]) -> Harvest:
+    """Lower ``sweep``'s covers of ``workload`` in this process and check composition on the first
+    assignment of ``batch`` that is not a cover, else the first (composed, then compared with its
+    whole-program extraction), so that worker processes compose every DAG of the sweep without lowering:
+    the fragments they are given are these (when composition does not apply, the harvest says why and
+    they lower whole)."""
+    start = time.perf_counter()
+    composer = composer_for(workload)
+    for cover in sweep.covers:
+        if composer.reason is None and str(cover) not in composer.lowerings:
+            _lower(workload, cover, sweep.strict, composer)
+    check = next((assignment for assignment in batch if str(assignment) not in composer.lowerings), batch[0])
+    if composer.reason is None and not composer.verified:
+        build_dag(workload, check, sweep.granularity, sweep.edge_volume, sweep.strict, compose=True)
+    _report_composition(workload.name, composer.reason)
+    return Harvest(composer, batch[0], time.perf_counter() - start)
 
 
 def _lower(workload, assignment: Assignment, strict: bool, composer):
@@ -370,6 +412,7 @@ class Sweep:
     archs: tuple[Architecture, ...] = field(default_factory=lambda: (load_architecture(DEFAULT_ARCHITECTURE),))
     compose: bool = True  # compose DAGs from fragments where that applies (build_dag)
     covers: tuple[Assignment, ...] = ()  # lowered first for their fragments (build_dag)
+    harvested: Harvest | None = None  # the fragments of the sweep's process, for its workers (harvest)
 
     @property
     def label(self) -> str:
@@ -385,7 +428,14 @@ class Sweep:
         found = []
         if NO_PARTITION in self.grid.partition_policies:
             built = build_dag(
-                workload, assignment, self.granularity, self.edge_volume, self.strict, self.compose, self.covers
+                workload,
+                assignment,
+                self.granularity,
+                self.edge_volume,
+                self.strict,
+                self.compose,
+                self.covers,
+                self.harvested,
             )
             found += schedule_points(workload.name, built, self.grid, self.label, self.cost_model, self.archs)
         for policy, arch, pes in partition_runs(self.grid, self.archs):
@@ -715,7 +765,7 @@ def explore(
                 make_executor(executor, workload, WorkloadSource.of(workload, builtin), sweep, address, workers)
             )
 
-        run = _Run(sweep, store, bar, start, store.points(workload.name, sweep.label) if store else {})
+        run = _Run(sweep, workload, store, bar, start, store.points(workload.name, sweep.label) if store else {})
         if strategy == "greedy":
             _greedy(run.evaluate, nodes, implementations, objective)
         else:
@@ -787,10 +837,12 @@ def check_units(grid: Grid, archs: Sequence[Architecture]) -> None:
 
 class _Run:
     """The state of one sweep: the points found (stored or evaluated), the failures, and the executor,
-    started at the first assignment that is not stored."""
+    started at the first assignment that is not stored. Composing for worker processes, this process
+    harvests the fragments (:func:`harvest`) while they start, and ships them with every assignment."""
 
-    def __init__(self, sweep: Sweep, store: ResultStore | None, bar, start: Callable[[], Executor], stored):
-        self.sweep = sweep
+    def __init__(self, sweep: Sweep, workload, store: ResultStore | None, bar, start: Callable[[], Executor], stored):
+        self.sweep = sweep  # with the harvested fragments once the workers are started (harvest)
+        self.workload = workload
         self.store = store
         self.bar = bar
         self.start = start
@@ -815,8 +867,13 @@ class _Run:
                 self.found[assignment] = points
                 self.bar.update(1)
         if todo:
-            self.executor = self.executor or self.start()
-            for outcome in self.executor.map(todo):
+            if self.executor is None:
+                self.executor = self.start()
+                if self.sweep.compose and self.executor.name != "local":
+                    # the workers build the workload while this process harvests the fragments for them
+                    self.executor.warm()
+                    self.sweep = replace(self.sweep, harvested=harvest(self.workload, self.sweep, todo))
+            for outcome in self.executor.map(todo, self.sweep):
                 self._record(outcome)
         return [self.found.get(assignment) for assignment in batch]
 
