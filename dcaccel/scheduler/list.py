@@ -162,8 +162,10 @@ class _Processors:
                         break
             return best_start, best_pe
         # A PE whose last gap ends before est + duration has no gap that holds the task (_gap_start): the
-        # others, in PE order.
+        # others, in PE order (most tasks find none).
         gap_ends = self.gap_ends
+        if not gap_ends or gap_ends[-1][0] < est + duration:
+            return best_start, best_pe
         for p in sorted([p for _, p in gap_ends[bisect.bisect_left(gap_ends, (est + duration, -1)) :]]):
             if best_start == est and p >= best_pe:
                 break
@@ -172,16 +174,9 @@ class _Processors:
                 best_start, best_pe = start, p
         return best_start, best_pe
 
-    def place(self, p: int, start: int, end: int) -> None:
-        """Record the event ``[start, end)`` on PE ``p`` and update its gaps."""
-        if end > self.last_end[p]:
-            last = self.last_end[p]
-            self.last_end[p] = end
-            self.free.set(p, end)
-        else:
-            last = None
-        if not self.insertion:
-            return
+    def _insert(self, p: int, start: int, end: int) -> None:
+        """Record the event ``[start, end)`` on PE ``p`` when it does not follow all of its events: by
+        bisection, splitting the gap it falls in."""
         starts, ends = self.starts[p], self.ends[p]
         first_start = starts[0] if starts else None
         index = bisect.bisect_right(ends, end)
@@ -194,24 +189,43 @@ class _Processors:
             if start >= 1:
                 lows.append(_HEAD)
                 highs.append(start)
-        elif last is not None and start >= last:
-            if start > last:
-                lows.append(last)
-                highs.append(start)
+            return
+        i = bisect.bisect_right(lows, start) - 1
+        if i >= 0 and start <= highs[i] and (lows[i] != _HEAD or start < highs[i]):
+            lo, hi = lows[i], highs[i]
+            pieces = []
+            if lo == _HEAD:
+                if start >= 1:
+                    pieces.append((_HEAD, start))
+            elif start > lo:
+                pieces.append((lo, start))
+            if hi > end:
+                pieces.append((end, hi))
+            lows[i : i + 1] = [a for a, _ in pieces]
+            highs[i : i + 1] = [b for _, b in pieces]
+
+    def place(self, p: int, start: int, end: int) -> None:
+        """Record the event ``[start, end)`` on PE ``p`` and update its gaps."""
+        if end > self.last_end[p]:
+            last = self.last_end[p]
+            self.last_end[p] = end
+            self.free.set(p, end)
         else:
-            i = bisect.bisect_right(lows, start) - 1
-            if i >= 0 and start <= highs[i] and (lows[i] != _HEAD or start < highs[i]):
-                lo, hi = lows[i], highs[i]
-                pieces = []
-                if lo == _HEAD:
-                    if start >= 1:
-                        pieces.append((_HEAD, start))
-                elif start > lo:
-                    pieces.append((lo, start))
-                if hi > end:
-                    pieces.append((end, hi))
-                lows[i : i + 1] = [a for a, _ in pieces]
-                highs[i : i + 1] = [b for _, b in pieces]
+            last = None
+        if not self.insertion:
+            return
+        starts, ends = self.starts[p], self.ends[p]
+        lows, highs = self.gap_lo[p], self.gap_hi[p]
+        if last is not None and starts and start >= last:
+            # After the PE's last event (most tasks): appended, with the gap it leaves before it if any.
+            starts.append(start)
+            ends.append(end)
+            if start == last:
+                return
+            lows.append(last)
+            highs.append(start)
+        else:
+            self._insert(p, start, end)
         before, after = self.last_gap_end[p], highs[-1] if highs else -_INF
         if after != before:
             self.last_gap_end[p] = after
@@ -238,7 +252,10 @@ def list_schedule(
     for v in order:
         duration = cost[v]
         if bandwidth is None:
-            est = max([end[p] for p in predecessors[v]], default=0)
+            est = 0
+            for p in predecessors[v]:
+                if end[p] > est:
+                    est = end[p]
             begin, where = best(est, duration)
         else:
             preds = in_edges[in_start[v] : in_start[v + 1]]

@@ -35,7 +35,8 @@ def induced_node_order(g: CanonicalGraph, nodes: list[int]) -> list[int]:
 def induced_topological_orders(g: CanonicalGraph, parts: list[list[int]]) -> list[list[int]]:
     """TOPO(G[part]) of every part of a partition of (some of) the nodes: LIFO Kahn on the induced
     subgraph, started from its in-degree-0 nodes in induced node order, children pushed in successor
-    order. The parts' in-degrees are counted in one pass over the edges."""
+    order. The parts' in-degrees and inner edges are counted in one pass over the edges; a part without
+    inner edges is its induced node order reversed (every node starts on the stack, none is pushed)."""
     n = g.n
     dst, out_start, out_edges = g.dst, g.out_start, g.out_edges
     part_of = [-1] * n
@@ -47,10 +48,14 @@ def induced_topological_orders(g: CanonicalGraph, parts: list[list[int]]) -> lis
     inside = where[sources]
     inside = (inside == where[targets]) & (inside != -1)
     indeg = np.bincount(targets[inside], minlength=n).tolist()
+    inner_edges = np.bincount(where[sources[inside]], minlength=len(parts)).tolist()
     orders = []
     for index, part in enumerate(parts):
         if len(part) < 2:
             orders.append(list(part))
+            continue
+        if not inner_edges[index]:
+            orders.append(induced_node_order(g, part)[::-1])
             continue
         stack = [v for v in induced_node_order(g, part) if indeg[v] == 0]
         order = []

@@ -38,6 +38,14 @@ class Partition:
     streaming_edges: list[int]  # edge ids, in edge order
 
 
+def in_degrees(g: CanonicalGraph) -> list[int]:
+    """The number of predecessors of every node, counted once per graph (``derived``)."""
+    found = g.derived.get("in_degrees")
+    if found is None:
+        found = g.derived["in_degrees"] = np.diff(np.asarray(g.in_start, dtype=np.int64)).tolist()
+    return found
+
+
 def partition(g: CanonicalGraph, pes: int, strict: bool = False) -> Partition:
     """Spatial block partitioning of ``g`` for ``pes`` PEs, strict or relaxed (see module docstring).
 
@@ -49,7 +57,7 @@ def partition(g: CanonicalGraph, pes: int, strict: bool = False) -> Partition:
     work = g.cost
     is_buffer = g.is_buffer
     successors = g.successors()
-    indeg = [g.in_start[v + 1] - g.in_start[v] for v in range(n)]
+    indeg = list(in_degrees(g))
 
     blocks: list[list[int]] = [[]]
     block_sources: list[int] = []  # sources of the current block; bit i of a mask stands for block_sources[i]

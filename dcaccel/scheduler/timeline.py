@@ -9,18 +9,20 @@ gap between consecutive events that holds it, else after the last event. Zero-le
 from __future__ import annotations
 
 from dataclasses import dataclass
+from functools import cached_property
 
 
 @dataclass(frozen=True)
 class Timing:
-    """Per node (indexed by id): PE, start, end and the time its first output element appears."""
+    """Per node (indexed by id): PE, start, end and the time its first output element appears (never
+    modified once built: the makespan is computed once)."""
 
     pe: list[int]
     start: list[int]
     end: list[int]
     first_output: list[int]
 
-    @property
+    @cached_property
     def makespan(self) -> int:
         return max(self.end, default=0)
 

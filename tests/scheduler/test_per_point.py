@@ -18,8 +18,9 @@ from dcaccel.dag.taskdag import NodeKind
 from dcaccel.scheduler import CanonicalGraph, schedule
 from dcaccel.scheduler import architecture as costing
 from dcaccel.scheduler.architecture import _access_pass, _accesses, _ratio
-from dcaccel.scheduler.gang import first_output_time, gang_schedule, task_duration, timing_terms
+from dcaccel.scheduler.gang import block_orders, first_output_time, gang_schedule, task_duration, timing_terms
 from dcaccel.scheduler.intervals import streaming_intervals
+from dcaccel.scheduler.order import induced_node_order
 from dcaccel.scheduler.schedule import Schedule
 from dcaccel.scheduler.streaming import streaming_schedule
 from dcaccel.scheduler.timeline import Timing
@@ -186,3 +187,55 @@ def test_retiming_shortcut_on_random_dags(dag: TaskDAG):
         for scheduler in ("streaming", "list"):
             _retiming_equals_node_by_node(g, pes, scheduler, "abstract", 0)
             _retiming_equals_node_by_node(g, pes, scheduler, "eyeriss", 8)
+
+
+def _lifo_kahn(g: CanonicalGraph, part: list[int]) -> list[int]:
+    """TOPO of the induced subgraph on ``part``, directly: LIFO Kahn from its in-degree-0 nodes in induced
+    node order."""
+    members = set(part)
+    indeg = {v: sum(g.src[e] in members for e in g.into(v)) for v in part}
+    stack = [v for v in induced_node_order(g, part) if indeg[v] == 0]
+    order = []
+    while stack:
+        u = stack.pop()
+        order.append(u)
+        for e in g.out_of(u):
+            w = g.dst[e]
+            if w in members:
+                indeg[w] -= 1
+                if indeg[w] == 0:
+                    stack.append(w)
+    return order
+
+
+def _block_orders_match(g: CanonicalGraph, pes: int) -> int:
+    """Block orders equal LIFO Kahn per block; returns how many blocks of several nodes have no inner edge."""
+    blocks = streaming_schedule(g, pes).blocks
+    assert block_orders(g, blocks) == [_lifo_kahn(g, block) for block in blocks]
+    members = [set(block) for block in blocks]
+    return sum(
+        len(block) > 1 and not any(g.dst[e] in inside for v in block for e in g.out_of(v))
+        for block, inside in zip(blocks, members, strict=True)
+    )
+
+
+@pytest.mark.parametrize("pes", PES)
+@pytest.mark.parametrize("name", VECTORS)
+def test_block_orders_on_vectors(name, pes):
+    _block_orders_match(CanonicalGraph.from_dag(load_vector(name)[1]), pes)
+
+
+@pytest.mark.parametrize(("family", "pes", "blocks"), [("mv", 2, 5), ("mv", 4, 2), ("op", 2, 5), ("lmv", 4, 2)])
+def test_block_orders_of_blocks_without_inner_edges(family, pes, blocks):
+    """The independent tasks of an mmm DAG (8 x 8 x 12 elements) fill blocks without inner edges, whose
+    order is their induced node order reversed."""
+    sizes = {"mv": (8, 8, 12), "op": (8, 12, 8), "lmv": (12, 8, 8)}[family]
+    assert _block_orders_match(CanonicalGraph.from_dag(gen.mmm(family, *sizes)), pes) == blocks
+
+
+@settings(max_examples=25, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(dag=canonical_dags(max_tasks=12))
+def test_block_orders_on_random_dags(dag: TaskDAG):
+    g = CanonicalGraph.from_dag(dag)
+    for pes in (1, 2, 3):
+        _block_orders_match(g, pes)
