@@ -146,34 +146,19 @@ _INT64_MAX = int(np.iinfo(np.int64).max)
 
 
 def _exact_volumes(
-    reads: np.ndarray, written: np.ndarray, overlap: np.ndarray, box: np.ndarray, read: np.ndarray
+    reads: np.ndarray, written: np.ndarray, overlap: np.ndarray, box: np.ndarray, read: np.ndarray, wide: bool
 ) -> np.ndarray:
     """``reads · written · overlap / (box · read)`` per row, rounded half up, a positive fraction to at
-    least 1 (:func:`dcaccel.dag.volume.rounded` of the quotient), vectorised: in int64 when no intermediate
-    product can exceed it, else in Python ints (object arrays)."""
-    arrays = [np.asarray(a) for a in (reads, written, overlap, box, read)]
-    if not len(arrays[0]):
-        return np.zeros(0, dtype=np.int64)
-    top = [int(np.abs(a).max()) for a in arrays]
-    denominator_top = top[3] * top[4]
-    if 2 * top[0] * top[1] * top[2] + denominator_top > _INT64_MAX or 2 * denominator_top > _INT64_MAX:
-        arrays = [a.astype(object) for a in arrays]
-    reads, written, overlap, box, read = arrays
+    least 1 (:func:`dcaccel.dag.volume.rounded` of the quotient), vectorised: in int64, or in Python ints
+    (object arrays) when ``wide`` (an intermediate product could exceed int64)."""
+    if wide:
+        reads, written, overlap, box, read = (a.astype(object) for a in (reads, written, overlap, box, read))
     numerator, denominator = reads * written * overlap, box * read
     if not denominator.all():
         raise DcaccelError("extract: a consumer reads no element of a box it overlaps (a zero element count)")
     quotient, remainder = numerator // denominator, numerator % denominator
     half_up = np.maximum((2 * numerator + denominator) // (2 * denominator), 1)
     return np.where(remainder == 0, quotient, half_up)
-
-
-def _exceeds(a: np.ndarray, b: np.ndarray, c: np.ndarray, d: np.ndarray) -> np.ndarray:
-    """``a · b > c · d`` per row, without int64 overflow."""
-    if len(a) and max(int(np.abs(x).max()) for x in (a, b)) * max(int(np.abs(x).max()) for x in (c, d)) > (
-        _INT64_MAX // 2
-    ):
-        a, b, c, d = (x.astype(object) for x in (a, b, c, d))
-    return a * b > c * d
 
 
 @dataclass
@@ -332,12 +317,15 @@ class ConcreteGraph:
         ``w.volume / w.elements``.
         """
         p_index, c_index, overlap = _overlapping_pairs(w, r)
-        box_w = box_size(w.lo, w.hi)[p_index]
-        e_w, v_w = w.elements[p_index], w.volume[p_index]
+        e_w, v_w, box_w = w.elements[p_index], w.volume[p_index], w.boxes[p_index]
         e_r, v_r = r.elements[c_index], r.volume[c_index]
-        exact = _exact_volumes(v_r, e_w, overlap, box_w, e_r)
+        # every factor is bounded by its rows' peak (an overlap by the producer's box)
+        wide = 2 * r.peak * w.peak * w.peak + w.peak * r.peak > _INT64_MAX
+        exact = _exact_volumes(v_r, e_w, overlap, box_w, e_r, wide)
         self.log.add(producers[p_index], consumers[c_index], exact, v_r, via)
-        return sympy.true if _exceeds(v_r, e_w, v_w, e_r).any() else sympy.false
+        if 2 * r.peak * w.peak > _INT64_MAX:
+            v_r, e_w, v_w, e_r = (a.astype(object) for a in (v_r, e_w, v_w, e_r))
+        return sympy.true if (v_r * e_w > v_w * e_r).any() else sympy.false
 
     def dense(self, members: np.ndarray, rows: Rows) -> bool:
         """Whether ``members`` write every element of the bounding box of what they write."""
@@ -488,16 +476,17 @@ def _extract_program(program, granularity, edge_volume, sink, name, groups) -> T
         walk = walk_program(program, lambda: SymbolicGraph(granularity), edge_volume)
         nodes, edges, produced = walk.graph.materialise()
         columns = ([node.kind for node in nodes], [node.label for node in nodes], [node.meta for node in nodes])
-        ends = ([src for src, _ in edges], [dst for _, dst in edges])
-        volumes = [vol.rounded(edge.volume(edge_volume)) for edge in edges.values()]
+        ends = tuple(np.array([pair[side] for pair in edges], dtype=np.int64) for side in (0, 1))
+        rounded = (vol.rounded(edge.volume(edge_volume)) for edge in edges.values())
+        volumes = np.fromiter(rounded, dtype=object, count=len(edges))
     else:
         groups = {} if groups is None else groups
         walk = walk_program(program, lambda: ConcreteGraph(granularity, groups), edge_volume)
         graph = walk.graph
         table, produced = graph.edges(), graph.produced
         columns = (graph.kinds, graph.labels, graph.metas)
-        ends = (table.src.tolist(), table.dst.tolist())
-        volumes = table.volume(edge_volume).tolist()
+        ends = (table.src, table.dst)
+        volumes = table.volume(edge_volume)
         _warn_fewer_tiles(graph.fewer_tiles, granularity)
     for data, fault in walk.inserted.items():
         warnings.warn(f"extract: container '{data}' made a buffer node ({fault.reason})", stacklevel=3)
@@ -543,31 +532,30 @@ def _emit(
     kinds: list[NodeKind],
     labels: list[str],
     metas: list[dict[str, Any]],
-    src: list[int],
-    dst: list[int],
-    volumes: list,
+    src: np.ndarray,
+    dst: np.ndarray,
+    volumes: np.ndarray,
     produced: Mapping[int, Any],
     sink: str,
     name: str,
 ) -> TaskDAG:
-    """The TaskDAG of a walk's nodes (as columns) and edges (``src[e] -> dst[e]`` with ``volumes[e]``, ints
-    or rounded expressions): pseudo source first, nodes and edges in walk order, then the pseudo sink."""
+    """The TaskDAG of a walk's nodes (as columns) and edges (``src[e] -> dst[e]`` with ``volumes[e]``: int64,
+    or an object array of ints and rounded expressions): pseudo source first, nodes and edges in walk
+    order, then the pseudo sink."""
     dag = TaskDAG(name)
     source = dag.add_node(NodeKind.SOURCE, "pseudo-source")
     n = len(kinds)
     dag.add_nodes(kinds, labels, metas)  # walk node i is node i + 1
-    dag.add_edges([s + 1 for s in src], [d + 1 for d in dst], volumes)
-    has_pred = [False] * n
-    for d in dst:
-        has_pred[d] = True
-    first_out: dict[int, Any] = {}
-    first_in: dict[int, Any] = {}
-    for s, d, volume in zip(src, dst, volumes, strict=True):
-        first_out.setdefault(s, volume)
-        first_in.setdefault(d, volume)
-    fed = [i for i in range(n) if not has_pred[i]]
+    dag.add_edges(src + 1, dst + 1, volumes)
+    first_out = _first_volumes(src, volumes)
+    first_in = _first_volumes(dst, volumes)
+    has_pred = np.zeros(n, dtype=bool)
+    has_pred[dst] = True
+    fed = np.flatnonzero(~has_pred).tolist()
     dag.add_edges(
-        [source] * len(fed), [i + 1 for i in fed], [first_out.get(i, vol.rounded(produced.get(i, 0))) for i in fed]
+        [source] * len(fed),
+        [i + 1 for i in fed],
+        [first_out[i] if i in first_out else vol.rounded(produced.get(i, 0)) for i in fed],
     )
     exits = [i for i in range(n) if i not in first_out]
     if sink == "always" or (sink == "auto" and len(exits) > 1):
@@ -576,3 +564,9 @@ def _emit(
             volume = first_in.get(i) if kinds[i] is NodeKind.BUFFER else produced.get(i)
             dag.add_edge(i + 1, pseudo_sink, vol.rounded(volume if volume is not None else first_in.get(i, 0)))
     return dag
+
+
+def _first_volumes(ends: np.ndarray, volumes: np.ndarray) -> dict[int, Any]:
+    """Node → the volume of its first edge among those whose end (source or target) ``ends`` lists."""
+    nodes, first = np.unique(ends, return_index=True)
+    return dict(zip(nodes.tolist(), volumes[first].tolist(), strict=True))

@@ -99,6 +99,13 @@ def _normalize_volume(volume: Any, src: int, dst: int) -> Volume:
     raise DAGContractError(f"edge {src}->{dst}: volume must be an integer or a sympy expression, got {volume!r}")
 
 
+def _integers(values: Sequence[int]) -> list[int]:
+    """``values`` as a list of Python ints (an integer NumPy array converted at once)."""
+    if isinstance(values, np.ndarray) and values.dtype.kind in "iu":
+        return values.tolist()
+    return list(map(operator.index, values))
+
+
 def _compress(keys: list[int], n: int) -> tuple[list[int], list[int]]:
     """Edge ids grouped by ``keys`` (stable: insertion order within a key) and the start of each group."""
     array = np.asarray(keys, dtype=np.int64)
@@ -151,16 +158,17 @@ class TaskDAG:
         if not len(kinds) == len(labels) == len(metas):
             raise DAGContractError(f"add_nodes: {len(kinds)} kinds, {len(labels)} labels and {len(metas)} metas")
         start = len(self._kinds)
-        self._kinds.extend(map(NodeKind, kinds))
-        self._labels.extend(map(str, labels))
+        self._kinds.extend(kind if type(kind) is NodeKind else NodeKind(kind) for kind in kinds)
+        self._labels.extend(label if type(label) is str else str(label) for label in labels)
         self._metas.extend(MappingProxyType(dict(meta)) if meta else _EMPTY_META for meta in metas)
         self._derived.clear()
         return range(start, len(self._kinds))
 
     def add_edges(self, sources: Sequence[int], targets: Sequence[int], volumes: Sequence[Volume]) -> None:
         """Append the edges ``sources[i] -> targets[i]`` carrying ``volumes[i]``, in that order (as
-        :meth:`add_edge` one by one, the checks done once for all of them)."""
-        sources, targets = list(map(operator.index, sources)), list(map(operator.index, targets))
+        :meth:`add_edge` one by one, the checks done once for all of them). Integer NumPy arrays are
+        taken as they are."""
+        sources, targets = _integers(sources), _integers(targets)
         if not len(sources) == len(targets) == len(volumes):
             raise DAGContractError(
                 f"add_edges: {len(sources)} sources, {len(targets)} targets and {len(volumes)} volumes"
@@ -173,14 +181,17 @@ class TaskDAG:
                 for node in (src, dst):
                     if not 0 <= node < n:
                         raise DAGContractError(f"edge {src}->{dst}: node {node} does not exist (the DAG has {n} nodes)")
-        normalized = [
-            volume if type(volume) is int else _normalize_volume(volume, src, dst)
-            for src, dst, volume in zip(sources, targets, volumes, strict=True)
-        ]
+        if isinstance(volumes, np.ndarray) and volumes.dtype.kind in "iu":
+            normalized = volumes.tolist()
+        else:
+            normalized = [
+                volume if type(volume) is int else _normalize_volume(volume, src, dst)
+                for src, dst, volume in zip(sources, targets, volumes, strict=True)
+            ]
+            self._symbolic_edges += sum(type(volume) is not int for volume in normalized)
         self._edge_src.extend(sources)
         self._edge_dst.extend(targets)
         self._edge_volume.extend(normalized)
-        self._symbolic_edges += sum(type(volume) is not int for volume in normalized)
         self._derived.clear()
 
     # ------------------------------------------------------------------ nodes and edges

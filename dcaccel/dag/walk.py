@@ -29,6 +29,7 @@ from collections import Counter
 from collections.abc import Callable, Iterator, Mapping, Sequence
 from contextlib import contextmanager
 from dataclasses import dataclass, field
+from functools import cached_property
 from typing import TYPE_CHECKING, Any
 
 import numpy as np
@@ -107,6 +108,17 @@ class Rows:
 
     def take(self, index) -> Rows:
         return Rows(self.lo[index], self.hi[index], self.elements[index], self.volume[index])
+
+    @cached_property
+    def boxes(self) -> np.ndarray:
+        """The number of elements of each row's box."""
+        return box_size(self.lo, self.hi)
+
+    @cached_property
+    def peak(self) -> int:
+        """The largest absolute value among the rows' elements, volumes and box sizes (a bound for
+        overflow checks; computed once, as a task map's rows are kept across passes and DAGs)."""
+        return max((int(np.abs(a).max()) for a in (self.elements, self.volume, self.boxes) if a.size), default=0)
 
 
 def iteration_points(scope: TaskScope) -> np.ndarray:
