@@ -6,6 +6,7 @@ import json
 import warnings
 
 import networkx as nx
+import numpy as np
 import pytest
 import sympy
 
@@ -447,3 +448,61 @@ def test_json_keeps_symbolic_volumes_and_meta():
 
 def test_vectors_are_present():
     assert VECTORS.is_dir(), f"reference vectors expected at {VECTORS}"
+
+
+BATCH_VOLUMES = {
+    "ints": [4, 4, 2, 2],
+    "int64 array": np.array([4, 4, 2, 2], dtype=np.int64),
+    "object array": np.array([4, 4, N, N], dtype=object),
+    "numpy scalars and text": [np.int32(4), 4, "N", sympy.Integer(2)],
+}
+
+
+@pytest.mark.parametrize("volumes", BATCH_VOLUMES)
+def test_batches_build_the_dag_one_by_one_would(volumes):
+    """add_nodes / add_edges give the nodes, edges, orders and symbols of add_node / add_edge in a loop."""
+    kinds = [NodeKind.SOURCE, "task", NodeKind.TASK, NodeKind.BUFFER]
+    labels = ["s", "a", "b", 7]
+    metas = [{}, {"op": "Relu"}, {}, {"container": "X"}]
+    sources, targets = [0, 0, 1, 2], [1, 2, 3, 3]
+    one_by_one = TaskDAG("d")
+    for kind, label, meta in zip(kinds, labels, metas, strict=True):
+        one_by_one.add_node(kind, label, **meta)
+    for src, dst, volume in zip(sources, targets, BATCH_VOLUMES[volumes], strict=True):
+        one_by_one.add_edge(src, dst, volume)
+    batched = TaskDAG("d")
+    assert batched.add_nodes(kinds, labels, metas) == range(4)
+    batched.add_edges(np.array(sources), targets, BATCH_VOLUMES[volumes])
+    batched.add_edges([], [], [])
+    assert batched.to_json() == one_by_one.to_json()
+    assert batched.is_concrete == one_by_one.is_concrete
+    assert [type(v) for v in batched.edge_volumes] == [type(v) for v in one_by_one.edge_volumes]
+    metas[1]["op"] = "changed"  # the metadata was copied
+    assert batched.meta(1)["op"] == "Relu"
+
+
+@pytest.mark.parametrize(
+    ("sources", "targets", "volumes", "message"),
+    [
+        ([0, 0], [1], [1, 1], "2 sources, 1 targets and 2 volumes"),
+        ([0, 0], [1, 2], [1, 1], r"edge 0->2: node 2 does not exist \(the DAG has 2 nodes\)"),
+        ([-1], [1], [1], "edge -1->1: node -1 does not exist"),
+        ([0, 0], [1, 1], [1, True], "edge 0->1: volume must be an integer or a sympy expression, got True"),
+        ([0], [1], [2.5], "volume must be an integer or a sympy expression, got 2.5"),
+        ([0], [1], ["N +"], r"edge 0->1: volume 'N \+': not an expression"),
+    ],
+)
+def test_bad_edge_batches_are_refused(sources, targets, volumes, message):
+    dag = TaskDAG()
+    dag.add_nodes([NodeKind.SOURCE, NodeKind.TASK], ["s", "t"], [{}, {}])
+    with pytest.raises(DAGContractError, match=message):
+        dag.add_edges(sources, targets, volumes)
+    assert dag.num_edges == 0
+
+
+def test_bad_node_batches_are_refused():
+    dag = TaskDAG()
+    with pytest.raises(DAGContractError, match="2 kinds, 1 labels and 2 metas"):
+        dag.add_nodes([NodeKind.TASK, NodeKind.TASK], ["a"], [{}, {}])
+    with pytest.raises(ValueError, match="'job' is not a valid NodeKind"):
+        dag.add_nodes(["job"], ["a"], [{}])
