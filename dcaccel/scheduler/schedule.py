@@ -180,7 +180,7 @@ class Schedule:
         """Buffer I/O (§7.1), independent of the schedule."""
         return self._derived("io_volume", lambda: io_volume(self.dag))
 
-    def _derived(self, name: str, compute):
+    def _derived(self, name: str | tuple, compute):
         """A figure of the graph alone, computed once for every schedule of the graph (``graph.derived``)."""
         derived = self.graph.derived
         if name not in derived:
@@ -190,11 +190,17 @@ class Schedule:
     def io_at(self, onchip: int) -> IOVolume:
         """I/O split for an on-chip capacity of ``onchip`` elements per block (§7.2, §7.3); a list
         schedule is one block. Computed once per capacity (the sweep asks for it again to cost the
-        schedule on an architecture)."""
+        schedule on an architecture); the placement of a list schedule, whose one block is the whole
+        DAG, once per graph and capacity, for the list schedules of every P."""
         if onchip not in self._io_at:
             with without_cycle_collection():
-                blocks = self.blocks or [list(range(self.graph.n))]
-                placed = onchip_placement(self.graph, blocks, onchip)
+                if self.blocks:
+                    placed = onchip_placement(self.graph, self.blocks, onchip)
+                else:
+                    placed = self._derived(
+                        ("one_block_placement", onchip),
+                        lambda: frozenset(onchip_placement(self.graph, [list(range(self.graph.n))], onchip)),
+                    )
                 off, on, streamed = global_io(self.graph, self.streaming, placed)
             self._io_at[onchip] = IOVolume(self.io_volume, off, on, streamed, onchip, tuple(sorted(placed)))
         return self._io_at[onchip]

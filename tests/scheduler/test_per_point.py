@@ -20,6 +20,7 @@ from dcaccel.scheduler import architecture as costing
 from dcaccel.scheduler.architecture import _access_pass, _accesses, _ratio
 from dcaccel.scheduler.gang import block_orders, first_output_time, gang_schedule, task_duration, timing_terms
 from dcaccel.scheduler.intervals import streaming_intervals
+from dcaccel.scheduler.io import IOVolume, global_io, onchip_placement
 from dcaccel.scheduler.order import induced_node_order
 from dcaccel.scheduler.schedule import Schedule
 from dcaccel.scheduler.streaming import streaming_schedule
@@ -239,3 +240,26 @@ def test_block_orders_on_random_dags(dag: TaskDAG):
     g = CanonicalGraph.from_dag(dag)
     for pes in (1, 2, 3):
         _block_orders_match(g, pes)
+
+
+def _list_io_equals_direct(g: CanonicalGraph, capacity: int) -> None:
+    """The I/O split of list schedules (their one-block placement kept per graph) equals the direct one."""
+    for pes in (1, 2, 5):
+        result = schedule(g, pes, "list", validate=False)
+        placed = onchip_placement(g, [list(range(g.n))], capacity)
+        off, on, streamed = global_io(g, result.streaming, placed)
+        assert result.io_at(capacity) == IOVolume(result.io_volume, off, on, streamed, capacity, tuple(sorted(placed)))
+
+
+@pytest.mark.parametrize("capacity", [0, 8, 64, 4096])
+@pytest.mark.parametrize("name", VECTORS)
+def test_list_schedules_share_their_placement_on_vectors(name, capacity):
+    _list_io_equals_direct(CanonicalGraph.from_dag(load_vector(name)[1]), capacity)
+
+
+@settings(max_examples=25, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(dag=canonical_dags(max_tasks=12))
+def test_list_schedules_share_their_placement_on_random_dags(dag: TaskDAG):
+    g = CanonicalGraph.from_dag(dag)
+    for capacity in (0, 5, 40):
+        _list_io_equals_direct(g, capacity)
