@@ -150,7 +150,8 @@ def _exact_volumes(
 ) -> np.ndarray:
     """``reads · written · overlap / (box · read)`` per row, rounded half up, a positive fraction to at
     least 1 (:func:`dcaccel.dag.volume.rounded` of the quotient), vectorised: in int64, or in Python ints
-    (object arrays) when ``wide`` (an intermediate product could exceed int64)."""
+    (object arrays) when ``wide`` (an intermediate product could exceed int64); int64 volumes unless a
+    volume itself exceeds it."""
     if wide:
         reads, written, overlap, box, read = (a.astype(object) for a in (reads, written, overlap, box, read))
     numerator, denominator = reads * written * overlap, box * read
@@ -158,7 +159,16 @@ def _exact_volumes(
         raise DcaccelError("extract: a consumer reads no element of a box it overlaps (a zero element count)")
     quotient, remainder = numerator // denominator, numerator % denominator
     half_up = np.maximum((2 * numerator + denominator) // (2 * denominator), 1)
-    return np.where(remainder == 0, quotient, half_up)
+    volumes = np.where(remainder == 0, quotient, half_up)
+    if wide and (not volumes.size or -_INT64_MAX <= min(volumes) and max(volumes) <= _INT64_MAX):
+        return volumes.astype(np.int64)  # the volumes fit even where their products did not
+    return volumes
+
+
+def _overflows(reads: np.ndarray, written: np.ndarray, overlap: np.ndarray, box: np.ndarray, read: np.ndarray) -> bool:
+    """Whether :func:`_exact_volumes` of these rows could exceed int64 (from the largest of each factor)."""
+    top = [int(np.abs(a).max()) if a.size else 0 for a in (reads, written, overlap, box, read)]
+    return 2 * top[0] * top[1] * top[2] + top[3] * top[4] > _INT64_MAX or 2 * top[3] * top[4] > _INT64_MAX
 
 
 @dataclass
@@ -319,8 +329,9 @@ class ConcreteGraph:
         p_index, c_index, overlap = _overlapping_pairs(w, r)
         e_w, v_w, box_w = w.elements[p_index], w.volume[p_index], w.boxes[p_index]
         e_r, v_r = r.elements[c_index], r.volume[c_index]
-        # every factor is bounded by its rows' peak (an overlap by the producer's box)
-        wide = 2 * r.peak * w.peak * w.peak + w.peak * r.peak > _INT64_MAX
+        # int64 suffices when the rows' peaks say so (an overlap is at most the producer's box), else
+        # when the largest factors of these pairs do
+        wide = 2 * r.peak * w.peak * w.peak + w.peak * r.peak > _INT64_MAX and _overflows(v_r, e_w, overlap, box_w, e_r)
         exact = _exact_volumes(v_r, e_w, overlap, box_w, e_r, wide)
         self.log.add(producers[p_index], consumers[c_index], exact, v_r, via)
         if 2 * r.peak * w.peak > _INT64_MAX:

@@ -28,7 +28,8 @@ CASES = {
     "whole quotients": [(6, 6, 6, 6, 6), (3456, 576, 576, 576, 3456), (0, 4, 2, 4, 8)],
     "half up": [(1, 1, 1, 2, 1), (5, 1, 1, 2, 1), (7, 3, 5, 9, 4)],
     "below one half is one": [(1, 1, 1, 1000, 1), (1, 2, 1, 7, 3)],
-    "beyond int64": [(2**40, 2**40, 2**20, 3, 7), (10**12, 10**6, 10**6, 10**6 + 1, 3)],
+    "products beyond int64": [(2_359_296, 2_359_296, 2_359_296, 2_359_296, 2_359_296), (2**40, 2**20, 2**10, 3, 2**30)],
+    "volumes beyond int64": [(2**40, 2**40, 2**20, 3, 7), (10**12, 10**6, 10**6, 10**6 + 1, 3)],
 }
 
 
@@ -41,7 +42,10 @@ def test_exact_volumes_are_the_rounded_shares(case):
     expected = [rounded_share(*row) for row in rows]
     safe = all(2 * r * w * o + b * e <= _INT64_MAX for r, w, o, b, e in rows)
     for wide in (True, False) if safe else (True,):
-        assert [int(v) for v in _exact_volumes(*columns, wide)] == expected
+        volumes = _exact_volumes(*columns, wide)
+        assert [int(v) for v in volumes] == expected
+        # int64 whenever the volumes fit, even where their products did not
+        assert volumes.dtype == (object if case == "volumes beyond int64" else np.int64)
 
 
 def test_a_zero_element_count_is_refused():
@@ -65,27 +69,31 @@ def graph_with(n: int) -> ConcreteGraph:
     return graph
 
 
-@pytest.mark.parametrize("scale", [1, 10**7])
-def test_link_edges_and_rereads_edge_by_edge(scale):
-    """Two producers writing [0, 3] and [4, 7] once, three consumers reading overlapping windows; at the
-    large scale the volumes overflow int64 intermediates and the wide path must give the same rule."""
-    w = box_rows([(0, 3), (4, 7)], volume=[4 * scale, 4 * scale])
-    r = box_rows([(0, 7), (2, 5), (6, 7)], volume=[8 * scale, 8 * scale, 2 * scale])
+@pytest.mark.parametrize(("k", "scale"), [(1, 1), (1, 10**7), (2**20, 1), (2**21, 3)])
+def test_link_edges_and_rereads_edge_by_edge(k, scale):
+    """Two producers writing [0, 4k) and [4k, 8k) once (``scale`` times), three consumers reading overlapping
+    windows; from k = 2**20 the products of the exact rule overflow int64 and the wide path must give the
+    same rule."""
+    written = [(0, 4 * k - 1), (4 * k, 8 * k - 1)]
+    windows = [(0, 8 * k - 1), (2 * k, 6 * k - 1), (6 * k, 8 * k - 1)]
+    w = box_rows(written, volume=[4 * k * scale] * 2)
+    r = box_rows(windows, volume=[8 * k * scale, 8 * k * scale, 2 * k * scale])
     graph = graph_with(5)
     reread = graph.link(np.array([0, 1]), w, np.array([2, 3, 4]), r, "X")
     table = graph.edges()
     expected = []
-    for c, (lo, hi) in enumerate([(0, 7), (2, 5), (6, 7)]):
-        for p, (plo, phi) in enumerate([(0, 3), (4, 7)]):
+    for c, (lo, hi) in enumerate(windows):
+        for p, (plo, phi) in enumerate(written):
             overlap = max(0, min(hi, phi) - max(lo, plo) + 1)
             if overlap:
                 e_r, v_r = hi - lo + 1, int(r.volume[c])
-                expected.append((p, 2 + c, rounded_share(v_r, 4, overlap, 4, e_r), v_r))
+                expected.append((p, 2 + c, rounded_share(v_r, 4 * k, overlap, 4 * k, e_r), v_r))
     got = list(zip(table.src.tolist(), table.dst.tolist(), table.exact.tolist(), table.reference.tolist(), strict=True))
     assert sorted(got) == sorted(expected)
+    assert table.exact.dtype == np.int64
     assert table.through.all()
     assert all(table.via(e) == ["X"] for e in range(len(got)))
-    # the second consumer reads its 4 elements twice as often as they were written
+    # the second consumer reads its 4k elements twice as often as they were written
     assert bool(reread) is True
 
 
