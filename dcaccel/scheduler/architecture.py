@@ -482,6 +482,7 @@ def architecture_costs(
         members = plan.tasks_by_unit.get(unit, ())
         throughput, mac_rate = rates[unit]
         macs = plan.macs
+        total = 0
         for v in members:
             begin = t_start[v]
             if throughput == _ONE_PER_CYCLE:  # ⌈D / 1⌉ = D
@@ -491,9 +492,10 @@ def architecture_costs(
             if mac_rate is not None:
                 runs = max(runs, _cycles(macs[v], mac_rate))
             run[v] = runs
+            total += runs
             lead[v] = leads if leads < runs else runs
             instance_of[v] = instances + t_pe[v] % count
-        busy[unit] = sum(run[v] for v in members)
+        busy[unit] = total
         instances += count
 
     bandwidths = {name: _ratio(memory.bandwidth_bytes_per_cycle) for name, memory in arch.memories.items()}
@@ -658,11 +660,11 @@ def _retiming_order(schedule) -> np.ndarray:
     """The nodes in the order :func:`_retime` takes them: by abstract (start, end), ties broken by the
     order the scheduler placed them in (a node's last place in it; 0 for a node it does not list),
     then by id."""
-    t = schedule.timing
+    _, start, end, _ = schedule.timing.arrays
     placement = np.asarray(schedule.placement_order, dtype=np.int64)
     position = np.zeros(schedule.graph.n, dtype=np.int64)
     np.maximum.at(position, placement, np.arange(len(placement), dtype=np.int64))
-    return np.lexsort((np.arange(schedule.graph.n), position, np.asarray(t.end), np.asarray(t.start)))
+    return np.lexsort((np.arange(schedule.graph.n), position, end, start))
 
 
 def _keeps_timing(schedule, order: np.ndarray, run: list[int], lead: list[int], instance_of: list[int]) -> bool:
@@ -677,7 +679,7 @@ def _keeps_timing(schedule, order: np.ndarray, run: list[int], lead: list[int], 
     n = g.n
     if n == 0:
         return True
-    start, end, first = (np.asarray(times, dtype=np.int64) for times in (t.start, t.end, t.first_output))
+    pe, start, end, first = t.arrays
     src, dst, _ = g.edge_arrays()
     rank = np.empty(n, dtype=np.int64)
     rank[order] = np.arange(n, dtype=np.int64)
@@ -687,7 +689,6 @@ def _keeps_timing(schedule, order: np.ndarray, run: list[int], lead: list[int], 
 
     # The earliest start from the inputs: a streamed input on another PE when its producer's first element
     # appears, every other one when its producer ends; a node of a block not before the earlier blocks end.
-    pe = np.asarray(t.pe, dtype=np.int64)
     streams = np.frombuffer(schedule.streaming, dtype=np.uint8).astype(bool) & ~is_buffer[dst]
     crosses = streams & (pe[src] != pe[dst])
     est = np.zeros(n, dtype=np.int64)

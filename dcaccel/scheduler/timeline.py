@@ -11,6 +11,8 @@ from __future__ import annotations
 from dataclasses import dataclass
 from functools import cached_property
 
+import numpy as np
+
 
 @dataclass(frozen=True)
 class Timing:
@@ -25,6 +27,11 @@ class Timing:
     @cached_property
     def makespan(self) -> int:
         return max(self.end, default=0)
+
+    @cached_property
+    def arrays(self) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
+        """``pe``, ``start``, ``end`` and ``first_output`` as int64 arrays, built once."""
+        return tuple(np.asarray(times, dtype=np.int64) for times in (self.pe, self.start, self.end, self.first_output))
 
 
 def insertion_start(events: list[tuple[int, int]], est: int, duration_floor: int, duration_ceil: int) -> int:
