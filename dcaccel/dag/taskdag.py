@@ -23,7 +23,7 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from enum import StrEnum
 from types import MappingProxyType
-from typing import Any
+from typing import Any, NamedTuple
 
 import networkx as nx
 import numpy as np
@@ -79,6 +79,17 @@ class Adjacency:
         return self.in_edges[self.in_start[v] : self.in_start[v + 1]]
 
 
+class _EdgeArrays(NamedTuple):
+    """The edges (sources, targets) and the compressed adjacency (see :class:`Adjacency`) as int64 arrays."""
+
+    src: np.ndarray
+    dst: np.ndarray
+    out_start: np.ndarray
+    out_edges: np.ndarray
+    in_start: np.ndarray
+    in_edges: np.ndarray
+
+
 def _normalize_volume(volume: Any, src: int, dst: int) -> Volume:
     """An edge volume as an int, or a sympy expression when it has free symbols (text is read by
     :func:`~dcaccel.dag.expression.parse_expression`, never evaluated)."""
@@ -106,13 +117,12 @@ def _integers(values: Sequence[int]) -> list[int]:
     return list(map(operator.index, values))
 
 
-def _compress(keys: list[int], n: int) -> tuple[list[int], list[int]]:
+def _compress(keys: np.ndarray, n: int) -> tuple[np.ndarray, np.ndarray]:
     """Edge ids grouped by ``keys`` (stable: insertion order within a key) and the start of each group."""
-    array = np.asarray(keys, dtype=np.int64)
-    order = np.argsort(array, kind="stable")
+    order = np.argsort(keys, kind="stable")
     start = np.zeros(n + 1, dtype=np.int64)
-    np.cumsum(np.bincount(array, minlength=n), out=start[1:])
-    return start.tolist(), order.tolist()
+    np.cumsum(np.bincount(keys, minlength=n), out=start[1:])
+    return start, order
 
 
 class TaskDAG:
@@ -247,10 +257,17 @@ class TaskDAG:
         """The compressed adjacency (built once, rebuilt after the graph changes)."""
         if "adjacency" not in self._derived:
             n = len(self._kinds)
-            out_start, out_edges = _compress(self._edge_src, n)
-            in_start, in_edges = _compress(self._edge_dst, n)
-            self._derived["adjacency"] = Adjacency(out_start, out_edges, in_start, in_edges)
+            src, dst = (np.asarray(ends, dtype=np.int64) for ends in (self._edge_src, self._edge_dst))
+            out_start, out_edges = _compress(src, n)
+            in_start, in_edges = _compress(dst, n)
+            self._derived["arrays"] = _EdgeArrays(src, dst, out_start, out_edges, in_start, in_edges)
+            self._derived["adjacency"] = Adjacency(*(a.tolist() for a in (out_start, out_edges, in_start, in_edges)))
         return self._derived["adjacency"]
+
+    def _arrays(self) -> _EdgeArrays:
+        """The edges and the adjacency as int64 arrays (built with :meth:`adjacency`)."""
+        self.adjacency()
+        return self._derived["arrays"]
 
     @property
     def edges(self) -> list[tuple[int, int, Volume]]:
@@ -424,10 +441,9 @@ class TaskDAG:
         return f"{self._kinds[v].value} {v} '{self._labels[v]}'"
 
     def _validate_roles(self, name: str, adj: Adjacency) -> None:
-        n = self.num_nodes
-        in_start, out_start = adj.in_start, adj.out_start
-        no_in = [v for v in range(n) if in_start[v + 1] == in_start[v]]
-        no_out = [v for v in range(n) if out_start[v + 1] == out_start[v]]
+        arrays = self._arrays()
+        no_in = np.flatnonzero(np.diff(arrays.in_start) == 0).tolist()
+        no_out = np.flatnonzero(np.diff(arrays.out_start) == 0).tolist()
         sources = self._nodes_of_kind(NodeKind.SOURCE)
         sinks = self._nodes_of_kind(NodeKind.SINK)
         if len(sources) != 1:
@@ -499,6 +515,9 @@ class TaskDAG:
         raise DAGContractError(f"{name} has a cycle: {path}")
 
     def _validate_uniform(self, adj: Adjacency) -> None:
+        if self._symbolic_edges == 0:
+            self._validate_uniform_concrete()
+            return
         src, dst, vol, kinds = self._edge_src, self._edge_dst, self._edge_volume, self._kinds
         in_start, in_edges, out_start, out_edges = adj.in_start, adj.in_edges, adj.out_start, adj.out_edges
         n = self.num_nodes
@@ -516,6 +535,30 @@ class TaskDAG:
                 raise DAGContractError(
                     f"{self._describe(u)} has out-edges with different volumes ({first_out[u]} and {vol[e]})"
                 )
+
+    def _validate_uniform_concrete(self) -> None:
+        """:meth:`_validate_uniform` when every volume is an int (in 1..MAX_VOLUME, checked before), with
+        NumPy: the first edge (in edge order) whose volume differs from the first in-edge of its task or
+        buffer target, then from the first out-edge of its task source."""
+        arrays = self._arrays()
+        volumes = np.asarray(self._edge_volume, dtype=np.int64)
+        task, buffer = np.zeros(self.num_nodes, dtype=bool), np.zeros(self.num_nodes, dtype=bool)
+        task[self._nodes_of_kind(NodeKind.TASK)] = True
+        buffer[self._nodes_of_kind(NodeKind.BUFFER)] = True
+        sides = (
+            (arrays.dst, arrays.in_start, arrays.in_edges, task | buffer, "in"),
+            (arrays.src, arrays.out_start, arrays.out_edges, task, "out"),
+        )
+        for ends, start, edges, checked, word in sides:
+            has = start[1:] > start[:-1]
+            first = np.zeros(self.num_nodes, dtype=np.int64)
+            first[has] = volumes[edges[start[:-1][has]]]
+            bad = np.flatnonzero((volumes != first[ends]) & checked[ends])
+            if bad.size:
+                e = int(bad[0])
+                v = int(ends[e])
+                pair = f"{int(first[v])} and {int(volumes[e])}"
+                raise DAGContractError(f"{self._describe(v)} has {word}-edges with different volumes ({pair})")
 
     # ------------------------------------------------------------------ serialisation
 

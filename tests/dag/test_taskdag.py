@@ -506,3 +506,38 @@ def test_bad_node_batches_are_refused():
         dag.add_nodes([NodeKind.TASK, NodeKind.TASK], ["a"], [{}, {}])
     with pytest.raises(ValueError, match="'job' is not a valid NodeKind"):
         dag.add_nodes(["job"], ["a"], [{}])
+
+
+def uniform_error(dag: TaskDAG, concrete: bool) -> str | None:
+    """The message of the uniform-volume check, by the NumPy check of concrete DAGs or the general one."""
+    try:
+        if concrete:
+            dag._validate_uniform_concrete()
+        else:
+            counted, dag._symbolic_edges = dag._symbolic_edges, 1  # take the path of symbolic DAGs
+            try:
+                dag._validate_uniform(dag.adjacency())
+            finally:
+                dag._symbolic_edges = counted
+    except DAGContractError as err:
+        return str(err)
+    return None
+
+
+@pytest.mark.parametrize("seed", range(8))
+@pytest.mark.parametrize("changed", [0, 1, 3])
+def test_concrete_uniform_check_reports_the_first_fault_like_the_general_one(seed, changed):
+    """Layered DAGs with ``changed`` in-edges of tasks that have several altered: both checks name the same
+    node and volumes."""
+    dag = gen.layered(40, 5, seed=seed, buffer_fraction=0.3)
+    joins = [
+        e
+        for e, v in enumerate(dag.edge_targets)
+        if dag.kind(v) is NodeKind.TASK and dag.in_degree(v) > 1 and dag.kind(dag.edge_sources[e]) is NodeKind.TASK
+    ]
+    rng = np.random.default_rng(seed)
+    for e in rng.choice(joins, changed, replace=False):
+        dag._edge_volume[e] += 1
+    expected = uniform_error(dag, concrete=False)
+    assert uniform_error(dag, concrete=True) == expected
+    assert (expected is None) == (changed == 0)
