@@ -13,8 +13,10 @@ costing on the architecture, bookkeeping). Targets on the 2-core machine (issue 
     python benchmarks/bench_explore.py [SWEEP ...] [--paths composed,whole] [--workers N]
 
 ``--workers N`` (N > 1) runs each sweep on ``explore(..., executor="process", workers=N)``: the
-assignments are shared out among N processes, each of which lowers (and, composing, harvests its
-fragments) on its own; the stage columns then sum the workers' times, so they exceed the wall time.
+assignments are shared out among N processes. Composing, the sweep's process lowers the covers and
+sends the workers the fragments stage by stage (``dcaccel.exploration.sweep.harvest``), so the workers
+lower nothing (``lower`` is then the harvest's time); whole, each worker lowers its assignments. The
+stage columns sum the processes' times, so with workers they can exceed the wall time.
 
 SWEEP: lenet-per-node (243 assignments × P ∈ {16, 128} × 2 schedulers), resnet18-per-op-type (9 × 8 P ×
 2), resnet18-greedy (21 nodes, one at a time, P ∈ {16, 128} × 2), conv-seed, lenet (per op type, 8 P).

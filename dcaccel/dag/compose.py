@@ -43,6 +43,7 @@ from dcaccel.dag.fragments import (
     rename_step,
     skeleton,
 )
+from dcaccel.dag.walk import without_cycle_collection
 
 if TYPE_CHECKING:
     from dcaccel.dag.scopes import Container
@@ -66,6 +67,7 @@ class Composer:
         self.reason: str | None = None
         self.verified = False
         self.lowerings: set[str] = set()  # the assignments whose whole-program lowerings were added
+        self.composed_back: set[frozenset] = set()  # their implementations per node (composes_back)
         self.fragments: dict[tuple[str, str | None], Fragment] = {}
         self.shared: dict[str, Container] = {}
         self.glue: dict[int, Fragment] | None = None
@@ -138,11 +140,19 @@ class Composer:
                 raise NotComposable("the program's own steps (of no node) differ between lowerings")
             for fragment in cut.fragments:
                 self.fragments.setdefault((fragment.node, fragment.implementation), fragment)
-            composed = self.program({f.node: f.implementation for f in cut.fragments}, cut.fragments)
+            implementations = {f.node: f.implementation for f in cut.fragments}
+            composed = self.program(implementations)
             if composed is None or composed[0].steps != program.steps:
                 raise NotComposable("the fragments of a lowering do not compose back to it")
+            self.composed_back.add(frozenset(implementations.items()))
         except NotComposable as err:
             self.reason = str(err)
+
+    def composes_back(self, choices: Mapping[str, str]) -> bool:
+        """Whether ``choices`` gives every node the implementation it had in a lowering whose program
+        the kept fragments composed back to, step for step (:meth:`add`): its composed DAG is that
+        lowering's and needs no check against it."""
+        return frozenset(self.implementations(choices).items()) in self.composed_back
 
     def missing(self, choices: Mapping[str, str]) -> list[tuple[str, str | None]]:
         """The (node, implementation) pairs of ``choices`` that have no fragment yet."""
@@ -215,13 +225,13 @@ class Composer:
         implementations = self.implementations(choices)
         if strict and None in implementations.values():
             return None
-        built = self.program(implementations)
-        if built is None:
-            return None
-        program, origin = built
-        return extract_program(
-            program, granularity, edge_volume, name=self.name, groups=self._groups(origin, granularity)
-        )
+        with without_cycle_collection():  # joining steps and instantiating tasks allocate, as walking does
+            built = self.program(implementations)
+            if built is None:
+                return None
+            program, origin = built
+            groups = self._groups(origin, granularity)
+        return extract_program(program, granularity, edge_volume, name=self.name, groups=groups)
 
     def _groups(self, origin, granularity: Granularity) -> dict[int, _Group]:
         """The tasks of every task scope of a composed program, by step index: instantiated once per
@@ -269,18 +279,27 @@ _COMPOSERS: dict[int, tuple[weakref.ref, Composer]] = {}
 
 
 def composer_for(workload, shipped: Composer | None = None) -> Composer:
-    """The :class:`Composer` of ``workload`` in this process, made at the first call: ``shipped`` (the
-    composer another process built for a workload of the same program, e.g. the sweep's for its workers)
-    attached to ``workload``, else a new one."""
+    """The :class:`Composer` of ``workload`` in this process, made at the first call. ``shipped`` (the
+    composer another process built for a workload of the same program, e.g. the sweep's for its
+    workers) is attached to ``workload`` and kept instead when it knows more: more lowerings, or the
+    same ones and a checked composition."""
     entry = _COMPOSERS.get(id(workload))
-    if entry is not None and entry[0]() is workload:
-        return entry[1]
+    current = entry[1] if entry is not None and entry[0]() is workload else None
+    same = shipped is not None and (shipped.name, shipped.program_name) == (workload.name, workload.sdfg.name)
+    if current is not None and not (same and _knows_more(shipped, current)):
+        return current
     for key in [key for key, (ref, _) in _COMPOSERS.items() if ref() is None]:
         del _COMPOSERS[key]
-    same = shipped is not None and (shipped.name, shipped.program_name) == (workload.name, workload.sdfg.name)
     composer = shipped.attach(workload) if same else Composer(workload)
     _COMPOSERS[id(workload)] = (weakref.ref(workload), composer)
     return composer
+
+
+def _knows_more(shipped: Composer, current: Composer) -> bool:
+    """Whether ``shipped`` knows more of the same workload than ``current``."""
+    if shipped.lowerings == current.lowerings:
+        return shipped.verified and not current.verified
+    return shipped.lowerings > current.lowerings
 
 
 def _graph_states(fragments, naming) -> dict | None:

@@ -6,8 +6,9 @@ points. Lowering dominates (LeNet: 1.3 to 1.5 s to lower and extract one assignm
 to schedule its four points; ``benchmarks/bench_distributed.py`` measures it), so it runs where the
 points are scheduled: neither SDFGs nor DAGs travel, only the workload (once per worker) and the
 points. Composing DAGs from fragments (``dcaccel.exploration.sweep.harvest``), the sweep's process lowers
-the covers while the workers start (:meth:`Executor.warm`) and each assignment carries the fragments, so
-workers lower nothing. A worker obtains the workload from a :class:`WorkloadSource`:
+the covers while the workers start (:meth:`Executor.warm`) and evaluate the first stages, and each
+assignment carries the fragments (``map``'s ``evaluation``), so workers lower nothing. A worker obtains
+the workload from a :class:`WorkloadSource`:
 a built-in workload by name (rebuilt once per worker process), any other workload pickled without
 what lowering does not read (weights, ONNX model, reference, input sampler).
 

@@ -11,6 +11,9 @@ the stored ones.
 import math
 import numbers
 import os
+import pickle
+import queue
+import threading
 import time
 import warnings
 from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
@@ -171,7 +174,7 @@ def _build_dag(
         _report_composition(workload.name, composer.reason)
         if dag is not None:
             label = str(assignment.lowered(composer.implementations(choices), nodes_by_op_type(workload)))
-            if composer.verified:
+            if composer.verified or composer.composes_back(choices):
                 _warn_once(workload.name, caught)
                 return LoweredDAG(assignment, label, dag, lowered_at - start, time.perf_counter() - lowered_at)
             whole = _lowered_dag(workload, assignment, granularity, edge_volume, strict, None)
@@ -191,22 +194,68 @@ def covering_assignments(implementations: Mapping[str, Sequence[str]]) -> tuple[
     )
 
 
-def harvest(workload, sweep: "Sweep", batch: Sequence[Assignment]) -> Harvest:
-    """Lower ``sweep``'s covers of ``workload`` in this process and check composition on the first
-    assignment of ``batch`` that is not a cover, else the first (composed, then compared with its
-    whole-program extraction), so that worker processes compose every DAG of the sweep without lowering:
-    the fragments they are given are these (when composition does not apply, the harvest says why and
-    they lower whole)."""
-    start = time.perf_counter()
+def harvest(workload, sweep: "Sweep", batch: Sequence[Assignment]) -> Iterator[tuple[list[Assignment], Harvest | None]]:
+    """The fragments worker processes need to compose the DAGs of ``batch`` without lowering, harvested
+    in this process stage by stage: ``sweep``'s covers of ``workload`` are lowered one at a time, and
+    after each the assignments of ``batch`` it gives (a lowering's fragments compose back to it) are
+    yielded with the fragments so far, so that workers evaluate them while the next cover is lowered;
+    then composition is checked on the first assignment left (composed, and compared with its
+    whole-program extraction) and the rest is yielded. Each stage's :class:`Harvest` carries a copy of
+    the composer and the seconds lowered for it. Should a lowering fail, the assignments left are
+    yielded without a harvest: the workers lower them and report the failure as theirs."""
     composer = composer_for(workload)
-    for cover in sweep.covers:
-        if composer.reason is None and str(cover) not in composer.lowerings:
-            _lower(workload, cover, sweep.strict, composer)
-    check = next((assignment for assignment in batch if str(assignment) not in composer.lowerings), batch[0])
-    if composer.reason is None and not composer.verified:
-        build_dag(workload, check, sweep.granularity, sweep.edge_volume, sweep.strict, compose=True)
+    left = list(batch)
+    start = time.perf_counter()
+
+    def stage(ready: list[Assignment]) -> tuple[list[Assignment], Harvest]:
+        nonlocal start
+        shipped = pickle.loads(pickle.dumps(composer))  # what a worker receives, fixed now
+        seconds, start = time.perf_counter() - start, time.perf_counter()
+        return ready, Harvest(shipped, ready[0], seconds)
+
+    try:
+        for cover in sweep.covers:
+            if composer.reason is not None:
+                break
+            if str(cover) not in composer.lowerings:
+                _lower(workload, cover, sweep.strict, composer)
+            ready = [assignment for assignment in left if composer.composes_back(assignment.as_dict())]
+            if ready and composer.reason is None:
+                left = [assignment for assignment in left if assignment not in ready]
+                yield stage(ready)
+        if left and composer.reason is None and not composer.verified:
+            build_dag(workload, left[0], sweep.granularity, sweep.edge_volume, sweep.strict, compose=True)
+    except Exception:  # the workers lower what is left and report the failure per assignment
+        if left:
+            yield left, None
+        return
     _report_composition(workload.name, composer.reason)
-    return Harvest(composer, batch[0], time.perf_counter() - start)
+    if left:
+        yield stage(left)
+
+
+def _ahead(items: Iterator) -> Iterator:
+    """The items of ``items``, each computed in a background thread while the caller uses the previous."""
+    found: queue.Queue = queue.Queue(maxsize=1)
+    end = object()
+
+    def produce() -> None:
+        try:
+            for item in items:
+                found.put((item, None))
+        except BaseException as err:  # re-raised in the caller's thread
+            found.put((end, err))
+            return
+        found.put((end, None))
+
+    threading.Thread(target=produce, name="harvest", daemon=True).start()
+    while True:
+        item, err = found.get()
+        if err is not None:
+            raise err
+        if item is end:
+            return
+        yield item
 
 
 def _lower(workload, assignment: Assignment, strict: bool, composer):
@@ -867,14 +916,20 @@ class _Run:
                 self.found[assignment] = points
                 self.bar.update(1)
         if todo:
+            stages = [(todo, self.sweep.harvested)]
             if self.executor is None:
                 self.executor = self.start()
                 if self.sweep.compose and self.executor.name != "local":
-                    # the workers build the workload while this process harvests the fragments for them
+                    # the workers start, then evaluate each stage; a process pool's while this process
+                    # harvests the next (not beside a Dask client, whose event loop runs in this process)
                     self.executor.warm()
-                    self.sweep = replace(self.sweep, harvested=harvest(self.workload, self.sweep, todo))
-            for outcome in self.executor.map(todo, self.sweep):
-                self._record(outcome)
+                    stages = harvest(self.workload, self.sweep, todo)
+                    if self.executor.name == "process":
+                        stages = _ahead(stages)
+            for assignments, harvested in stages:
+                self.sweep = replace(self.sweep, harvested=harvested)
+                for outcome in self.executor.map(assignments, self.sweep):
+                    self._record(outcome)
         return [self.found.get(assignment) for assignment in batch]
 
     def _record(self, outcome: Outcome) -> None:

@@ -235,10 +235,6 @@ def test_every_executor_gives_the_same_rows(executor, by_name, conv_seed, local_
     results = explore(workload, SHAPES, pes=[1, 16, 128], executor=executor, address=address, workers=2)
     assert len(results) == 3 * 3 * 2
     assert results.drop(columns=TIMING).equals(local_results.drop(columns=TIMING))
-    # the workers composed every DAG from the fragments the sweep's process harvested: only the first
-    # assignment's row counts lowering time (the harvest's)
-    lowered = results.drop_duplicates("assignment")["lower_seconds"]
-    assert lowered.iloc[0] > 0 and (lowered.iloc[1:] == 0).all()
 
 
 @pytest.mark.slow
