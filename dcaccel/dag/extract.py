@@ -225,7 +225,7 @@ class EdgeLog:
             empty = np.zeros(0, dtype=np.int64)
             return EdgeTable(empty, empty, empty, empty, np.zeros(0, dtype=bool), empty, empty, [])
         src, dst, exact, reference = (np.concatenate([batch[i] for batch in self.batches]) for i in range(4))
-        codes = np.concatenate([np.full(len(batch[0]), batch[4], dtype=np.int64) for batch in self.batches])
+        codes = np.repeat([batch[4] for batch in self.batches], [len(batch[0]) for batch in self.batches])
         names = list(self.containers)
         pair = src * nodes + dst
         unique, first, inverse = np.unique(pair, return_index=True, return_inverse=True)
@@ -308,7 +308,8 @@ class ConcreteGraph:
     def buffer_edges(self, sources: np.ndarray, targets: np.ndarray, rows: Rows) -> None:
         """One edge per row of ``rows`` (from or into a single buffer node), carrying the row's volume."""
         n = len(rows.volume)
-        self.log.add(np.broadcast_to(sources, n), np.broadcast_to(targets, n), rows.volume, rows.volume, None)
+        sources, targets = (nodes if len(nodes) == n else np.repeat(nodes, n) for nodes in (sources, targets))
+        self.log.add(sources, targets, rows.volume, rows.volume, None)
 
     def record_output(self, members: np.ndarray, rows: Rows) -> None:
         """The volume each of ``members`` writes (the first container it writes; the members of one step
