@@ -486,7 +486,8 @@ class TaskDAG:
                     raise DAGContractError(
                         f"{name}: edge {src[e]}->{dst[e]} has volume {volume}, expected at most 2**63 - 1"
                     )
-        pairs = np.asarray(src, dtype=np.int64) * self.num_nodes + np.asarray(dst, dtype=np.int64)
+        arrays = self._arrays()
+        pairs = arrays.src * self.num_nodes + arrays.dst
         pairs.sort()
         repeated = np.flatnonzero(pairs[1:] == pairs[:-1])
         if repeated.size:
