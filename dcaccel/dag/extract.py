@@ -37,6 +37,7 @@ import warnings
 from collections import Counter
 from collections.abc import Mapping
 from dataclasses import dataclass
+from types import MappingProxyType
 from typing import TYPE_CHECKING, Any
 
 import numpy as np
@@ -100,13 +101,19 @@ def _same_extent(a: Rows, b: Rows) -> bool:
 
 @dataclass
 class _Group:
-    """The DAG tasks one task scope becomes: labels, metadata and their accesses per container."""
+    """The DAG tasks one task scope becomes: labels, metadata and their accesses per container.
+
+    The metadata are made read-only here (each dict wrapped, not copied: the group is given dicts of its
+    own), so that every DAG built from the group shares them (:meth:`TaskDAG.add_nodes`)."""
 
     labels: list[str]
-    metas: list[dict[str, Any]]
+    metas: list[Mapping[str, Any]]
     reads: dict[str, Rows]
     writes: dict[str, Rows]
     accumulated: frozenset[str] = frozenset()
+
+    def __post_init__(self):
+        self.metas = [meta if type(meta) is MappingProxyType else MappingProxyType(meta) for meta in self.metas]
 
 
 def _instantiate(scope: TaskScope, granularity: Granularity) -> _Group:
@@ -130,12 +137,10 @@ def _instantiate(scope: TaskScope, granularity: Granularity) -> _Group:
         metas = [{**base, "tile": t, "iterations": [a, b]} for t, (a, b) in enumerate(tiles.bounds)]
         return _Group(labels, metas, tiles.reads, tiles.writes, accumulated)
     points = iteration_points(scope)
-    names = [str(p) for p in scope.params]
+    names = [p.name for p in scope.params]
     labels = [f"{scope.label}{i}" for i in range(points.shape[0])]
-    metas = [
-        {**base, "iteration": i, "index": dict(zip(names, map(int, point), strict=True))}
-        for i, point in enumerate(points)
-    ]
+    indices = [dict(zip(names, point, strict=True)) for point in points.tolist()]
+    metas = [{**base, "iteration": i, "index": index} for i, index in enumerate(indices)]
     reads = {a.data: iteration_rows(a, scope.params, points) for a in scope.reads}
     writes = {a.data: iteration_rows(a, scope.params, points) for a in scope.writes}
     return _Group(labels, metas, reads, writes, accumulated)

@@ -163,14 +163,18 @@ class TaskDAG:
         self._derived.clear()
 
     def add_nodes(self, kinds: Sequence[NodeKind], labels: Sequence[str], metas: Sequence[Mapping[str, Any]]) -> range:
-        """Append one node per ``kinds[i]``, ``labels[i]``, ``metas[i]`` (as :meth:`add_node` one by one,
-        the metadata copied) and return their ids."""
+        """Append one node per ``kinds[i]``, ``labels[i]``, ``metas[i]`` (as :meth:`add_node` one by one)
+        and return their ids. The metadata are copied, but a read-only ``MappingProxyType`` is kept as it is
+        (shared: whoever made it promises not to change the mapping it wraps)."""
         if not len(kinds) == len(labels) == len(metas):
             raise DAGContractError(f"add_nodes: {len(kinds)} kinds, {len(labels)} labels and {len(metas)} metas")
         start = len(self._kinds)
         self._kinds.extend(kind if type(kind) is NodeKind else NodeKind(kind) for kind in kinds)
         self._labels.extend(label if type(label) is str else str(label) for label in labels)
-        self._metas.extend(MappingProxyType(dict(meta)) if meta else _EMPTY_META for meta in metas)
+        self._metas.extend(
+            meta if type(meta) is MappingProxyType else MappingProxyType(dict(meta)) if meta else _EMPTY_META
+            for meta in metas
+        )
         self._derived.clear()
         return range(start, len(self._kinds))
 

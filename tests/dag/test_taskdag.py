@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import json
 import warnings
+from types import MappingProxyType
 
 import networkx as nx
 import numpy as np
@@ -479,6 +480,16 @@ def test_batches_build_the_dag_one_by_one_would(volumes):
     assert [type(v) for v in batched.edge_volumes] == [type(v) for v in one_by_one.edge_volumes]
     metas[1]["op"] = "changed"  # the metadata was copied
     assert batched.meta(1)["op"] == "Relu"
+
+
+def test_read_only_metadata_is_shared():
+    """A MappingProxyType given to add_nodes is kept as it is (the concrete back-end's cached tasks)."""
+    shared = MappingProxyType({"op": "Relu", "index": {"i": 3}})
+    dag = TaskDAG()
+    dag.add_nodes([NodeKind.TASK, NodeKind.TASK], ["a", "b"], [shared, {"op": "Add"}])
+    assert dag.meta(0) is shared
+    assert dag.meta(1) == {"op": "Add"} and isinstance(dag.meta(1), MappingProxyType)
+    assert dag.to_json()["nodes"][0]["meta"] == {"op": "Relu", "index": {"i": 3}}
 
 
 @pytest.mark.parametrize(
