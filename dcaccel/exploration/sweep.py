@@ -235,6 +235,17 @@ def harvest(workload, sweep: "Sweep", batch: Sequence[Assignment]) -> Iterator[t
         yield stage(left)
 
 
+def _together(stages: list[tuple[list[Assignment], Harvest | None]]) -> tuple[list[Assignment], Harvest | None]:
+    """The stages of a harvest as one: every assignment, the last stage's fragments (none if a stage has
+    none) and the seconds of all, counted by the first assignment."""
+    assignments = [assignment for ready, _ in stages for assignment in ready]
+    harvests = [harvested for _, harvested in stages]
+    if not harvests or None in harvests:
+        return assignments, None
+    seconds = sum(harvested.lower_seconds for harvested in harvests)
+    return assignments, Harvest(harvests[-1].composer, assignments[0], seconds)
+
+
 def _ahead(items: Iterator) -> Iterator:
     """The items of ``items``, each computed in a background thread while the caller uses the previous."""
     found: queue.Queue = queue.Queue(maxsize=1)
@@ -932,12 +943,11 @@ class _Run:
             if self.executor is None:
                 self.executor = self.start()
                 if self.sweep.compose and self.executor.name != "local":
-                    # the workers start, then evaluate each stage; a process pool's while this process
-                    # harvests the next (not beside a Dask client, whose event loop runs in this process)
+                    # the workers start, then evaluate each stage while this process harvests the next;
+                    # on Dask (its client's event loop runs in this process) the harvest comes first
                     self.executor.warm()
                     stages = harvest(self.workload, self.sweep, todo)
-                    if self.executor.name == "process":
-                        stages = _ahead(stages)
+                    stages = _ahead(stages) if self.executor.name == "process" else [_together(list(stages))]
             for assignments, harvested in stages:
                 self.sweep = replace(self.sweep, harvested=harvested)
                 for outcome in self.executor.map(assignments, self.sweep):

@@ -260,8 +260,14 @@ def test_a_killed_worker_loses_no_point(conv_seed, local_results, cluster, tmp_p
 
         killer = threading.Thread(target=kill_a_busy_worker)
         killer.start()
-        results = explore(
-            "conv-seed", SHAPES, pes=[1, 16, 128], executor="dask", address=cluster.scheduler_address, results=path
+        results = explore(  # lowered whole, an assignment runs long enough to be found busy
+            "conv-seed",
+            SHAPES,
+            pes=[1, 16, 128],
+            executor="dask",
+            address=cluster.scheduler_address,
+            results=path,
+            compose=False,
         )
         killer.join()
         assert killed and killed[0] not in observer.run(os.getpid).values()
