@@ -63,7 +63,6 @@ class Composer:
         self.name = workload.name
         self.program_name = workload.sdfg.name
         self.symbols = workload.symbols
-        self.expansions = getattr(workload, "expansion_cache", None)
         self.reason: str | None = None
         self.verified = False
         self.lowerings: set[str] = set()  # the assignments whose whole-program lowerings were added
@@ -77,15 +76,13 @@ class Composer:
         self.inlinings: dict[tuple[str, str | None], Any] = {}
         self.tasks: dict[tuple, _Group] = {}
         self.frame: Skeleton | None = None
-        self.nodes: list = []
+        self.attach(workload)
         try:
             if self.expansions is None:
                 raise NotComposable("the workload keeps no expansions (a bare SDFG)")
             self.frame = skeleton(workload.sdfg)
         except NotComposable as err:
             self.reason = str(err)
-            return
-        self.attach(workload)
 
     def attach(self, workload) -> Composer:
         """Bind to ``workload`` (this process's copy of the workload of the fragments): its cached
