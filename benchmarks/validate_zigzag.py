@@ -213,7 +213,7 @@ def export_onnx(model: str, path: Path) -> None:
 
 
 def run_zigzag(zigzag_python: str, model: str, design: str, command: str) -> dict:
-    """ZigZag's numbers for ``model`` on ``design`` (the ZigZag side in a subprocess), written to ``benchmarks/data``."""
+    """ZigZag's numbers for ``model`` on ``design`` (the ZigZag side, a subprocess), kept in ``benchmarks/data``."""
     with tempfile.TemporaryDirectory() as folder:
         onnx_path = Path(folder) / f"{model}.onnx"
         out_path = Path(folder) / "zigzag.json"
