@@ -32,6 +32,8 @@ from dcaccel.errors import DcaccelError
 #: The operands a loop order can keep resident (the matrix product's A, B and C); ``-``: no loop nest.
 RESIDENT = ("A", "B", "C", "-")
 SCHEDULERS = ("streaming", "list")
+#: The largest tile size and PE count (a 64-bit integer, what result files hold).
+MAX_SIZE = 2**63 - 1
 
 _NAME = re.compile(r"[^\s=|]+")
 _DIMENSION = re.compile(r"[A-Za-z_][A-Za-z0-9_]*")
@@ -63,12 +65,18 @@ class Mapping:
         for name, size in self.tiles:
             if not _DIMENSION.fullmatch(name):
                 raise DcaccelError(f"mapping {self.node}: tile dimension {name!r} is not a name")
-            if isinstance(size, bool) or not isinstance(size, int) or size < 1:
-                raise DcaccelError(f"mapping {self.node}: tile {name}={size!r} must be a positive integer")
+            if not _is_size(size):
+                raise DcaccelError(
+                    f"mapping {self.node}: tile {name} must be a positive integer of at most {MAX_SIZE}, "
+                    f"got {_shown(size)}"
+                )
         if self.stay not in RESIDENT:
             raise DcaccelError(f"mapping {self.node}: Stay({self.stay}) must name one of {', '.join(RESIDENT)}")
-        if isinstance(self.pes, bool) or not isinstance(self.pes, int) or self.pes < 1:
-            raise DcaccelError(f"mapping {self.node}: Spatial needs a positive number of PEs, got {self.pes!r}")
+        if not _is_size(self.pes):
+            raise DcaccelError(
+                f"mapping {self.node}: Spatial needs a positive number of PEs of at most {MAX_SIZE}, "
+                f"got {_shown(self.pes)}"
+            )
         if self.scheduler not in SCHEDULERS:
             raise DcaccelError(
                 f"mapping {self.node}: scheduler {self.scheduler!r} is not one of {', '.join(SCHEDULERS)}"
@@ -86,6 +94,21 @@ class Mapping:
         parts.append(f"Fuse({'yes' if self.fuse else 'no'})")
         parts.append(f"Spatial({self.pes}, {self.scheduler})")
         return " | ".join(parts)
+
+
+def _is_size(value) -> bool:
+    """Whether ``value`` is a tile size or PE count: an integer from 1 to :data:`MAX_SIZE`."""
+    return isinstance(value, int) and not isinstance(value, bool) and 1 <= value <= MAX_SIZE
+
+
+def _shown(value) -> str:
+    """``value`` as an error message shows it (an integer of more than 128 bits as its bit length: Python
+    refuses to print one of more than 4,300 digits)."""
+    return (
+        f"an integer of {value.bit_length()} bits"
+        if isinstance(value, int) and value.bit_length() > 128
+        else repr(value)
+    )
 
 
 def parse(text: str) -> Mapping:
@@ -120,9 +143,16 @@ def parse(text: str) -> Mapping:
 
 
 def _integer(node: str, directive: str, text: str) -> int:
+    """The decimal integer ``text``; one too long for :data:`MAX_SIZE` is refused before it is converted
+    (Python refuses to convert more than 4,300 digits)."""
     if not re.fullmatch(r"[0-9]+", text):
         raise DcaccelError(f"mapping {node}: {directive} expects a positive integer, got {text!r}")
-    return int(text)
+    digits = text.lstrip("0") or "0"
+    if len(digits) > len(str(MAX_SIZE)):
+        raise DcaccelError(
+            f"mapping {node}: {directive} expects an integer of at most {MAX_SIZE}, got {len(digits)} digits"
+        )
+    return int(digits)
 
 
 def _read_tiles(node: str, body: str) -> dict:

@@ -64,6 +64,15 @@ def test_parse(text, expected):
         ("c = mv | Fuse(no) | Fuse(no)", "given twice"),
         ("c = mv | __import__('os')", "is not a directive"),
         ("c = 1mv", "implementation"),
+        (
+            "c1 = mv | Tile(n=" + "9" * 5000 + ")",
+            "Tile(n=...) expects an integer of at most 9223372036854775807, got 5000",
+        ),
+        ("c = mv | Spatial(" + "9" * 5000 + ", list)", "Spatial expects an integer of at most 9223372036854775807"),
+        (
+            "c = mv | Tile(n=9223372036854775808)",
+            "tile n must be a positive integer of at most 9223372036854775807, got 9223",
+        ),
     ],
 )
 def test_errors_are_one_line(text, message):
@@ -71,6 +80,31 @@ def test_errors_are_one_line(text, message):
         parse(text)
     assert message in str(caught.value)
     assert "\n" not in str(caught.value)
+
+
+def test_the_largest_size_and_leading_zeros_parse():
+    assert parse("c = mv | Tile(n=9223372036854775807)").tile("n") == 2**63 - 1
+    assert parse("c = mv | Spatial(" + "0" * 5000 + "16, list)").pes == 16
+
+
+@pytest.mark.parametrize(
+    ("fields", "message"),
+    [
+        (
+            {"tiles": (("n", 10**5000),)},
+            "tile n must be a positive integer of at most 9223372036854775807, got an integer of",
+        ),
+        (
+            {"pes": 2**63},
+            "Spatial needs a positive number of PEs of at most 9223372036854775807, got 9223372036854775808",
+        ),
+        ({"pes": True}, "got True"),
+    ],
+)
+def test_a_mapping_refuses_sizes_out_of_range(fields, message):
+    with pytest.raises(DcaccelError) as caught:
+        Mapping("c", "mv", **fields)
+    assert message in str(caught.value)
 
 
 def test_the_examples_of_the_docs_parse_and_round_trip():
