@@ -64,11 +64,16 @@ def test_parse(text, expected):
         ("c = mv | Fuse(no) | Fuse(no)", "given twice"),
         ("c = mv | __import__('os')", "is not a directive"),
         ("c = 1mv", "implementation"),
-        (
+        pytest.param(
             "c1 = mv | Tile(n=" + "9" * 5000 + ")",
-            "Tile(n=...) expects an integer of at most 9223372036854775807, got 5000",
+            "Tile(n=...) expects an integer of at most 9223372036854775807, got 5000 digits",
+            id="tile of 5000 digits",
         ),
-        ("c = mv | Spatial(" + "9" * 5000 + ", list)", "Spatial expects an integer of at most 9223372036854775807"),
+        pytest.param(
+            "c = mv | Spatial(" + "9" * 5000 + ", list)",
+            "Spatial expects an integer of at most 9223372036854775807",
+            id="PEs of 5000 digits",
+        ),
         (
             "c = mv | Tile(n=9223372036854775808)",
             "tile n must be a positive integer of at most 9223372036854775807, got 9223",
