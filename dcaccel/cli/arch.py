@@ -1,17 +1,23 @@
-"""``dcaccel arch list|show|check``: the shipped architecture descriptions and a user's YAML file.
+"""``dcaccel arch list|show|check|import``: the shipped architecture descriptions and a user's YAML file.
 
 ``list`` prints one line per shipped design, ``show NAME`` its components (``--yaml``: the full
 validated description, defaults filled in), ``check FILE`` validates a file and prints its summary;
-a broken file is one error line (exit status 2).
+a broken file is one error line (exit status 2). ``import zigzag FILE -o OUT.yaml`` converts a
+ZigZag hardware description (:mod:`dcaccel.architecture.zigzag`); OUT.yaml lists in its comments what
+dcaccel's schema cannot express, and one warning says how much that is.
 """
 
 from __future__ import annotations
 
 import argparse
 import sys
+from pathlib import Path
 
 from dcaccel.architecture import Architecture, ArchitectureError, load, names
-from dcaccel.cli.arguments import suggest
+from dcaccel.cli.arguments import bounded_int, check_output, suggest
+
+#: The tools whose hardware descriptions ``arch import`` reads.
+IMPORT_FORMATS = ("zigzag",)
 
 
 def register(subparsers: argparse._SubParsersAction) -> None:
@@ -30,6 +36,14 @@ def register(subparsers: argparse._SubParsersAction) -> None:
     check = actions.add_parser("check", help="validate a description file")
     check.add_argument("file", metavar="FILE", help="architecture YAML file")
     check.set_defaults(run=run_check)
+    importing = actions.add_parser("import", help="convert another tool's hardware description")
+    importing.add_argument("format", choices=IMPORT_FORMATS, help="the tool that wrote FILE")
+    importing.add_argument("file", metavar="FILE", help="its hardware YAML file")
+    importing.add_argument("-o", "--output", required=True, metavar="OUT.yaml", help="the description to write")
+    importing.add_argument(
+        "--element-bytes", type=bounded_int(1), default=1, help="bytes per element (default 1: ZigZag's 8-bit)"
+    )
+    importing.set_defaults(run=run_import)
 
 
 def run_list(args: argparse.Namespace) -> int:
@@ -53,6 +67,20 @@ def run_show(args: argparse.Namespace) -> int:
 def run_check(args: argparse.Namespace) -> int:
     arch = load(args.file)
     sys.stdout.write(f"{args.file}: valid\n{describe(arch)}")
+    return 0
+
+
+def run_import(args: argparse.Namespace) -> int:
+    from dcaccel.architecture.zigzag import read, to_architecture
+
+    check_output("-o", args.output, (".yaml", ".yml"))
+    imported = to_architecture(read(args.file), args.element_bytes)
+    Path(args.output).write_text(imported.to_yaml(args.file), encoding="utf-8")
+    sys.stdout.write(f"{args.output}: written\n{describe(imported.architecture)}")
+    sys.stderr.write(
+        f"warning: {len(imported.unexpressed)} properties of {args.file} have no place in dcaccel's schema "
+        f"(listed in the comments of {args.output})\n"
+    )
     return 0
 
 
