@@ -220,7 +220,7 @@ class ZigZagDesign(_ZigZag):
         missing = [operand for operand in OPERAND_ROLES if operand not in memory.operands]
         if missing:
             raise ValueError(
-                f"memories.{top}.operands: the last (off-chip) memory must hold I1, I2 and O, not {missing[0]}"
+                f"memories.{top}.operands: the last (off-chip) memory must hold I1, I2 and O ({missing[0]} is missing)"
             )
         return self
 
