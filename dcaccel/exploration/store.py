@@ -9,7 +9,13 @@ Three tables, each derived from a dataclass or a mapping, never listed by hand:
   (edge-volume rule, partitioning, cost model), the description behind each ``architecture`` label
   and each workload's fingerprint (its program and
   sizes, see :func:`dcaccel.exploration.sweep.fingerprint`). A sweep resumes only a file written
-  with the same settings.
+  with the same settings. A setting, once written, is never replaced: a label names the description
+  it was first written with for the life of the file, so two descriptions never share stored points.
+
+Opening a store checks the file and its settings and writes the settings it lacks in one transaction
+that holds SQLite's write lock from its start (``BEGIN IMMEDIATE``): of two sweeps opening one file at
+once, the second checks what the first wrote. A refusal names the first field that differs (the
+description of ``architecture eyeriss``: ``memories.dram.bandwidth_bytes_per_cycle``).
 
 Each finished assignment is committed in one transaction: an interrupted sweep loses no finished
 point, and a resumed one skips every assignment whose points are all stored.
@@ -100,7 +106,8 @@ def _sqlite_errors(path: Path) -> Iterator[None]:
 
 def _check_file(connection: sqlite3.Connection, path: Path, create: bool) -> None:
     """Check that ``connection`` is to an undamaged dcaccel result file of this schema; an empty file is
-    given the tables when ``create``, else refused. Raises :class:`DcaccelError` naming ``path``."""
+    given the tables when ``create`` (in the caller's transaction), else refused. Raises
+    :class:`DcaccelError` naming ``path``."""
     damage = [line for (text,) in connection.execute("PRAGMA quick_check") for line in text.splitlines()]
     if damage != ["ok"]:
         details = [line for line in damage if not line.startswith("***")]
@@ -109,11 +116,10 @@ def _check_file(connection: sqlite3.Connection, path: Path, create: bool) -> Non
     application = connection.execute("PRAGMA application_id").fetchone()[0]
     version = connection.execute("PRAGMA user_version").fetchone()[0]
     if not tables and not application and create:
-        with connection:
-            for name in TABLES:
-                connection.execute(_create(name))
-            connection.execute(f"PRAGMA application_id = {APPLICATION_ID}")
-            connection.execute(f"PRAGMA user_version = {SCHEMA_VERSION}")
+        for name in TABLES:
+            connection.execute(_create(name))
+        connection.execute(f"PRAGMA application_id = {APPLICATION_ID}")
+        connection.execute(f"PRAGMA user_version = {SCHEMA_VERSION}")
         return
     if application != APPLICATION_ID:
         if set(TABLES) <= tables:
@@ -154,6 +160,54 @@ def _failure(path: Path, row: tuple) -> Failure:
     return Failure(*row)
 
 
+@contextmanager
+def _immediate(connection: sqlite3.Connection) -> Iterator[None]:
+    """One transaction on ``connection`` that holds SQLite's write lock from its start (``BEGIN
+    IMMEDIATE``), so that nothing it reads changes before it writes; committed unless it raises."""
+    connection.execute("BEGIN IMMEDIATE")
+    with connection:
+        yield
+
+
+#: A mapping's key that one of two compared values lacks (:func:`_difference`).
+_ABSENT = object()
+
+
+def _difference(before: object, now: object, path: tuple[str | int, ...] = ()) -> tuple[str, object, object] | None:
+    """The first field (keys in sorted order, list items in order) where the JSON values ``before`` and
+    ``now`` differ, found below ``path``: (its path as :func:`_field` writes it, its value in ``before``,
+    in ``now``); None when they are equal, types included."""
+    if isinstance(before, dict) and isinstance(now, dict):
+        for key in sorted(before.keys() | now.keys()):
+            found = _difference(before.get(key, _ABSENT), now.get(key, _ABSENT), (*path, key))
+            if found is not None:
+                return found
+        return None
+    if isinstance(before, list) and isinstance(now, list):
+        for index, (item_before, item_now) in enumerate(zip(before, now, strict=False)):
+            found = _difference(item_before, item_now, (*path, index))
+            if found is not None:
+                return found
+        return None if len(before) == len(now) else (_field(path), before, now)
+    return None if type(before) is type(now) and before == now else (_field(path), before, now)
+
+
+def _field(path: tuple[str | int, ...]) -> str:
+    """A path into a JSON value as a refusal names it: ``memories.dram.bandwidth``, ``links[2].latency``."""
+    return "".join(f"[{part}]" if isinstance(part, int) else f".{part}" for part in path).removeprefix(".")
+
+
+def _shown(value: object) -> str:
+    """A JSON value as a refusal shows it: a scalar as JSON, a mapping or list by its size."""
+    if value is _ABSENT:
+        return "absent"
+    if isinstance(value, dict):
+        return f"a mapping of size {len(value)}"
+    if isinstance(value, list):
+        return f"a list of length {len(value)}"
+    return json.dumps(value)
+
+
 class ResultStore:
     """An open result file. ``resume=False`` refuses a file that already holds points; ``resume=True``
     continues it after checking that it was written with the same ``settings``."""
@@ -163,29 +217,46 @@ class ResultStore:
         with _sqlite_errors(self.path):
             self.connection = sqlite3.connect(self.path)
         try:
-            with _sqlite_errors(self.path):
+            with _sqlite_errors(self.path), _immediate(self.connection):
                 _check_file(self.connection, self.path, create=True)
-                encoded = {name: json.dumps(value, sort_keys=True) for name, value in settings.items()}
-                self._check_settings(encoded, resume)
+                self._check_settings(settings, resume)
         except BaseException:
             self.connection.close()
             raise
 
-    def _check_settings(self, settings: dict[str, str], resume: bool) -> None:
+    def _check_settings(self, settings: Mapping[str, object], resume: bool) -> None:
+        """Refuse other settings than the stored ones, or stored points without ``resume``; then store the
+        settings the file lacks (in the caller's transaction)."""
         stored = dict(self.connection.execute("SELECT name, value FROM settings"))
+        for name, value in settings.items():
+            if name in stored:
+                self._check_setting(name, stored[name], value)
         count = self.connection.execute("SELECT COUNT(*) FROM points").fetchone()[0]
         if count and not resume:
             raise DcaccelError(
                 f"results file {self.path} already holds {count} points: resume it (--resume) or remove it"
             )
-        changed = [name for name in settings if name in stored and stored[name] != settings[name]]
-        if changed:
-            name = changed[0]
-            raise DcaccelError(
-                f"results file {self.path} was written with {name}={stored[name]}, this sweep has {settings[name]}"
-            )
-        with self.connection:
-            self.connection.executemany("INSERT OR REPLACE INTO settings VALUES (?, ?)", settings.items())
+        new = [(name, json.dumps(value, sort_keys=True)) for name, value in settings.items() if name not in stored]
+        self.connection.executemany("INSERT INTO settings VALUES (?, ?)", new)
+
+    def _check_setting(self, name: str, stored: str, value: object) -> None:
+        """Refuse ``value`` for the setting ``name`` unless it equals the ``stored`` one (JSON text), in one
+        line naming the first field that differs."""
+        encoded = json.dumps(value, sort_keys=True)
+        if stored == encoded:
+            return
+        try:
+            written = json.loads(stored)
+        except ValueError:
+            raise DcaccelError(f"results file {self.path}: damaged (setting {name!r} is not JSON)") from None
+        difference = _difference(written, json.loads(encoded))
+        if difference is None:
+            return
+        field, before, now = difference
+        what = f"{name} whose {field} is" if field else name
+        raise DcaccelError(
+            f"results file {self.path} was written with {what} {_shown(before)}, this sweep's is {_shown(now)}"
+        )
 
     def points(self, workload: str, granularity: str) -> dict[str, list[ExplorationPoint]]:
         """The stored points of ``workload`` at ``granularity``, by assignment (each checked)."""

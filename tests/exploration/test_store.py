@@ -3,8 +3,12 @@ damaged, foreign or hand-edited files refused in one line, failures kept until t
 succeeds, and a sweep that is interrupted and resumed evaluates every assignment exactly once."""
 
 import dataclasses
+import json
+import multiprocessing
 import sqlite3
-from contextlib import closing
+import threading
+from concurrent.futures import ThreadPoolExecutor
+from contextlib import closing, suppress
 
 import numpy as np
 import pytest
@@ -116,16 +120,202 @@ def test_a_file_with_points_needs_resume(tmp_path):
 @pytest.mark.parametrize(
     ("changes", "message"),
     [
-        ({"edge_volume": "reference"}, 'edge_volume="exact", this sweep has "reference"'),
-        ({"cost_model": {"pe_area": 2.0}}, "cost_model="),
+        ({"edge_volume": "reference"}, 'edge_volume "exact", this sweep\'s is "reference"'),
+        ({"cost_model": {"pe_area": 2.0}}, "cost_model whose pe_area is 1.0, this sweep's is 2.0"),
+        ({"cost_model": {"pe_area": 1}}, "cost_model whose pe_area is 1.0, this sweep's is 1"),
+        ({"cost_model": {"pe_area": 1.0, "pe_power": 2.0}}, "cost_model whose pe_power is absent, this sweep's is 2.0"),
+        ({"cost_model": {}}, "cost_model whose pe_area is 1.0, this sweep's is absent"),
+        ({"cost_model": {"pe_area": [1.0]}}, "cost_model whose pe_area is 1.0, this sweep's is a list of length 1"),
+        ({"partitioning": {"mode": "relaxed"}}, 'partitioning "relaxed", this sweep\'s is a mapping of size 1'),
     ],
 )
 def test_resume_refuses_other_settings(changes, message, tmp_path):
+    """The refusal is one line naming the setting and the first field of it that differs."""
     path = tmp_path / "r.sqlite"
     with ResultStore(path, SETTINGS) as store:
         store.add([point()])
-    with pytest.raises(DcaccelError, match=message):
+    with pytest.raises(DcaccelError) as raised:
         ResultStore(path, {**SETTINGS, **changes}, resume=True)
+    assert str(raised.value) == f"results file {path} was written with {message}"
+
+
+@pytest.mark.parametrize(
+    ("before", "now", "message"),
+    [
+        ([{"a": 1}, {"b": [2, 3]}], [{"a": 1}, {"b": [2, 4]}], "links whose [1].b[1] is 3, this sweep's is 4"),
+        ([1, 2], [1, 2, 3], "links a list of length 2, this sweep's is a list of length 3"),
+        ({"x": {"y": True}}, {"x": {"y": 1}}, "links whose x.y is true, this sweep's is 1"),
+        ({"x": None}, {"x": "text"}, 'links whose x is null, this sweep\'s is "text"'),
+    ],
+    ids=["nested-list", "longer-list", "bool-int", "null"],
+)
+def test_the_refusal_names_the_first_field_that_differs(before, now, message, tmp_path):
+    path = tmp_path / "r.sqlite"
+    ResultStore(path, {"links": before}).close()
+    with pytest.raises(DcaccelError) as raised:
+        ResultStore(path, {"links": now})
+    assert str(raised.value) == f"results file {path} was written with {message}"
+
+
+def test_a_setting_is_never_replaced(tmp_path):
+    """A new setting is added to the file, a stored one stays as it was first written."""
+    path = tmp_path / "r.sqlite"
+    ResultStore(path, SETTINGS).close()
+    ResultStore(path, {"architecture tpu": {"clock_mhz": 1000.0}}).close()
+    with pytest.raises(DcaccelError, match="architecture tpu whose clock_mhz is 1000.0, this sweep's is 100.0"):
+        ResultStore(path, {**SETTINGS, "architecture tpu": {"clock_mhz": 100.0}})
+    with closing(sqlite3.connect(path)) as connection:
+        stored = dict(connection.execute("SELECT name, value FROM settings"))
+    assert {name: json.loads(value) for name, value in stored.items()} == {
+        **SETTINGS,
+        "architecture tpu": {"clock_mhz": 1000.0},
+    }
+
+
+def test_a_damaged_setting_is_named(tmp_path):
+    path = tmp_path / "r.sqlite"
+    ResultStore(path, SETTINGS).close()
+    _execute(path, "UPDATE settings SET value = '{oops' WHERE name = 'cost_model'")
+    with pytest.raises(DcaccelError) as raised:
+        ResultStore(path, SETTINGS)
+    assert str(raised.value) == f"results file {path}: damaged (setting 'cost_model' is not JSON)"
+
+
+#: The cycles of a point on an ``eyeriss`` whose DRAM moves 16 or 1 bytes per cycle.
+CYCLES = {16: 13_512, 1: 173_886}
+
+
+def _eyeriss(bandwidth: int) -> dict:
+    """The settings of a sweep on an architecture labelled ``eyeriss`` whose DRAM moves ``bandwidth``
+    bytes per cycle."""
+    return {**SETTINGS, "architecture eyeriss": {"name": "eyeriss", "memories": {"dram": {"bandwidth": bandwidth}}}}
+
+
+def _meet_before_writing_settings(patch: pytest.MonkeyPatch, barrier: threading.Barrier) -> None:
+    """Make each result store opened meanwhile wait at ``barrier`` before it first writes the settings:
+    two stores opened at once both check the settings before either writes them, unless checking and
+    writing are one transaction (then the second waits for the first to commit, and the barrier times
+    out)."""
+    connect = sqlite3.connect
+
+    def connecting(*args, **kwargs):
+        connection = connect(*args, **kwargs)
+        first = True
+
+        def wait(statement: str) -> None:
+            nonlocal first
+            if first and "INTO settings" in statement:
+                first = False
+                with suppress(threading.BrokenBarrierError):
+                    barrier.wait()
+
+        connection.set_trace_callback(wait)
+        return connection
+
+    patch.setattr(sqlite3, "connect", connecting)
+
+
+@pytest.fixture
+def coinciding(monkeypatch):
+    """The barrier (two parties, 0.15 s) at which the result stores opened meanwhile meet before they
+    write their settings."""
+    barrier = threading.Barrier(2, timeout=0.15)
+    _meet_before_writing_settings(monkeypatch, barrier)
+    return barrier
+
+
+def test_concurrent_sweeps_of_one_label_never_share_points(coinciding, tmp_path):
+    """Two sweeps on one file whose ``eyeriss`` differs in its DRAM bandwidth, opened at the same moment
+    (on a new file, or one whose tables are made): one is refused naming the field, and the file holds
+    only the points of the description it names."""
+
+    def sweep(path, bandwidth: int) -> str | None:
+        try:
+            with ResultStore(path, _eyeriss(bandwidth)) as store:
+                store.add(
+                    [point(architecture="eyeriss", pes=pes, makespan_cycles=CYCLES[bandwidth]) for pes in (1, 16)]
+                )
+        except DcaccelError as err:
+            return str(err)
+        return None
+
+    for round in range(10):
+        path = tmp_path / f"r{round}.sqlite"
+        if round % 2:  # the tables already made: both sweeps read the settings at once
+            ResultStore(path, {}).close()
+        coinciding.reset()
+        with ThreadPoolExecutor(2) as pool:
+            refusals = dict(zip((16, 1), pool.map(sweep, [path, path], (16, 1)), strict=True))
+        (winner,) = [bandwidth for bandwidth, refusal in refusals.items() if refusal is None]
+        loser = 17 - winner
+        assert refusals[loser] == (
+            f"results file {path} was written with architecture eyeriss whose memories.dram.bandwidth is {winner}, "
+            f"this sweep's is {loser}"
+        )
+        with closing(sqlite3.connect(path)) as connection:
+            (stored,) = connection.execute("SELECT value FROM settings WHERE name = 'architecture eyeriss'").fetchone()
+        assert json.loads(stored)["memories"]["dram"]["bandwidth"] == winner
+        assert read_points(path)["makespan_cycles"].tolist() == [CYCLES[winner]] * 2
+
+
+def _eyeriss_architecture(bandwidth: float):
+    """The shipped ``eyeriss`` whose DRAM moves ``bandwidth`` bytes per cycle, labelled ``eyeriss``."""
+    from dcaccel.architecture import Architecture, load
+
+    data = load("eyeriss").to_dict()
+    data["memories"]["dram"]["bandwidth_bytes_per_cycle"] = bandwidth
+    return Architecture.from_dict(data, "eyeriss")
+
+
+@pytest.mark.slow
+def test_concurrent_sweep_processes_never_resume_another_design(conv_seed, counted, tmp_path):
+    """Two ``explore`` processes on one file, on an ``eyeriss`` with 16 or 1 B/cycle of DRAM, meeting
+    before they write their settings: one is refused naming the field, and resuming the file returns
+    the numbers of a fresh sweep of the design it names, evaluating nothing."""
+    from dcaccel.exploration.sweep import explore
+
+    context = multiprocessing.get_context("fork")
+    options = {"pes": [16], "scheduler": "list", "progress": False}
+    shapes = {"Conv": ["mv", "op", "lmv"]}
+    fresh = {
+        bandwidth: explore(conv_seed, shapes, arch=_eyeriss_architecture(bandwidth), **options).drop(columns=TIMING)
+        for bandwidth in (16, 1)
+    }
+    best = {bandwidth: frame.loc[frame["makespan_cycles"].idxmin(), "assignment"] for bandwidth, frame in fresh.items()}
+    assert best == {16: "Conv=mv", 1: "Conv=op"}
+
+    def sweep(path, bandwidth: float, outcomes) -> None:
+        try:
+            explore(conv_seed, shapes, arch=_eyeriss_architecture(bandwidth), results=path, **options)
+        except DcaccelError as err:
+            outcomes.put((bandwidth, str(err)))
+        else:
+            outcomes.put((bandwidth, None))
+
+    for round in range(3):
+        path = tmp_path / f"r{round}.sqlite"
+        outcomes = context.Queue()
+        with pytest.MonkeyPatch.context() as patch:
+            _meet_before_writing_settings(patch, context.Barrier(2, timeout=2.0))
+            processes = [context.Process(target=sweep, args=(path, bandwidth, outcomes)) for bandwidth in (16, 1)]
+            for process in processes:
+                process.start()
+            refusals = dict(outcomes.get(timeout=300) for _ in processes)
+            for process in processes:
+                process.join()
+        (winner,) = [bandwidth for bandwidth, refusal in refusals.items() if refusal is None]
+        loser = 17 - winner
+        assert refusals[loser] == (
+            f"results file {path} was written with architecture eyeriss whose "
+            f"memories.dram.bandwidth_bytes_per_cycle is {float(winner)}, this sweep's is {float(loser)}"
+        )
+        stored = read_points(path).drop(columns=TIMING)
+        assert stored.equals(fresh[winner].sort_values(list(KEY)).reset_index(drop=True))
+        counted.clear()
+        resumed = explore(conv_seed, shapes, arch=_eyeriss_architecture(winner), results=path, resume=True, **options)
+        assert counted == [] and resumed.drop(columns=TIMING).equals(fresh[winner])
+        with pytest.raises(DcaccelError, match="memories.dram.bandwidth_bytes_per_cycle"):
+            explore(conv_seed, shapes, arch=_eyeriss_architecture(loser), results=path, resume=True, **options)
 
 
 def _stored(path) -> None:
@@ -366,9 +556,9 @@ def test_sweep_settings_are_stored(conv_seed, tmp_path):
     [
         (
             lambda: __import__("dcaccel").workloads.get("mmm", N=64),
-            'sizes of mmm={"K": 6, "M": 4, "N": 8}, this sweep has {"K": 6, "M": 4, "N": 64}',
+            "sizes of mmm whose N is 8, this sweep's is 64",
         ),
-        (lambda: dataclasses.replace(__import__("dcaccel").workloads.get("conv-seed"), name="mmm"), "program of mmm="),
+        (lambda: dataclasses.replace(__import__("dcaccel").workloads.get("conv-seed"), name="mmm"), 'program of mmm "'),
     ],
     ids=["sizes", "program"],
 )

@@ -68,7 +68,7 @@ def test_resume_adds_architectures_and_refuses_a_changed_one(tmp_path):
     assert both["architecture"].tolist() == ["tpu", "abstract"]
     assert both.iloc[:1].drop(columns=TIMING).equals(tpu.drop(columns=TIMING))
     slower = load("tpu").replace(clock_mhz=100)
-    with pytest.raises(DcaccelError, match="was written with architecture tpu="):
+    with pytest.raises(DcaccelError, match="architecture tpu whose clock_mhz is 700.0, this sweep's is 100.0"):
         explore("conv-seed", {"Conv": ["mv"]}, arch=slower, resume=True, **options)
 
 
