@@ -12,6 +12,7 @@ from dataclasses import dataclass
 
 import dace
 from dace import SDFG, Memlet, SDFGState
+from dace.sdfg import nodes
 
 from dcaccel.buffers import BufferReason
 from dcaccel.expansions.builder import (
@@ -30,18 +31,10 @@ from dcaccel.expansions.node import (
     node_builder,
     normalize_axis,
     onnx_shape,
+    ordered_inputs,
     unsupported,
 )
 from dcaccel.expansions.registry import CANONICAL, Implementation
-
-_BATCHNORM_PARAMETERS = {
-    "gamma": ("scale",),
-    "beta": ("B",),
-    "mu": ("input_mean", "mean"),
-    "sigma2": ("input_var", "var"),
-}
-"""Tasklet connectors of the per-channel parameters of BatchNormalization and their ONNX connectors
-(renamed in opset 9)."""
 
 
 @dataclass(frozen=True)
@@ -101,39 +94,51 @@ def _check_channels(node, state: SDFGState, sdfg: SDFG, data: str = "X") -> tupl
 
 
 class CanonicalBatchNormalization(CanonicalForward):
-    """Canonical BatchNormalization, inference mode, as one flat map.
+    """Canonical BatchNormalization, inference mode, as one flat map; every opset form (6 to 15).
 
-    ``Y[n, c, ...] = (X[n, c, ...] - mean[c]) / sqrt(var[c] + epsilon) * scale[c] + B[c]``,
-    iterating X row-major: the output is produced row-major, X is read once in order and the
-    per-channel parameters are re-read for every element of their channel (weights are buffers
-    already; a parameter produced by another task is copied into a REUSE buffer first). Training
-    mode and the running statistics outputs are not supported.
+    ``Y[n, c, d...] = (X[n, c, d...] - mean[p]) / sqrt(var[p] + epsilon) * scale[p] + B[p]`` with ``p = c``
+    (``spatial`` 1, the default and the only form from opset 9 on) or ``p = c, d...`` (``spatial`` 0 of
+    opsets 6 and 7: one parameter per activation), iterating X row-major: the output is produced
+    row-major, X is read once in order and the parameters are re-read for every element they apply to
+    (weights are buffers already; a parameter produced by another task is copied into a REUSE buffer
+    first). The inputs are taken by their schema positions (X, scale, B, mean, var), whatever the
+    opset calls them. Older exporters declare the running and saved statistics outputs too: outputs
+    nothing reads are disconnected. Training mode (``training_mode`` 1, ``is_test`` 0 of opset 6, or a
+    statistics output that is read) is not supported.
     """
 
     @staticmethod
     def check(node, state: SDFGState, sdfg: SDFG) -> None:
-        if getattr(node, "training_mode", 0) or len(state.out_edges(node)) != 1:
-            raise unsupported(node, "training mode (running statistics outputs)")
-        if getattr(node, "spatial", 1) != 1:
-            raise unsupported(node, "spatial=0")
-        rank = len(input_shape(node, state, sdfg, "X"))
-        if rank < 2:
-            raise unsupported(node, f"input rank {rank} (expected N x C x ...)")
+        statistics = [connector for connector in _read_outputs(node, state, sdfg) if connector != "Y"]
+        if statistics:
+            raise unsupported(node, f"training mode (statistics outputs {', '.join(statistics)} are read)")
+        if getattr(node, "training_mode", 0) or not getattr(node, "is_test", 1):
+            raise unsupported(node, "training mode (training_mode=1 or is_test=0)")
+        x_shape, *parameters = (input_shape(node, state, sdfg, c) for c in ordered_inputs(node, state))
+        if len(x_shape) < 2:
+            raise unsupported(node, f"input rank {len(x_shape)} (expected N x C x ...)")
+        expected = x_shape[1:] if getattr(node, "spatial", 1) == 0 else x_shape[1:2]
+        if len(parameters) != 4 or any(shape != expected for shape in parameters):
+            shapes = ", ".join(str(shape) for shape in parameters)
+            raise unsupported(node, f"parameter shapes {shapes} for input {x_shape} (expected 4 of {expected})")
 
     @staticmethod
     def forward(node, state: SDFGState, sdfg: SDFG) -> SDFG:
-        connectors = {edge.dst_conn for edge in state.in_edges(node)}
+        for edge in state.out_edges(node):
+            if edge.src_conn != "Y":
+                _disconnect_output(node, state, edge)
+        x, scale, bias, mean, var = ordered_inputs(node, state)
         steps = node_builder(node, state, sdfg)
-        shape = onnx_shape(steps.desc("X"))
+        shape = onnx_shape(steps.desc(x))
         dtype = steps.desc("Y").dtype
         params = index_params(len(shape))
         element = subscript(params)
-        memlets = {}
-        for name, candidates in _BATCHNORM_PARAMETERS.items():
-            (connector,) = [c for c in candidates if c in connectors]
-            source = steps.operand(connector, reused=True)
-            memlets[name] = Memlet(f"{source}[{params[1]}]")
-        memlets["x"] = Memlet(f"X[{element}]")
+        parameter = subscript(params[1 : 1 + len(onnx_shape(steps.desc(scale)))])
+        memlets = {
+            name: Memlet(f"{steps.operand(connector, reused=True)}[{parameter}]")
+            for name, connector in (("gamma", scale), ("beta", bias), ("mu", mean), ("sigma2", var))
+        }
+        memlets["x"] = Memlet(f"{x}[{element}]")
         epsilon = literal(node.epsilon, dtype)
         steps.flat_map(
             "normalize",
@@ -143,6 +148,31 @@ class CanonicalBatchNormalization(CanonicalForward):
             {"y": Memlet(f"Y[{element}]")},
         )
         return steps.sdfg
+
+
+def _read_outputs(node, state: SDFGState, sdfg: SDFG) -> list[str]:
+    """The output connectors of ``node`` whose data is read: by a node of ``sdfg``, or outside it (a
+    non-transient container)."""
+    return sorted(
+        edge.src_conn
+        for edge in state.out_edges(node)
+        if not sdfg.arrays[edge.data.data].transient or _is_read(sdfg, edge.data.data)
+    )
+
+
+def _is_read(sdfg: SDFG, name: str) -> bool:
+    return any(
+        isinstance(access, nodes.AccessNode) and access.data == name and parent.out_degree(access) > 0
+        for access, parent in sdfg.all_nodes_recursive()
+    )
+
+
+def _disconnect_output(node, state: SDFGState, edge) -> None:
+    """Remove the output ``edge`` of ``node``, its connector and its access node (a transient nothing reads)."""
+    state.remove_edge(edge)
+    node.remove_out_connector(edge.src_conn)
+    if state.degree(edge.dst) == 0:
+        state.remove_node(edge.dst)
 
 
 class CanonicalLayerNormalization(CanonicalForward):
