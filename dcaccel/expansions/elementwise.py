@@ -120,6 +120,15 @@ def _softplus(value: str, T: str) -> str:
     return f"({value} + log1p(exp(-{value})) if {value} > {T}(0) else log1p(exp({value})))"
 
 
+def _shift(x: Operands, T: str, node) -> str:
+    """BitShift of unsigned integers: the shifted value converted back to ``T`` (C++ shifts the promoted ``int``,
+    the conversion drops the bits shifted out); a shift by the width of the type or more is not defined."""
+    operators = {"LEFT": "<<", "RIGHT": ">>"}
+    if node.direction not in operators:
+        raise unsupported(node, f"direction='{node.direction}'")
+    return f"{T}({x['X']} {operators[node.direction]} {x['Y']})"
+
+
 def _mean(x: Operands, T: str, node) -> str:
     return f"({' + '.join(x.values())}) / {T}({len(x)})"
 
@@ -167,6 +176,15 @@ ELEMENTWISE_OPS = (
     ElementwiseOp(
         "CastLike", lambda x, T, n: x["input"], "output = input converted to the type of target_type", ("target_type",)
     ),
+    ElementwiseOp("And", lambda x, T, n: f"{x['A']} and {x['B']}", "C = A and B"),
+    ElementwiseOp("Or", lambda x, T, n: f"{x['A']} or {x['B']}", "C = A or B"),
+    ElementwiseOp("Xor", lambda x, T, n: f"{x['A']} != {x['B']}", "C = A xor B"),
+    ElementwiseOp("Not", lambda x, T, n: f"not {x['X']}", "Y = not X"),
+    ElementwiseOp("BitwiseAnd", lambda x, T, n: f"{x['A']} & {x['B']}", "C = A & B"),
+    ElementwiseOp("BitwiseOr", lambda x, T, n: f"{x['A']} | {x['B']}", "C = A | B"),
+    ElementwiseOp("BitwiseXor", lambda x, T, n: f"{x['A']} ^ {x['B']}", "C = A ^ B"),
+    ElementwiseOp("BitwiseNot", lambda x, T, n: f"~{x['X']}", "Y = ~X"),
+    ElementwiseOp("BitShift", _shift, "Z = X << Y or X >> Y (direction), bits shifted out of the type dropped"),
 )
 
 
