@@ -246,12 +246,12 @@ def import_design(zigzag_python: str | None, design: str) -> Path:
     import zigzag`` (imported again when ZigZag's interpreter is given, else the committed file)."""
     arch_file = DATA / f"zigzag_{design}.arch.yaml"
     if zigzag_python:
-        locate = "import zigzag, pathlib; print(pathlib.Path(zigzag.__file__).parent)"
-        package = subprocess.run([zigzag_python, "-c", locate], check=True, capture_output=True, text=True)
-        hardware = Path(package.stdout.strip()) / "inputs" / "hardware" / f"{design}.yaml"
+        locate = "import zigzag, pathlib; print(pathlib.Path(zigzag.__file__).parent.parent)"
+        packages = subprocess.run([zigzag_python, "-c", locate], check=True, capture_output=True, text=True)
         subprocess.run(
-            [*DCACCEL, "arch", "import", "zigzag", str(hardware), "-o", str(arch_file)],
+            [*DCACCEL, "arch", "import", "zigzag", f"zigzag/inputs/hardware/{design}.yaml", "-o", str(arch_file)],
             check=True,
+            cwd=packages.stdout.strip(),  # the file is named as in ZigZag's package in the comments
         )
     return arch_file
 
