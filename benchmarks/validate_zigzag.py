@@ -38,6 +38,7 @@ from pathlib import Path
 ZIGZAG_VERSION = "3.9.1"
 MODELS = ("lenet", "resnet18")
 DESIGNS = ("tpu_like", "eyeriss_like")
+OPERANDS = ("W", "I", "O")
 DATA = Path(__file__).resolve().parent / "data"
 #: The ``dcaccel`` command, run by this interpreter.
 DCACCEL = [sys.executable, "-W", "ignore", "-c", "import sys; from dcaccel.cli import main; sys.exit(main())"]
@@ -256,62 +257,56 @@ def import_design(zigzag_python: str | None, design: str) -> Path:
     return arch_file
 
 
-def table(zigzag: dict, dcaccel: dict | None) -> str:
-    """One row per ZigZag layer: MACs, cycles, energy, DRAM bytes per operand; dcaccel's cycles and
-    energy and their ratios to ZigZag's when given; a total row."""
-    by_layer = {row["layer"]: row for row in dcaccel["layers"]} if dcaccel else {}
+def summary(zigzag: dict, dcaccel: dict | None = None) -> list[dict]:
+    """One row of numbers per ZigZag layer (MACs, cycles, energy, DRAM bytes per operand, ZigZag's
+    seconds; dcaccel's cycles and energy of the same layer when given) and a last row of totals."""
+    mine = {row["layer"]: row for row in dcaccel["layers"]} if dcaccel else {}
+    rows = []
+    for layer in zigzag["layers"]:
+        dram = dram_bytes(layer)
+        row = {
+            "layer": layer["layer"],
+            "macs": layer["macs"],
+            "cycles": layer["cycles"],
+            "energy_pj": layer["energy_pj"],
+            **{f"dram_{operand}": dram[operand] for operand in OPERANDS},
+            "seconds": layer["wall_seconds"],
+        }
+        if dcaccel:
+            if layer["layer"] not in mine:
+                raise SystemExit(f"dcaccel map {dcaccel['workload']} has no layer {layer['layer']}")
+            row["dc_cycles"] = mine[layer["layer"]]["makespan_cycles"]
+            row["dc_energy_pj"] = mine[layer["layer"]]["energy_pj"]
+        rows.append(row)
+    total = {key: sum(row[key] for row in rows) for key in rows[0] if key != "layer"}
+    return [*rows, {"layer": "total", **total}]
+
+
+def table(zigzag: dict, dcaccel: dict | None = None) -> str:
+    """:func:`summary` as text, with dcaccel's ratios to ZigZag (``x``) when dcaccel is given."""
     header = ["layer", "MACs", "zz cycles", "zz energy pJ", "zz DRAM B (W/I/O)", "zz s"]
     if dcaccel:
         header += ["dc cycles", "x", "dc energy pJ", "x"]
-    rows = [header]
-    totals = {"macs": 0, "cycles": 0.0, "energy": 0.0, "dram": [0, 0, 0], "s": 0.0, "dc_cycles": 0, "dc_energy": 0.0}
-    for layer in zigzag["layers"]:
-        dram = dram_bytes(layer)
-        row = [
-            layer["layer"],
-            f"{layer['macs']:,}",
-            f"{layer['cycles']:,.0f}",
-            f"{layer['energy_pj']:.4g}",
-            "/".join(f"{dram[op]:,}" for op in ("W", "I", "O")),
-            f"{layer['wall_seconds']:.1f}",
+    lines = [header]
+    for row in summary(zigzag, dcaccel):
+        cells = [
+            row["layer"],
+            f"{row['macs']:,}",
+            f"{row['cycles']:,.0f}",
+            f"{row['energy_pj']:.4g}",
+            "/".join(f"{row[f'dram_{operand}']:,}" for operand in OPERANDS),
+            f"{row['seconds']:.1f}",
         ]
-        totals["macs"] += layer["macs"]
-        totals["cycles"] += layer["cycles"]
-        totals["energy"] += layer["energy_pj"]
-        totals["s"] += layer["wall_seconds"]
-        totals["dram"] = [total + dram[op] for total, op in zip(totals["dram"], ("W", "I", "O"), strict=True)]
         if dcaccel:
-            mine = by_layer.get(layer["layer"])
-            if mine is None:
-                row += ["-", "-", "-", "-"]
-            else:
-                totals["dc_cycles"] += mine["makespan_cycles"]
-                totals["dc_energy"] += mine["energy_pj"]
-                row += [
-                    f"{mine['makespan_cycles']:,}",
-                    f"{mine['makespan_cycles'] / layer['cycles']:.2f}",
-                    f"{mine['energy_pj']:.4g}",
-                    f"{mine['energy_pj'] / layer['energy_pj']:.2f}",
-                ]
-        rows.append(row)
-    total = [
-        "total",
-        f"{totals['macs']:,}",
-        f"{totals['cycles']:,.0f}",
-        f"{totals['energy']:.4g}",
-        "/".join(f"{b:,}" for b in totals["dram"]),
-        f"{totals['s']:.1f}",
-    ]
-    if dcaccel:
-        total += [
-            f"{totals['dc_cycles']:,}",
-            f"{totals['dc_cycles'] / totals['cycles']:.2f}",
-            f"{totals['dc_energy']:.4g}",
-            f"{totals['dc_energy'] / totals['energy']:.2f}",
-        ]
-    rows.append(total)
-    widths = [max(len(row[i]) for row in rows) for i in range(len(header))]
-    return "\n".join("  ".join(cell.rjust(width) for cell, width in zip(row, widths, strict=True)) for row in rows)
+            cells += [
+                f"{row['dc_cycles']:,}",
+                f"{row['dc_cycles'] / row['cycles']:.2f}",
+                f"{row['dc_energy_pj']:.4g}",
+                f"{row['dc_energy_pj'] / row['energy_pj']:.2f}",
+            ]
+        lines.append(cells)
+    widths = [max(len(line[i]) for line in lines) for i in range(len(header))]
+    return "\n".join("  ".join(cell.rjust(width) for cell, width in zip(line, widths, strict=True)) for line in lines)
 
 
 def dram_bytes(layer: dict) -> dict[str, int]:
