@@ -1,13 +1,16 @@
 """Compiling and running SDFGs on a workload's inputs and weights.
 
-Compiling costs seconds (code generation, cmake, gcc), so programs are cached by the content of
-their SDFG (:meth:`dace.SDFG.hash_sdfg`): an SDFG changed after a run is compiled again, and equal
-SDFGs share one program. Builds go to a folder of the user's cache (``$XDG_CACHE_HOME/dcaccel``, else
+Compiling costs seconds (code generation, cmake, gcc), so programs are cached by everything that
+changes the generated code (:func:`program_key`): an SDFG changed after a run (its instrumentation
+and names included) or compiled under another DaCe configuration is compiled again, and equal SDFGs
+share one program. Builds go to a folder of the user's cache (``$XDG_CACHE_HOME/dcaccel``, else
 ``~/.cache/dcaccel``), not to ``.dacecache`` in the working directory, unless DaCe's
 ``default_build_folder`` is set explicitly (configuration or ``DACE_default_build_folder``). Inputs
 are copied before a run: DaCe refuses arrays that are views, and a program may write its arguments.
 """
 
+import hashlib
+import json
 import os
 import warnings
 from collections import OrderedDict
@@ -29,19 +32,19 @@ if TYPE_CHECKING:
 #: How many compiled programs the cache keeps (the least recently used is dropped first).
 CACHED_PROGRAMS = 32
 
-_PROGRAMS: "OrderedDict[str, CompiledSDFG]" = OrderedDict()  # SDFG content hash -> program
+_PROGRAMS: "OrderedDict[str, CompiledSDFG]" = OrderedDict()  # program_key -> program
 
 
 def compiled(sdfg: dace.SDFG) -> CompiledSDFG:
-    """The compiled program of ``sdfg``: compiled on first use, then cached by the SDFG's content.
+    """The compiled program of ``sdfg``: compiled on first use, then cached by :func:`program_key`.
 
     Raises :class:`UnsupportedOpError` for a library node that has no implementation to expand it.
     """
-    key = sdfg.hash_sdfg()
+    _use_cache_build_folder()
+    key = program_key(sdfg)
     program = _PROGRAMS.get(key)
     if program is None:
         check_implementations(sdfg)
-        _use_cache_build_folder()
         with warnings.catch_warnings():
             # Notes from inside DaCe's library-node expansions and code generator; nothing a user can act on.
             warnings.filterwarnings("ignore", message="Using sets for connectors is discouraged")
@@ -52,6 +55,39 @@ def compiled(sdfg: dace.SDFG) -> CompiledSDFG:
             _PROGRAMS.popitem(last=False)
     _PROGRAMS.move_to_end(key)
     return program
+
+
+def program_key(sdfg: dace.SDFG) -> str:
+    """What the compile cache keys ``sdfg``'s program on: the SHA-256 of its JSON without the identities
+    of its objects (their ``guid``, new for every node built) and of DaCe's configuration (compiler and
+    flags, instrumentation settings, default library implementations; values YAML cannot hold as JSON
+    by their text).
+
+    Not :meth:`dace.SDFG.hash_sdfg`: it leaves out every ``name`` attribute (the program's: the name of
+    the library and its functions; a library node's: the names its expansion gives) and every
+    ``instrument`` (timers and data instrumentation of the SDFG, its states and nodes), so a program
+    compiled with timers would be served the build without them, and a renamed program another
+    program's build.
+    """
+    digest = hashlib.sha256(json.dumps(_without_identities(sdfg.to_json())).encode())
+    digest.update(json.dumps(dace.Config.get(), sort_keys=True, default=str).encode())
+    return digest.hexdigest()
+
+
+def _without_identities(json_obj):
+    """The JSON of an SDFG without the ``guid`` in the attributes of its objects."""
+    if isinstance(json_obj, dict):
+        return {
+            key: _without_identities(
+                {name: value for name, value in item.items() if name != "guid"}
+                if key == "attributes" and isinstance(item, dict)
+                else item
+            )
+            for key, item in json_obj.items()
+        }
+    if isinstance(json_obj, list):
+        return [_without_identities(item) for item in json_obj]
+    return json_obj
 
 
 #: DaCe's own default build folder, relative to the working directory.
