@@ -1,0 +1,173 @@
+"""The best mapping of one layer on a hierarchy: spatial unrolling, loop order, and tiles that fill memories.
+
+The space and its order follow ZigZag 3.9's own search, so that two models of the same hardware search
+the same mappings (``docs/validation.md``):
+
+- *Spatial*: each array dimension unrolls one of the loops its ``spatial`` choices allow (by default every
+  loop) by a divisor of min(loop extent, dimension size) (so a 112-long loop takes 32 on a 32-wide
+  dimension and leaves ⌈112/32⌉ = 4 iterations); of the assignments of distinct loops to dimensions the
+  ``spatial_candidates`` with the most units in use are searched.
+- *Temporal*: what the unrolling leaves of each loop is split into its prime factors; while there are more
+  than ``lpf_limit`` factors, the two smallest factors of the loop with the most factors are merged
+  (LOMA's rule); every distinct order of the factors is tried.
+- *Tiles*: memories are filled innermost first, as LOMA's allocator does: a memory takes the longest run
+  of the loops its operands have not placed yet for which every operand's tile fits its size; the
+  outermost memory takes the rest.
+
+Each candidate is evaluated (:func:`dcaccel.cost.evaluate.evaluate`) and the best by ``objective``
+(``latency``, ``energy`` or ``edp``; ties: the other two) is kept.
+"""
+
+from __future__ import annotations
+
+import itertools
+import math
+from collections import Counter
+from collections.abc import Iterator, Mapping, Sequence
+
+from dcaccel.cost.evaluate import LayerCost, LayerMapping, Tiles, evaluate, operand_bits
+from dcaccel.cost.hierarchy import Hierarchy
+from dcaccel.cost.nest import OPERANDS, LayerNest
+from dcaccel.errors import DcaccelError
+
+OBJECTIVES = ("latency", "energy", "edp")
+
+
+def _prime_factors(n: int) -> list[int]:
+    factors, p = [], 2
+    while p * p <= n:
+        while n % p == 0:
+            factors.append(p)
+            n //= p
+        p += 1
+    if n > 1:
+        factors.append(n)
+    return factors
+
+
+def _divisors(n: int) -> list[int]:
+    return [d for d in range(n, 0, -1) if n % d == 0]
+
+
+def spatial_unrollings(
+    nest: LayerNest,
+    hierarchy: Hierarchy,
+    choices: Mapping[str, Sequence[str]] | None = None,
+    candidates: int = 3,
+) -> list[tuple[tuple[str, str, int], ...]]:
+    """The ``candidates`` unrollings of distinct loops onto the array's dimensions that use the most units
+    (ties: the order of the choices, larger factors first)."""
+    options = []
+    for dim, size in hierarchy.array.items():
+        allowed = [loop for loop in (choices or {}).get(dim, nest.loops) if nest.loops.get(loop, 1) > 1]
+        options.append(
+            [(dim, loop, f) for loop in allowed for f in _divisors(min(nest.loops[loop], size))] or [(dim, None, 1)]
+        )
+    found = []
+    for combination in itertools.product(*options):
+        loops = [loop for _, loop, _ in combination if loop is not None]
+        if len(set(loops)) == len(loops):
+            found.append(tuple((d, loop, f) for d, loop, f in combination if loop is not None and f > 1))
+    unique = list(dict.fromkeys(found))
+    unique.sort(key=lambda unrolling: -math.prod(f for _, _, f in unrolling))
+    return unique[:candidates] or [()]
+
+
+def loop_factors(nest: LayerNest, spatial, lpf_limit: int = 6) -> list[tuple[str, int]]:
+    """The temporal loop factors left by ``spatial``: prime factors, merged down to ``lpf_limit`` (at least
+    one per loop) by multiplying the two smallest of the loop with the most."""
+    unrolled: dict[str, int] = {}
+    for _, loop, factor in spatial:
+        unrolled[loop] = unrolled.get(loop, 1) * factor
+    factors = {}
+    for loop, extent in nest.loops.items():
+        remaining = math.ceil(extent / unrolled.get(loop, 1))
+        if remaining > 1:
+            factors[loop] = _prime_factors(remaining)
+    limit = max(lpf_limit, len(factors))
+    while sum(len(f) for f in factors.values()) > limit:
+        loop = max(factors, key=lambda name: len(factors[name]))
+        merged = sorted(factors[loop])
+        factors[loop] = sorted([merged[0] * merged[1], *merged[2:]])
+    return [(loop, factor) for loop in factors for factor in factors[loop]]
+
+
+def _distinct_orders(items: list[tuple[str, int]]) -> Iterator[tuple[tuple[str, int], ...]]:
+    """Every distinct order of ``items`` (a multiset), each once."""
+    counts = Counter(items)
+    keys = sorted(counts)
+    order: list[tuple[str, int]] = []
+
+    def extend():
+        if len(order) == len(items):
+            yield tuple(order)
+            return
+        for key in keys:
+            if counts[key]:
+                counts[key] -= 1
+                order.append(key)
+                yield from extend()
+                order.pop()
+                counts[key] += 1
+
+    yield from extend()
+
+
+def allocate(hierarchy: Hierarchy, tiles: Tiles) -> LayerMapping | None:
+    """Fill the memories innermost first with the longest run of loops whose tiles fit (None: none fits)."""
+    temporal = tiles.temporal
+    placed = dict.fromkeys(OPERANDS, 0)
+    bounds: dict[str, list[int]] = {operand: [] for operand in OPERANDS}
+    bits = {operand: operand_bits(hierarchy, operand) for operand in OPERANDS}
+    for memory in hierarchy.memories:
+        operands = sorted(memory.operands)
+        start = max(placed[operand] for operand in operands)
+        end = len(temporal) if memory.size_bits is None else None
+        if end is None:
+            for candidate in range(start, len(temporal) + 1):
+                used = sum(tiles.footprint(op, memory.served, candidate) * bits[op] for op in operands)
+                if used > memory.size_bits:
+                    break
+                end = candidate
+            if end is None:
+                return None
+        for operand in operands:
+            bounds[operand].append(end)
+            placed[operand] = end
+    return LayerMapping(tiles.spatial, temporal, {operand: tuple(bounds[operand]) for operand in OPERANDS})
+
+
+def _key(cost: LayerCost, objective: str) -> tuple:
+    energy, cycles = cost.energy_total_pj, cost.cycles
+    return {
+        "latency": (cycles, energy),
+        "energy": (energy, cycles),
+        "edp": (energy * cycles, cycles, energy),
+    }[objective]
+
+
+def best_mapping(
+    nest: LayerNest,
+    hierarchy: Hierarchy,
+    objective: str = "latency",
+    spatial_choices: Mapping[str, Sequence[str]] | None = None,
+    spatial_candidates: int = 3,
+    lpf_limit: int = 6,
+) -> LayerCost:
+    """The best :class:`LayerCost` of ``nest`` on ``hierarchy`` by ``objective`` over the space above."""
+    if objective not in OBJECTIVES:
+        raise DcaccelError(f"unknown objective '{objective}' (expected one of {', '.join(OBJECTIVES)})")
+    best, best_key = None, None
+    for spatial in spatial_unrollings(nest, hierarchy, spatial_choices, spatial_candidates):
+        for temporal in _distinct_orders(loop_factors(nest, spatial, lpf_limit)):
+            tiles = Tiles(nest, spatial, temporal)
+            mapping = allocate(hierarchy, tiles)
+            if mapping is None:
+                continue
+            cost = evaluate(nest, hierarchy, mapping, tiles)
+            key = _key(cost, objective)
+            if best_key is None or key < best_key:
+                best, best_key = cost, key
+    if best is None:
+        raise DcaccelError(f"layer {nest.name}: no mapping fits the memories of {hierarchy.name}")
+    return best
