@@ -290,6 +290,7 @@ def to_architecture(design: ZigZagDesign, element_bytes: int = 1) -> Imported:
         f"dcaccel has one element size, {element_bytes} B",
         "the clock: ZigZag counts cycles only; the clock here is dcaccel's default",
         "areas: ZigZag gives them without a unit; copied as mm2",
+        "ops: ZigZag costs Conv, Gemm and MatMul layers only (every other node is free); here the array runs every op",
     ]
     if array.systolic_dimensions:
         unexpressed.append(
