@@ -5,6 +5,7 @@ import sys
 
 from dcaccel.cli.arguments import bounded_int, bounded_ints
 from dcaccel.cli.table import format_table
+from dcaccel.errors import DcaccelError
 
 
 def register(subparsers) -> None:
@@ -21,18 +22,28 @@ def register(subparsers) -> None:
     parser.add_argument("--top-k", type=bounded_int(1), default=4, help="off-chip choices the on-chip stage schedules")
     parser.add_argument("--pes", type=bounded_ints(1), default=[16], help="PE counts to place on, e.g. 16,64")
     parser.add_argument(
-        "--capacity", type=bounded_int(1), default=None, help="on-chip elements (default: the design's)"
+        "--capacity",
+        type=bounded_int(1),
+        default=None,
+        metavar="ELEMENTS",
+        help="on-chip elements (default: the design's)",
     )
     parser.add_argument("--json", action="store_true", help="print one JSON object instead of the table")
     parser.set_defaults(run=run)
 
 
 def run(args) -> int:
+    from dcaccel.architecture import load as load_architecture
     from dcaccel.mapping import map_workload
 
+    architecture = load_architecture(args.arch)
+    if args.capacity is None and architecture.onchip_capacity_elements < 1:
+        raise DcaccelError(
+            f"--arch {args.arch}: architecture {architecture.name} has no on-chip capacity; give --capacity ELEMENTS"
+        )
     result = map_workload(
         args.model,
-        args.arch,
+        architecture,
         args.objective,
         search=args.search,
         top_k=args.top_k,

@@ -27,6 +27,7 @@ import warnings
 from dataclasses import asdict, dataclass, field, replace
 
 import pandas as pd
+from tqdm import tqdm
 
 from dcaccel.architecture import Architecture
 from dcaccel.architecture import load as load_architecture
@@ -237,7 +238,18 @@ def place_canonical(layer: Layer, arch: Architecture, capacity: int, pes: tuple[
 
 
 def _model(workload):
-    """The ONNX model of ``workload`` (a built-in workload's name, a Workload, an ONNX file or proto)."""
+    """The ONNX model of ``workload`` (a built-in workload's name, a Workload, an ONNX file or proto), with
+    its constants folded and inference no-ops removed as the frontend does before import
+    (:mod:`dcaccel.frontend.onnx_prepare`), so that its nodes are those of the workload's program: an
+    exporter's ``Shape`` → ``Gather`` → ``Concat`` chains are not layers."""
+
+    from dcaccel.frontend import onnx_prepare as prepare
+
+    name, model = _source_model(workload)
+    return name, prepare.without_inference_noops(prepare.simplify(model, name), name)
+
+
+def _source_model(workload):
     import onnx
 
     if isinstance(workload, onnx.ModelProto):
@@ -269,13 +281,15 @@ def map_workload(
     implementations: tuple[str, ...] = IMPLEMENTATIONS,
     tile_limit: int | None = 4,
     capacity: int | None = None,
+    progress: bool | None = None,
 ) -> MappingResult:
     """Search the best mapping of every Conv, Gemm and 2-D MatMul node of ``workload`` on ``arch``.
 
     ``objective``: ``makespan`` (cycles), ``energy`` (pJ) or ``edp``; ``search``: ``decoupled`` (off-chip
     stage, then the ``top_k`` choices on chip) or ``exhaustive`` (the whole bounded space); ``pes``: the
     PE counts of the on-chip placement; ``tile_limit``: divisors kept per loop dimension (None: all);
-    ``capacity``: on-chip elements (default: the architecture's; needed for ``abstract``).
+    ``capacity``: on-chip elements (default: the architecture's; needed for ``abstract``); ``progress``:
+    show a progress bar over the nodes (None: when the search runs longer than a second).
     """
     check_objective(objective)
     if search not in SEARCHES:
@@ -293,7 +307,8 @@ def map_workload(
         raise DcaccelError(f"map {name}: no Conv, Gemm or 2-D MatMul node to map")
     rows, best, searched, uncounted = [], {}, {}, {}
     total = Cost(0, 0.0)
-    for layer in layers:
+    bar = tqdm(layers, desc=f"map {name}", unit="node", disable=progress is False, delay=0 if progress else 1.0)
+    for layer in bar:
         if layer.signature in searched:
             first, (row, mapping) = searched[layer.signature]
             mapping = replace(mapping, node=layer.node)

@@ -25,6 +25,23 @@ def test_table_and_errors(capsys):
     out = capsys.readouterr().out
     assert "Spatial(4, " in out and "over 1 nodes" in out and "mappings scheduled" in out
     assert main(["map", "conv-seed", "--arch", "abstract"]) == 2
-    assert "no on-chip capacity" in capsys.readouterr().err
+    assert capsys.readouterr().err == (
+        "dcaccel map: error: --arch abstract: architecture abstract has no on-chip capacity; give --capacity ELEMENTS\n"
+    )
     with pytest.raises(SystemExit):
         main(["map", "conv-seed", "--objective", "area"])
+
+
+def test_a_model_with_an_lstm_in_the_middle_lists_it_as_not_counted(tmp_path, capsys):
+    from tests.mapping.test_search import export_lstm
+
+    model = tmp_path / "lstm.onnx"
+    export_lstm(model)
+    status = main(["map", str(model), "--arch", "eyeriss", "--top-k", "1", "--pes", "4"])
+    out, err = capsys.readouterr()
+    assert status == 0 and "Traceback" not in err
+    assert out.splitlines()[-1] == (
+        "not counted: lstm_LSTM: unsupported op LSTM (node 'lstm_LSTM'): no dcaccel implementation, "
+        "and DaCe has none that applies"
+    )
+    assert "over 6 nodes" in out

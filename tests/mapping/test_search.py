@@ -68,6 +68,53 @@ def test_a_node_that_does_not_lower_alone_is_named_uncounted(twin_convs, monkeyp
     assert result.total.makespan_cycles == 2 * result.layers[0].makespan_cycles
 
 
+def export_lstm(path) -> None:
+    """Write to ``path`` an ONNX model Gemm → Relu → LSTM → Gemm on a sequence of 3 steps: an op without any
+    implementation (LSTM) in the middle of a model the search maps. PyTorch's exporter computes the LSTM's
+    initial states with ``Shape`` → ``Gather`` → ``Concat`` → ``Expand`` chains."""
+    import warnings
+
+    import torch
+
+    class Net(torch.nn.Module):
+        def __init__(self):
+            super().__init__()
+            self.fc1, self.lstm, self.fc2 = torch.nn.Linear(4, 8), torch.nn.LSTM(8, 8), torch.nn.Linear(8, 2)
+
+        def forward(self, x):
+            steps, _ = self.lstm(torch.relu(self.fc1(x)).unsqueeze(1))
+            return self.fc2(steps.squeeze(1))
+
+    torch.manual_seed(0)
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")  # the exporter's advice on LSTM batch sizes
+        torch.onnx.export(Net().eval(), (torch.zeros(3, 4),), str(path), dynamo=False, opset_version=18)
+
+
+@pytest.fixture(scope="module")
+def lstm_onnx(tmp_path_factory):
+    path = tmp_path_factory.mktemp("lstm") / "lstm.onnx"
+    export_lstm(path)
+    return str(path)
+
+
+def test_an_op_without_implementation_is_named_uncounted_and_the_rest_mapped(lstm_onnx):
+    """The layers are the program's nodes (the exporter's shape chains folded away): the LSTM does not lower
+    alone and is named with its reason, every other node is counted."""
+    result = map_workload(lstm_onnx, "eyeriss", pes=(4,), top_k=1, tile_limit=2)
+    assert result.uncounted == {
+        "lstm_LSTM": "unsupported op LSTM (node 'lstm_LSTM'): no dcaccel implementation, and DaCe has none that applies"
+    }
+    table = result.table()
+    assert list(table["op_type"]) == ["Gemm", "Relu", "Unsqueeze", "Squeeze", "Squeeze", "Gemm"]
+    assert set(result.best) == set(table["layer"]) and result.total.makespan_cycles == table["makespan_cycles"].sum()
+
+
+def test_a_long_search_shows_its_progress(capsys):
+    map_workload("conv-seed", "eyeriss", pes=(4,), top_k=1, tile_limit=2, progress=True)
+    assert "map conv-seed: 100%" in capsys.readouterr().err
+
+
 def test_report(seed_results):
     result = seed_results["decoupled"]
     data = result.to_json()
