@@ -33,6 +33,7 @@ imports DaCe only when called (``dcaccel.dag`` stays importable without it).
 from __future__ import annotations
 
 import copy
+import logging
 import warnings
 from collections import Counter
 from collections.abc import Mapping
@@ -66,6 +67,9 @@ if TYPE_CHECKING:
     from dcaccel.dag.scopes import Access, LoweredProgram, TaskScope
 
 __all__ = ["EDGE_VOLUME_RULES", "SINK_MODES", "ConcreteGraph", "Granularity", "extract", "extract_program"]
+
+#: Detail of the extraction: the buffer nodes the contract repair inserted (``meta["inserted_buffer"]``).
+logger = logging.getLogger(__name__)
 
 #: Largest number of (producer, consumer) box pairs intersected in one NumPy operation.
 _PAIR_CHUNK = 1 << 21
@@ -506,7 +510,7 @@ def _extract_program(program, granularity, edge_volume, sink, name, groups) -> T
         volumes = table.volume(edge_volume)
         _warn_fewer_tiles(graph.fewer_tiles, granularity)
     for data, fault in walk.inserted.items():
-        warnings.warn(f"extract: container '{data}' made a buffer node ({fault.reason})", stacklevel=3)
+        logger.debug("extract %s: container '%s' made a buffer node (%s)", name, data, fault.reason)
     dag = _emit(*columns, *ends, volumes, produced, sink, name)
     try:
         dag.validate()
