@@ -10,6 +10,7 @@ are computed by :mod:`dcaccel.scheduler.architecture`.
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from functools import cached_property
 from typing import Any
 
@@ -17,6 +18,8 @@ import networkx as nx
 import pydantic
 import yaml
 
+from dcaccel.architecture.ranges import MAX_UNITS
+from dcaccel.architecture.reader import ArchitectureError, read_yaml, shown
 from dcaccel.architecture.schema import (
     ANY_OP,
     ArchitectureSpec,
@@ -27,11 +30,10 @@ from dcaccel.architecture.schema import (
     Unit,
     describe_error,
 )
-from dcaccel.errors import DcaccelError
+from dcaccel.architecture.support import UnitRole
 
-
-class ArchitectureError(DcaccelError):
-    """An architecture description that does not validate, or a request it cannot serve."""
+#: The most links an instance graph is built with (networkx keeps a few hundred bytes per link).
+MAX_INSTANCE_LINKS = 10**6
 
 
 def all_to_all(count: int) -> nx.Graph:
@@ -66,24 +68,19 @@ class Architecture:
         """Validate ``data`` (the parsed YAML) and build the architecture; ``source`` names it in errors,
         ``label`` in results (default: its name)."""
         if not isinstance(data, dict):
-            raise ArchitectureError(f"architecture {source or '?'}: expected a mapping, got {type(data).__name__}")
+            got = "nothing" if data is None else type(data).__name__
+            raise ArchitectureError(f"architecture {source or '?'}: expected a mapping, got {got}")
         try:
             spec = ArchitectureSpec.model_validate(data)
         except pydantic.ValidationError as err:
-            raise ArchitectureError(describe_error(err, source or repr(data.get("name", "?")))) from None
+            raise ArchitectureError(describe_error(err, source or shown(data.get("name", "?")))) from None
         return cls(spec, label)
 
     @classmethod
     def from_yaml(cls, text: str, source: str = "") -> Architecture:
-        """Parse ``text`` with ``yaml.safe_load`` (never evaluated) and validate it."""
-        try:
-            data = yaml.safe_load(text)
-        except yaml.YAMLError as err:
-            mark = getattr(err, "problem_mark", None)
-            where = f" line {mark.line + 1}" if mark is not None else ""
-            problem = getattr(err, "problem", None) or type(err).__name__
-            raise ArchitectureError(f"architecture {source or '?'}:{where}: not valid YAML ({problem})") from None
-        return cls.from_dict(data, source)
+        """Parse ``text`` as data, never code, within the bounds of :func:`~dcaccel.architecture.reader.read_yaml`
+        (size, nesting, aliases, no duplicate key), and validate it."""
+        return cls.from_dict(read_yaml(text, source or "?"), source)
 
     def to_dict(self) -> dict:
         return self.spec.model_dump(mode="json", exclude_defaults=False)
@@ -142,18 +139,29 @@ class Architecture:
         count = spec.count if spec.count is not None else count
         if count is None:
             raise ArchitectureError(f"architecture {self.name}: unit '{unit}' has no count; give one")
-        if spec.topology.kind == TopologyKind.MESH:
-            return mesh_2d(spec.topology.rows, spec.topology.cols)
-        if spec.topology.kind == TopologyKind.BUS:
+        kind, rows, cols = spec.topology.kind, spec.topology.rows, spec.topology.cols
+        if kind == TopologyKind.MESH:
+            links = rows * (cols - 1) + cols * (rows - 1)
+        else:
+            links = count if kind == TopologyKind.BUS else count * (count - 1) // 2
+        if links > MAX_INSTANCE_LINKS:
+            raise ArchitectureError(
+                f"architecture {self.name}: the instance graph of unit '{unit}' ({count} units, {kind.value}) "
+                f"would have {links} links, more than {MAX_INSTANCE_LINKS}"
+            )
+        if kind == TopologyKind.MESH:
+            return mesh_2d(rows, cols)
+        if kind == TopologyKind.BUS:
             return bus(count)
         return all_to_all(count)
 
+    @cached_property
+    def _links(self) -> dict[frozenset[str], Link]:
+        return {frozenset(link.between): link for link in self.spec.links}
+
     def link(self, a: str, b: str) -> Link | None:
         """The link between components ``a`` and ``b`` (None when they have none)."""
-        for link in self.spec.links:
-            if set(link.between) == {a, b}:
-                return link
-        return None
+        return self._links.get(frozenset((a, b)))
 
     # ------------------------------------------------------------------ queries
 
@@ -166,9 +174,25 @@ class Architecture:
         raise ArchitectureError(f"architecture {self.name}: no unit runs op '{op or '(none)'}'")
 
     def unit_count(self, unit: str, pes: int) -> int:
-        """How many units of the kind the schedule uses: its count, or ``pes`` for an open count."""
+        """How many units of the kind the schedule uses: its count, or ``pes`` for an open count (at most
+        :data:`~dcaccel.architecture.ranges.MAX_UNITS`, as a count)."""
         count = self.units[unit].count
-        return pes if count is None else count
+        if count is not None:
+            return count
+        if pes > MAX_UNITS:
+            raise ArchitectureError(
+                f"architecture {self.label}: unit '{unit}' has no count and P = {pes} exceeds {MAX_UNITS} units"
+            )
+        return pes
+
+    def unit_counts(self, pes: int) -> dict[str, int]:
+        """The units of every kind (an open count is ``pes``)."""
+        return {unit: self.unit_count(unit, pes) for unit in self.units}
+
+    def accelerator_units(self, pes: int) -> int:
+        """The most PEs a homogeneous schedule may use: the units of every kind but the host (a PE runs on
+        a unit of the kind of each of its tasks, the host takes only what no other kind runs)."""
+        return sum(count for unit, count in self.unit_counts(pes).items() if self.units[unit].role != UnitRole.HOST)
 
     @property
     def offchip(self) -> str:
@@ -193,15 +217,12 @@ class Architecture:
     def throughput(self, unit: str) -> float:
         """Elements per port per reference cycle: ``elements_per_cycle`` scaled by the unit's clock."""
         spec = self.units[unit]
-        return spec.elements_per_cycle * self._clock_ratio(spec)
+        return spec.elements_per_cycle * spec.clock_ratio(self.clock_mhz)
 
     def mac_rate(self, unit: str) -> float | None:
         """MACs per reference cycle (None: MACs never limit)."""
         spec = self.units[unit]
-        return None if spec.macs_per_cycle is None else spec.macs_per_cycle * self._clock_ratio(spec)
-
-    def _clock_ratio(self, spec: Unit) -> float:
-        return 1.0 if spec.frequency_mhz is None else spec.frequency_mhz / self.clock_mhz
+        return None if spec.macs_per_cycle is None else spec.macs_per_cycle * spec.clock_ratio(self.clock_mhz)
 
     def peak_macs_per_cycle(self, pes: int) -> float:
         """The compute roof: MACs per reference cycle of every unit together, each at its MAC rate (one
@@ -216,12 +237,16 @@ class Architecture:
     def area_mm2(self, pes: int) -> float:
         """Units, their local memories and the on-chip memories (off-chip memory excluded); an open
         unit count is ``pes``."""
+        return self.area_of(self.unit_counts(pes))
+
+    def area_of(self, counts: Mapping[str, int]) -> float:
+        """The area (:meth:`area_mm2`) with ``counts`` units of every kind."""
         area = 0.0
         for name, unit in self.units.items():
-            area += self.unit_count(name, pes) * unit.area_mm2
+            area += counts[name] * unit.area_mm2
         for memory in self.memories.values():
             if memory.level == MemoryLevel.LOCAL:
-                area += self.unit_count(memory.unit, pes) * memory.area_mm2
+                area += counts[memory.unit] * memory.area_mm2
             elif memory.level == MemoryLevel.ONCHIP:
                 area += memory.area_mm2
         return area

@@ -48,5 +48,5 @@ def link_units(arch: Architecture, kinds: set[str]) -> tuple[Architecture, dict[
             energy_per_mac_pj=link.energy_per_element_pj,
         )
         links[name] = (host, kind)
-    costed = arch if not links else Architecture.from_dict({**arch.to_dict(), "units": units}, arch.name, arch.label)
+    costed = arch if not links else Architecture(arch.spec.model_copy(update={"units": units}), arch.label)
     return costed, links

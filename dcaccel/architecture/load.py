@@ -1,5 +1,5 @@
 """Loading architectures: the shipped designs by name (``dcaccel/architectures/*.yaml``) and
-user files. YAML is read with ``yaml.safe_load`` only: a file is data, never code."""
+user files. YAML is read as data, never code, within bounds (:mod:`dcaccel.architecture.reader`)."""
 
 from __future__ import annotations
 
@@ -7,12 +7,10 @@ from importlib import resources
 from pathlib import Path
 
 from dcaccel.architecture.graph import Architecture, ArchitectureError
+from dcaccel.architecture.reader import MAX_BYTES
 
 #: The architecture every schedule assumes when none is given (the seed's model).
 DEFAULT = "abstract"
-
-#: A description file larger than this is refused before it is parsed.
-MAX_FILE_BYTES = 1 << 20
 
 
 def _shipped() -> dict[str, resources.abc.Traversable]:
@@ -40,8 +38,8 @@ def load(name_or_path: str | Path | Architecture) -> Architecture:
         )
     if not path.is_file():
         raise ArchitectureError(f"architecture file {text} does not exist")
-    if path.stat().st_size > MAX_FILE_BYTES:
-        raise ArchitectureError(f"architecture file {text} is larger than {MAX_FILE_BYTES} bytes")
+    if path.stat().st_size > MAX_BYTES:
+        raise ArchitectureError(f"architecture file {text} is larger than {MAX_BYTES} bytes")
     try:
         content = path.read_text(encoding="utf-8")
     except (OSError, UnicodeDecodeError) as err:

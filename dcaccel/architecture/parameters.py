@@ -10,9 +10,10 @@ A parameter path names a field of the schema (:mod:`dcaccel.architecture.schema`
   memory only when the design has exactly one).
 
 Paths are checked against the schema's models before anything is set (an unknown component or
-field is a one-line error naming the path); values are YAML scalars (``8``, ``2.4``, ``null``)
-read with ``yaml.safe_load``, never evaluated, and the whole description is validated again by
-the schema, so a bad value is the schema's one-line error under the variant's label, e.g.
+field is a one-line error naming the path); values are YAML scalars (``8``, ``2.4``, ``1e-3``, ``null``)
+read as a description's YAML is (:func:`~dcaccel.architecture.reader.read_yaml`), never evaluated, and
+the whole description is validated again by the schema (types and ranges), so a bad value is the
+schema's one-line error under the variant's label, e.g.
 ``architecture eyeriss[units.pe.count=0]: units.pe.count: Input should be greater than 0``.
 """
 
@@ -26,6 +27,7 @@ import pydantic
 import yaml
 
 from dcaccel.architecture.graph import Architecture, ArchitectureError
+from dcaccel.architecture.reader import read_yaml
 from dcaccel.architecture.schema import ArchitectureSpec, Link, Memory, MemoryLevel, Unit
 
 #: Top-level fields that are not a parameter: the name (a variant keeps it) and the components.
@@ -47,8 +49,8 @@ def parse_parameter(text: str) -> tuple[str, tuple[Scalar, ...]]:
     parsed = []
     for piece in pieces:
         try:
-            value = yaml.safe_load(piece)
-        except yaml.YAMLError:
+            value = read_yaml(piece, f"parameter {path}")
+        except ArchitectureError:  # not YAML: the text itself
             value = piece
         if not isinstance(value, Scalar):
             raise ArchitectureError(f"architecture parameter {path}: {piece!r} is not a number, text or null")

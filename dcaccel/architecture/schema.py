@@ -13,14 +13,30 @@ from enum import StrEnum
 from typing import Annotated, Literal
 
 import pydantic
-from pydantic import BaseModel, ConfigDict, Field, NonNegativeFloat, PositiveFloat, PositiveInt, model_validator
+from pydantic import BaseModel, ConfigDict, Field, model_validator
 
+from dcaccel.architecture.ranges import (
+    MAX_ENTRIES,
+    MAX_KINDS,
+    MAX_LINKS,
+    MIN_RATE,
+    Area,
+    Bandwidth,
+    Capacity,
+    Clock,
+    ElementBytes,
+    Energy,
+    Latency,
+    Rate,
+    Units,
+)
+from dcaccel.architecture.reader import shown
 from dcaccel.architecture.support import PatternText, SupportRule, UnitRole, check_support
 
 #: An op name as a task's ``meta["op"]`` carries it (ONNX op type), or ``"*"`` for every op.
 ANY_OP = "*"
 
-Name = Annotated[str, Field(min_length=1, max_length=64, pattern=r"^[A-Za-z_][A-Za-z0-9_\-]*$")]
+Name = Annotated[str, Field(strict=True, min_length=1, max_length=64, pattern=r"^[A-Za-z_][A-Za-z0-9_\-]*$")]
 
 
 class _Strict(BaseModel):
@@ -39,8 +55,8 @@ class Topology(_Strict):
     """The unit↔unit network of a unit kind; ``rows`` × ``cols`` must equal the kind's count for a mesh."""
 
     kind: TopologyKind = TopologyKind.ALL_TO_ALL
-    rows: PositiveInt | None = None
-    cols: PositiveInt | None = None
+    rows: Units | None = None
+    cols: Units | None = None
 
     @model_validator(mode="after")
     def _mesh_shape(self) -> Topology:
@@ -56,17 +72,18 @@ class Unit(_Strict):
     ``elements_per_cycle`` is the throughput of each port (elements read on one in-edge or written
     on one out-edge per cycle of the unit's clock); ``macs_per_cycle`` None: MACs never limit."""
 
-    count: PositiveInt | None = None
-    ops: list[Name | Literal["*"]] = Field(default_factory=lambda: [ANY_OP], min_length=1)
-    elements_per_cycle: PositiveFloat = 1.0
-    macs_per_cycle: PositiveFloat | None = None
-    frequency_mhz: PositiveFloat | None = None  # None: the architecture's clock
-    area_mm2: NonNegativeFloat = 0.0  # per unit
-    energy_per_mac_pj: NonNegativeFloat = 0.0
+    count: Units | None = None
+    ops: list[Name | Literal["*"]] = Field(default_factory=lambda: [ANY_OP], min_length=1, max_length=MAX_ENTRIES)
+    elements_per_cycle: Rate = 1.0
+    macs_per_cycle: Rate | None = None
+    frequency_mhz: Clock | None = None  # None: the architecture's clock
+    area_mm2: Area = 0.0  # per unit
+    energy_per_mac_pj: Energy = 0.0
     topology: Topology = Field(default_factory=Topology)
     role: UnitRole = UnitRole.ACCELERATOR  # host: the CPU that runs what the accelerator cannot
-    support: list[SupportRule] | None = None  # None: every op of ``ops``, unconstrained (dcaccel.architecture.support)
-    patterns: list[PatternText] = Field(default_factory=list)  # composites it runs, e.g. "Conv+Relu"
+    # None: every op of ``ops``, unconstrained (dcaccel.architecture.support)
+    support: list[SupportRule] | None = Field(default=None, max_length=MAX_ENTRIES)
+    patterns: list[PatternText] = Field(default_factory=list, max_length=MAX_ENTRIES)  # composites, e.g. "Conv+Relu"
 
     @model_validator(mode="after")
     def _mesh_count(self) -> Unit:
@@ -78,6 +95,10 @@ class Unit(_Strict):
             if topology.rows * topology.cols != self.count:
                 raise ValueError(f"mesh {topology.rows}×{topology.cols} does not hold count {self.count} units")
         return self
+
+    def clock_ratio(self, clock_mhz: float) -> float:
+        """How much faster than the reference clock ``clock_mhz`` the unit runs (1: at it)."""
+        return 1.0 if self.frequency_mhz is None else self.frequency_mhz / clock_mhz
 
 
 class MemoryLevel(StrEnum):
@@ -93,11 +114,11 @@ class Memory(_Strict):
 
     level: MemoryLevel
     unit: Name | None = None  # the unit kind a local memory belongs to
-    capacity_bytes: PositiveInt | None = None
-    bandwidth_bytes_per_cycle: PositiveFloat | None = None
-    read_energy_pj: NonNegativeFloat = 0.0
-    write_energy_pj: NonNegativeFloat = 0.0
-    area_mm2: NonNegativeFloat = 0.0
+    capacity_bytes: Capacity | None = None
+    bandwidth_bytes_per_cycle: Bandwidth | None = None
+    read_energy_pj: Energy = 0.0
+    write_energy_pj: Energy = 0.0
+    area_mm2: Area = 0.0
 
     @model_validator(mode="after")
     def _level_fields(self) -> Memory:
@@ -113,27 +134,36 @@ class Link(_Strict):
     every link of the kind's topology. ``bandwidth_bytes_per_cycle`` None: unlimited."""
 
     between: tuple[Name, Name]
-    bandwidth_bytes_per_cycle: PositiveFloat | None = None
-    latency_cycles: Annotated[int, Field(ge=0)] = 0
-    energy_per_element_pj: NonNegativeFloat = 0.0
+    bandwidth_bytes_per_cycle: Bandwidth | None = None
+    latency_cycles: Latency = 0
+    energy_per_element_pj: Energy = 0.0
 
 
 class ArchitectureSpec(_Strict):
     """The whole description (the top level of an architecture YAML file)."""
 
     name: Name
-    description: str = ""
-    element_bytes: PositiveInt = 4
-    clock_mhz: PositiveFloat = 1000.0
-    units: dict[Name, Unit] = Field(min_length=1)
-    memories: dict[Name, Memory] = Field(default_factory=dict)
-    links: list[Link] = Field(default_factory=list)
+    description: Annotated[str, Field(strict=True)] = ""
+    element_bytes: ElementBytes = 4
+    clock_mhz: Clock = 1000.0
+    units: dict[Name, Unit] = Field(min_length=1, max_length=MAX_KINDS)
+    memories: dict[Name, Memory] = Field(default_factory=dict, max_length=MAX_KINDS)
+    links: list[Link] = Field(default_factory=list, max_length=MAX_LINKS)
 
     @model_validator(mode="after")
     def _references(self) -> ArchitectureSpec:
         shared = set(self.units) & set(self.memories)
         if shared:
             raise ValueError(f"'{sorted(shared)[0]}' names both a unit and a memory")
+        for name, unit in self.units.items():
+            ratio = unit.clock_ratio(self.clock_mhz)
+            for field in ("elements_per_cycle", "macs_per_cycle"):
+                rate = getattr(unit, field)
+                if rate is not None and rate * ratio < MIN_RATE:
+                    raise ValueError(
+                        f"units.{name}.{field}: {rate:g} at {unit.frequency_mhz:g} MHz is {rate * ratio:.3g} per "
+                        f"cycle of the {self.clock_mhz:g} MHz clock, below {MIN_RATE:g}"
+                    )
         hosts = [name for name, unit in self.units.items() if unit.role == UnitRole.HOST]
         if len(hosts) > 1:
             raise ValueError(f"units: at most one host, got {', '.join(hosts)}")
@@ -161,7 +191,7 @@ def describe_error(error: pydantic.ValidationError, source: str) -> str:
     it is (``units.pe.count``), and how many more there are."""
     problems = error.errors(include_url=False)
     first = problems[0]
-    where = ".".join(str(part) for part in first["loc"])
+    where = ".".join(shown(part) for part in first["loc"])
     message = first["msg"].removeprefix("Value error, ")
     more = f" (and {len(problems) - 1} more)" if len(problems) > 1 else ""
     return f"architecture {source}: {where + ': ' if where else ''}{message}{more}"

@@ -17,12 +17,16 @@ from dataclasses import dataclass, field
 from enum import StrEnum
 from typing import Annotated
 
-from pydantic import BaseModel, ConfigDict, Field, PositiveInt
+from pydantic import BaseModel, ConfigDict, Field
 
-OpName = Annotated[str, Field(min_length=1, max_length=64, pattern=r"^[A-Za-z_][A-Za-z0-9_]*$")]
+from dcaccel.architecture.ranges import MAX_ENTRIES, Positive
+
+OpName = Annotated[str, Field(strict=True, min_length=1, max_length=64, pattern=r"^[A-Za-z_][A-Za-z0-9_]*$")]
 #: A composite pattern as written in YAML: op names joined by ``+`` (at least two).
-PatternText = Annotated[str, Field(pattern=r"^[A-Za-z_][A-Za-z0-9_]*(\+[A-Za-z_][A-Za-z0-9_]*)+$", max_length=256)]
-DType = Annotated[str, Field(pattern=r"^(float(16|32|64)|bfloat16|u?int(8|16|32|64)|bool)$")]
+PatternText = Annotated[
+    str, Field(strict=True, pattern=r"^[A-Za-z_][A-Za-z0-9_]*(\+[A-Za-z_][A-Za-z0-9_]*)+$", max_length=256)
+]
+DType = Annotated[str, Field(strict=True, pattern=r"^(float(16|32|64)|bfloat16|u?int(8|16|32|64)|bool)$")]
 
 
 class UnitRole(StrEnum):
@@ -41,12 +45,12 @@ class SupportRule(BaseModel):
     model_config = ConfigDict(extra="forbid", frozen=True)
 
     op: OpName
-    implementations: list[OpName] | None = Field(default=None, min_length=1)
-    kernel_shape: list[list[PositiveInt]] | None = Field(default=None, min_length=1)
-    strides: list[list[PositiveInt]] | None = Field(default=None, min_length=1)
-    group: list[PositiveInt] | None = Field(default=None, min_length=1)
-    dtypes: list[DType] | None = Field(default=None, min_length=1)
-    max_elements: PositiveInt | None = None
+    implementations: list[OpName] | None = Field(default=None, min_length=1, max_length=MAX_ENTRIES)
+    kernel_shape: list[list[Positive]] | None = Field(default=None, min_length=1, max_length=MAX_ENTRIES)
+    strides: list[list[Positive]] | None = Field(default=None, min_length=1, max_length=MAX_ENTRIES)
+    group: list[Positive] | None = Field(default=None, min_length=1, max_length=MAX_ENTRIES)
+    dtypes: list[DType] | None = Field(default=None, min_length=1, max_length=MAX_ENTRIES)
+    max_elements: Positive | None = None
 
     def violation(self, instance: OpInstance) -> str | None:
         """Which constraint ``instance`` violates (one phrase), or None when the rule admits it."""

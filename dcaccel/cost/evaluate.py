@@ -100,12 +100,27 @@ def _product(factors) -> int:
     return math.prod(factors) if factors else 1
 
 
+def _effective(nest: LayerNest, spatial, temporal) -> tuple[tuple[str, str, float], ...]:
+    """The spatial unrolling as the data sees it: a loop unrolled f times whose extent n leaves ⌈n / f'⌉
+    iterations (f' its whole unrolling) touches n / ⌈n / f'⌉ elements per unit on average, not f (a
+    non-dividing unrolling leaves units idle in its last iteration, as ZigZag counts it)."""
+    unrolled: dict[str, int] = {}
+    for _, loop, factor in spatial:
+        unrolled[loop] = unrolled.get(loop, 1) * factor
+    scale = {}
+    for loop, factor in unrolled.items():
+        iterations = math.ceil(nest.loops[loop] / factor)
+        scale[loop] = nest.loops[loop] / iterations / factor
+    return tuple((dim, loop, factor * scale[loop]) for dim, loop, factor in spatial)
+
+
 class Tiles:
     """Footprints and refills of every operand for every prefix of a mapping's temporal loops, computed
     once (a search evaluates thousands of boundaries over the same loops)."""
 
     def __init__(self, nest: LayerNest, spatial, temporal):
         self.nest, self.spatial, self.temporal = nest, tuple(spatial), tuple(temporal)
+        self.effective = _effective(nest, self.spatial, self.temporal)
         self._footprints: dict[tuple[str, frozenset], list[int]] = {}
         self._relevant = {op: [nest.relevant(op, loop) for loop, _ in self.temporal] for op in OPERANDS}
         suffix = [1] * (len(self.temporal) + 1)
@@ -119,7 +134,7 @@ class Tiles:
         table = self._footprints.get(key)
         if table is None:
             extents: dict[str, int] = {}
-            for dim, loop, factor in self.spatial:
+            for dim, loop, factor in self.effective:
                 if dim in served:
                     extents[loop] = extents.get(loop, 1) * factor
             table = self._footprints[key] = self.nest.footprints(operand, extents, self.temporal)
@@ -132,6 +147,10 @@ class Tiles:
         while start < len(relevant) and not relevant[start]:
             start += 1
         return self._suffix[start]
+
+    def iterations(self, bound: int) -> int:
+        """Iterations of the loops outside the first ``bound``."""
+        return self._suffix[bound]
 
     def distinct(self, operand: str, bound: int) -> int:
         """Iterations of the outer loops that index ``operand`` (distinct tiles over time)."""
@@ -154,7 +173,7 @@ class _Walk:
         instances of ``upper`` that hold distinct data (multicast and spatial reduction count once)."""
         lower_served = lower.served if lower is not None else frozenset()
         fan = 1
-        for dim, loop, factor in self.mapping.spatial:
+        for dim, loop, factor in self.tiles.effective:
             if dim in lower_served:
                 continue
             if dim not in upper.served or self.nest.relevant(self.operand, loop):
@@ -164,7 +183,7 @@ class _Walk:
     def copies(self, memory: Memory | None) -> int:
         """Instances of ``memory`` that hold a tile (all of them, duplicates included)."""
         served = memory.served if memory is not None else frozenset()
-        return _product([factor for dim, _, factor in self.mapping.spatial if dim not in served])
+        return _product([factor for dim, _, factor in self.tiles.effective if dim not in served])
 
     def tile(self, position: int, bound: int) -> int:
         served = self.levels[position].served if position >= 0 else frozenset()
@@ -193,6 +212,7 @@ class Link:
     buffered: bool  # the receiving tile is double-buffered: a period-long window for the transfer
     window: int  # else the iterations of the period the transfer may take (the tile's top irrelevant loops)
     step: int  # the step of the operand's levels it belongs to (0: between the units and the first level)
+    first: float  # elements of the operand's innermost tile: the least a transfer made once must carry
 
     @property
     def read(self) -> bool:
@@ -241,6 +261,7 @@ def _links(walk: _Walk, bits: Mapping[str, int], buffered: Mapping[str, bool]) -
     bounds = (0, *walk.bounds)
     memories = (None, *walk.levels)
     top = len(memories) - 2
+    first = walk.tile(0, bounds[1])
     links = []
     for below in range(len(memories) - 1):
         lower, upper = memories[below], memories[below + 1]
@@ -253,23 +274,25 @@ def _links(walk: _Walk, bits: Mapping[str, int], buffered: Mapping[str, bool]) -
         window = _window(walk, bounds[below])
         if not output:
             precision = bits[operand]
-            links.append(Link(upper, operand, "tl", per_upper, visits, upper_copies, precision, double, window, below))
+            links.append(
+                Link(upper, operand, "tl", per_upper, visits, upper_copies, precision, double, window, below, first)
+            )
             if lower is not None:
                 copies = walk.copies(lower)
-                links.append(Link(lower, operand, "fh", tile, visits, copies, precision, double, window, below))
+                links.append(Link(lower, operand, "fh", tile, visits, copies, precision, double, window, below, first))
             continue
         distinct = walk.distinct_visits(bounds[below])
         back = visits - distinct
         final = bits["O"] if below == top and back == 0 else bits["psum"]
         psum = bits["psum"]
-        links.append(Link(upper, operand, "fl", per_upper, visits, upper_copies, final, double, window, below))
+        links.append(Link(upper, operand, "fl", per_upper, visits, upper_copies, final, double, window, below, first))
         if back:
-            links.append(Link(upper, operand, "tl", per_upper, back, upper_copies, psum, double, window, below))
+            links.append(Link(upper, operand, "tl", per_upper, back, upper_copies, psum, double, window, below, first))
         if lower is not None:
             copies = walk.copies(lower)
-            links.append(Link(lower, operand, "th", tile, visits, copies, final, double, window, below))
+            links.append(Link(lower, operand, "th", tile, visits, copies, final, double, window, below, first))
             if back:
-                links.append(Link(lower, operand, "fh", tile, back, copies, psum, double, window, below))
+                links.append(Link(lower, operand, "fh", tile, back, copies, psum, double, window, below, first))
     return links
 
 
@@ -288,18 +311,22 @@ def _occupancy(hierarchy: Hierarchy, mapping: LayerMapping, tiles: Tiles) -> dic
     for memory in hierarchy.memories:
         if memory.size_bits is None:
             continue
-        used[memory] = sum(
-            tiles.footprint(op, memory.served, mapping.boundaries[op][hierarchy.levels(op).index(memory)])
-            * operand_bits(hierarchy, op)
-            for op in memory.operands
-        )
+        total = 0
+        for operand in memory.operands:
+            bound = mapping.boundaries[operand][hierarchy.levels(operand).index(memory)]
+            total += tiles.footprint(operand, memory.served, bound) * stored_bits(hierarchy, tiles, operand, bound)
+        used[memory] = total
     return used
 
 
-def operand_bits(hierarchy: Hierarchy, operand: str) -> int:
-    """Bits of one element of ``operand`` held on chip (outputs as partial sums)."""
+def stored_bits(hierarchy: Hierarchy, tiles: Tiles, operand: str, bound: int) -> int:
+    """Bits of one stored element of ``operand`` in a level holding the first ``bound`` loops: outputs are
+    partial sums while a loop outside the level still reduces into them."""
     precision = hierarchy.precision
-    return precision["psum"] if operand == "O" else precision[operand]
+    if operand != "O":
+        return precision[operand]
+    reduced = any(not tiles.nest.relevant("O", loop) for loop, _ in tiles.temporal[bound:])
+    return precision["psum"] if reduced else precision["O"]
 
 
 def evaluate(nest: LayerNest, hierarchy: Hierarchy, mapping: LayerMapping, tiles: Tiles | None = None) -> LayerCost:
@@ -334,33 +361,60 @@ def evaluate(nest: LayerNest, hierarchy: Hierarchy, mapping: LayerMapping, tiles
     traffic = {key: Traffic(*values) for key, values in counts.items()}
 
     temporal = _product([factor for _, factor in mapping.temporal])
-    stalls: dict[tuple[str, str], int] = {}
-    for link in links:
-        if link.periods > 1:
-            period = temporal // link.periods
-            allowed = period if link.buffered else period // max(1, link.window)
-            excess = (link.cycles() - allowed) * (link.periods - 1)
-            if excess > 0:
-                stalls[link.port()] = stalls.get(link.port(), 0) + excess
-    onload = sum(
-        link.cycles() for link in links if link.periods == 1 and link.operand != "O" and link.direction == "tl"
-    )
-    last: dict[int, int] = {}
-    for link in links:
-        if link.operand == "O" and link.step > 0 and link.direction in ("th", "fl"):
-            last[link.step] = max(last.get(link.step, 0), link.cycles())
+    stall, onload, offload, port_stalls = _timing(links, temporal)
     drain = sum(factor - 1 for dim, _, factor in mapping.spatial if dim in hierarchy.systolic)
-    port_cycles = {f"{name}.{kind}": cycles for (name, kind), cycles in stalls.items()}
     return LayerCost(
         nest.name,
         mapping,
         nest.macs,
         temporal,
         math.ceil(nest.macs / hierarchy.units),
-        max(stalls.values(), default=0),
+        stall,
         onload,
-        sum(last.values()) + drain,
+        offload + drain,
         traffic,
         energy,
-        port_cycles,
+        port_stalls,
     )
+
+
+def _timing(links: list[Link], temporal: int) -> tuple[int, int, int, dict[str, int]]:
+    """Stall, onloading and offloading cycles (ZigZag's latency model, ``docs/validation.md``):
+
+    - a periodic transfer that takes longer than its window (the period when the receiving tile is
+      double-buffered, else the iterations of its top irrelevant loops) stalls the array by the excess in
+      every period but the first; a port's stalls add up, the worst port stalls the array;
+    - a transfer made once (the first tiles in, the last outputs out) takes its cycles less what the
+      port's spare bandwidth during the computation can carry, per operand level after level (the longer
+      side of each step); the two inputs load in parallel on separate ports, one after the other on
+      shared ones.
+    """
+    stalls: dict[tuple[str, str], int] = {}
+    busy: dict[tuple[str, str], float] = {}
+    for link in links:
+        if link.periods > 1:
+            period = temporal / link.periods
+            allowed = period if link.buffered else period / max(1, link.window)
+            excess = (link.cycles() - allowed) * (link.periods - 1)
+            if excess > 0:
+                stalls[link.port()] = stalls.get(link.port(), 0) + math.ceil(excess)
+            busy[link.port()] = busy.get(link.port(), 0.0) + link.elements * link.bits / link.bandwidth() / period
+    stall = max(stalls.values(), default=0)
+
+    def once(link: Link) -> int:
+        spare = max(0.0, 1.0 - busy.get(link.port(), 0.0)) * (temporal + stall)
+        least = math.ceil(min(link.elements, link.first) * link.bits / link.bandwidth())
+        return max(least, math.ceil(link.cycles() - spare))
+
+    steps: dict[tuple[str, int], int] = {}
+    ports: dict[str, set] = {}
+    for link in links:
+        if link.periods == 1 and (link.operand == "O") == (link.direction in ("th", "fl")) and link.step > 0:
+            key = (link.operand, link.step)
+            steps[key] = max(steps.get(key, 0), once(link))
+            ports.setdefault(link.operand, set()).add(link.port())
+    loads = [sum(c for (op, _), c in steps.items() if op == operand) for operand in ("W", "I")]
+    separate = not (ports.get("W", set()) & ports.get("I", set()))
+    onload = max(loads) if separate else sum(loads)
+    offload = sum(c for (op, _), c in steps.items() if op == "O")
+    return stall, onload, offload, {f"{name}.{kind}": cycles for (name, kind), cycles in stalls.items()}

@@ -10,9 +10,8 @@ the same mappings (``docs/validation.md``):
 - *Temporal*: what the unrolling leaves of each loop is split into its prime factors; while there are more
   than ``lpf_limit`` factors, the two smallest factors of the loop with the most factors are merged
   (LOMA's rule); every distinct order of the factors is tried.
-- *Tiles*: memories are filled innermost first, as LOMA's allocator does: a memory takes the longest run
-  of the loops its operands have not placed yet for which every operand's tile fits its size; the
-  outermost memory takes the rest.
+- *Tiles*: memories are filled innermost first, as LOMA's allocator does (:func:`allocate`); the
+  outermost memory of an operand takes what is left.
 
 Each candidate is evaluated (:func:`dcaccel.cost.evaluate.evaluate`) and the best by ``objective``
 (``latency``, ``energy`` or ``edp``; ties: the other two) is kept.
@@ -25,7 +24,7 @@ import math
 from collections import Counter
 from collections.abc import Iterator, Mapping, Sequence
 
-from dcaccel.cost.evaluate import LayerCost, LayerMapping, Tiles, evaluate, operand_bits
+from dcaccel.cost.evaluate import LayerCost, LayerMapping, Tiles, evaluate, stored_bits
 from dcaccel.cost.hierarchy import Hierarchy
 from dcaccel.cost.nest import OPERANDS, LayerNest
 from dcaccel.errors import DcaccelError
@@ -114,26 +113,43 @@ def _distinct_orders(items: list[tuple[str, int]]) -> Iterator[tuple[tuple[str, 
 
 
 def allocate(hierarchy: Hierarchy, tiles: Tiles) -> LayerMapping | None:
-    """Fill the memories innermost first with the longest run of loops whose tiles fit (None: none fits)."""
+    """Fill the memories innermost first, as LOMA's allocator does: each memory takes, per operand it holds,
+    a run of that operand's next loops, the combination whose tiles fit together and that least often
+    refills them from the level above (Σ iterations outside × tile bits; ties: the later, longer runs).
+    None: nothing fits."""
     temporal = tiles.temporal
+    count = len(temporal)
     placed = dict.fromkeys(OPERANDS, 0)
     bounds: dict[str, list[int]] = {operand: [] for operand in OPERANDS}
-    bits = {operand: operand_bits(hierarchy, operand) for operand in OPERANDS}
+    outermost = {operand: hierarchy.levels(operand)[-1] for operand in OPERANDS}
     for memory in hierarchy.memories:
         operands = sorted(memory.operands)
-        start = max(placed[operand] for operand in operands)
-        end = len(temporal) if memory.size_bits is None else None
-        if end is None:
-            for candidate in range(start, len(temporal) + 1):
-                used = sum(tiles.footprint(op, memory.served, candidate) * bits[op] for op in operands)
-                if used > memory.size_bits:
-                    break
-                end = candidate
-            if end is None:
-                return None
+        options = []
         for operand in operands:
-            bounds[operand].append(end)
-            placed[operand] = end
+            if memory is outermost[operand]:
+                options.append([(count, 0, 0)])
+                continue
+            choices = []
+            for bound in range(placed[operand], count + 1):
+                bits = tiles.footprint(operand, memory.served, bound) * stored_bits(hierarchy, tiles, operand, bound)
+                if memory.size_bits is not None and bits > memory.size_bits:
+                    break
+                choices.append((bound, bits, tiles.iterations(bound) * bits))
+            if not choices:
+                return None
+            options.append(choices)
+        best, best_refills = None, None
+        for combination in itertools.product(*options):
+            if memory.size_bits is not None and sum(bits for _, bits, _ in combination) > memory.size_bits:
+                continue
+            refills = sum(refill for _, _, refill in combination)
+            if best_refills is None or refills <= best_refills:
+                best, best_refills = combination, refills
+        if best is None:
+            return None
+        for operand, (bound, _, _) in zip(operands, best, strict=True):
+            bounds[operand].append(bound)
+            placed[operand] = bound
     return LayerMapping(tiles.spatial, temporal, {operand: tuple(bounds[operand]) for operand in OPERANDS})
 
 

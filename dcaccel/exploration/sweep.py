@@ -45,7 +45,7 @@ from dcaccel.frontend.ops import library_nodes
 from dcaccel.partitioning import OBJECTIVES as PARTITION_OBJECTIVES
 from dcaccel.partitioning import Partition, energy_split, partition
 from dcaccel.scheduler import HETEROGENEOUS, PARTITIONINGS, CanonicalGraph, schedule
-from dcaccel.scheduler.heft import unit_layout
+from dcaccel.scheduler.heft import schedule_units
 from dcaccel.transforms.lower import (
     OpaqueOpWarning,
     available_implementations,
@@ -310,7 +310,7 @@ def _report_composition(workload_name: str, reason: str | None) -> None:
 def heft_units(arch: Architecture, pes: int) -> int:
     """The PEs of a HEFT schedule on ``arch`` for P = ``pes``: its units (an open count is ``pes``),
     the ``pes`` column of its points."""
-    return len(unit_layout(arch, pes))
+    return schedule_units(arch, pes)
 
 
 def runs(grid: Grid, archs: Sequence[Architecture]) -> Iterator[tuple[int, str, tuple[Architecture, ...]]]:
@@ -897,14 +897,18 @@ def architectures(arch, parameters: Mapping[str, Sequence] | None = None) -> tup
 
 
 def check_units(grid: Grid, archs: Sequence[Architecture]) -> None:
-    """Refuse a P of a homogeneous scheduler above the units an architecture has (each PE runs on a unit)."""
+    """Refuse a P of a homogeneous scheduler above the units an architecture has besides its host (each PE
+    runs on a unit of the accelerator)."""
     if all(scheduler == HETEROGENEOUS for scheduler in grid.schedulers):
         return
     for arch in archs:
         for pes in grid.pes:
-            units = sum(arch.unit_count(unit, pes) for unit in arch.units)
+            units = arch.accelerator_units(pes)
             if pes > units:
-                raise DcaccelError(f"explore: architecture {arch.label} has {units} units, fewer than P = {pes}")
+                besides = " besides its host" if host_of(arch) else ""
+                raise DcaccelError(
+                    f"explore: architecture {arch.label} has {units} units{besides}, fewer than P = {pes}"
+                )
 
 
 class _Run:

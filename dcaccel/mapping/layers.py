@@ -69,7 +69,8 @@ class Layer:
         return self.nest is not None
 
 
-def _shapes(model: onnx.ModelProto) -> dict[str, tuple[int, ...]]:
+def static_shapes(model: onnx.ModelProto) -> dict[str, tuple[int, ...]]:
+    """The shape of every value of ``model`` whose dimensions are all known, and of every initializer."""
     graph = model.graph
     shapes = {}
     for value in [*graph.input, *graph.value_info, *graph.output]:
@@ -81,7 +82,8 @@ def _shapes(model: onnx.ModelProto) -> dict[str, tuple[int, ...]]:
     return shapes
 
 
-def _attributes(node: onnx.NodeProto) -> dict:
+def node_attributes(node: onnx.NodeProto) -> dict:
+    """The attributes of ``node`` as Python values."""
     return {a.name: onnx.helper.get_attribute_value(a) for a in node.attribute}
 
 
@@ -90,7 +92,7 @@ def loop_nest(node: onnx.NodeProto, shapes: dict[str, tuple[int, ...]]) -> LoopN
     missing = [name for name in [*node.input[:2], node.output[0]] if name not in shapes]
     if missing:
         raise DcaccelError(f"mapping: {node.op_type} node {node.name}: no static shape for {', '.join(missing)}")
-    attributes = _attributes(node)
+    attributes = node_attributes(node)
     if node.op_type == "Conv":
         weight, output = shapes[node.input[1]], shapes[node.output[0]]
         groups = int(attributes.get("group", 1))
@@ -114,7 +116,7 @@ def model_layers(model: onnx.ModelProto) -> list[Layer]:
     one-node model only. ``Constant`` nodes are data, not layers: their outputs count as weights, so a
     node reading one (a ``Reshape``'s shape) takes it into its one-node model."""
     inferred = readable_node_names(onnx.shape_inference.infer_shapes(model))
-    shapes = _shapes(inferred)
+    shapes = static_shapes(inferred)
     extractor = onnx.utils.Extractor(inferred)
     constants = {tensor.name for tensor in inferred.graph.initializer}
     constants |= {name for node in inferred.graph.node if node.op_type == "Constant" for name in node.output}
@@ -129,7 +131,7 @@ def model_layers(model: onnx.ModelProto) -> list[Layer]:
         nest = loop_nest(node, shapes) if products else None
         inputs = [n for n in node.input if n and n not in constants]
         one = extractor.extract_model(inputs, list(node.output))
-        attributes = tuple(sorted((k, str(v)) for k, v in _attributes(node).items()))
+        attributes = tuple(sorted((k, str(v)) for k, v in node_attributes(node).items()))
         signature = (node.op_type, attributes, tuple(shapes.get(n) for n in node.input if n))
         layers.append(Layer(name, node.op_type, nest, one, signature))
     return layers

@@ -16,7 +16,7 @@ from dcaccel.dag.walk import without_cycle_collection
 from dcaccel.errors import DcaccelError
 from dcaccel.scheduler.architecture import ArchitectureCosts, validate_costs
 from dcaccel.scheduler.graph import CanonicalGraph
-from dcaccel.scheduler.heft import heft_schedule
+from dcaccel.scheduler.heft import heft_schedule, schedule_units
 from dcaccel.scheduler.io import IOVolume
 from dcaccel.scheduler.list import list_schedule
 from dcaccel.scheduler.schedule import Schedule, ScheduleError, TaskEvent
@@ -116,7 +116,7 @@ def _run(
     graph = dag if isinstance(dag, CanonicalGraph) else CanonicalGraph.from_dag(dag)
     if scheduler == HETEROGENEOUS:
         timing, layout, order = heft_schedule(graph, arch, pes)
-        built = Schedule(graph, len(layout), scheduler, timing, onchip=onchip, placement=order)
+        built = Schedule(graph, schedule_units(arch, pes), scheduler, timing, onchip=onchip, placement=order)
         built.unit_of_pe = layout
     elif scheduler == "streaming":
         result = streaming_schedule(

@@ -46,6 +46,7 @@ from typing import NamedTuple
 import numpy as np
 
 from dcaccel.architecture import ANY_OP, Architecture, ArchitectureError
+from dcaccel.architecture.links import host_of
 from dcaccel.scheduler.graph import flagged
 from dcaccel.scheduler.schedule import ScheduleError
 from dcaccel.scheduler.timeline import Timing
@@ -462,9 +463,16 @@ def architecture_costs(
     element_bytes = arch.element_bytes
     if onchip_buffers and not arch.onchip:
         raise ArchitectureError(f"architecture {arch.name}: buffers are placed on chip but it has no onchip memory")
-    capacity = sum(arch.unit_count(unit, pes) for unit in arch.units)
-    if pes > capacity:
-        raise ArchitectureError(f"architecture {arch.name} has {capacity} units, the schedule uses {pes} PEs")
+    if schedule.unit_of_pe is None:  # a homogeneous schedule: every PE on its own accelerator unit
+        capacity = arch.accelerator_units(pes)
+        if pes > capacity:
+            besides = " besides its host" if host_of(arch) else ""
+            raise ArchitectureError(
+                f"architecture {arch.name} has {capacity} units{besides}, the schedule uses {pes} PEs"
+            )
+        counts = arch.unit_counts(pes)
+    else:  # a heterogeneous one (dcaccel.scheduler.heft.UnitLayout): its PEs are the units
+        counts = schedule.unit_of_pe.counts
 
     # The unit kind and run cycles of every node, and the unit instance of every task (an index into the
     # units of all kinds, kind after kind).
@@ -474,7 +482,6 @@ def architecture_costs(
     lead = [0] * n  # cycles from the start to the first output
     instance_of = [-1] * n
     rates = {unit: (_ratio(arch.throughput(unit)), _ratio(arch.mac_rate(unit))) for unit in arch.units}
-    counts = {unit: arch.unit_count(unit, pes) for unit in arch.units}
     busy: dict[str, int] = dict.fromkeys(arch.units, 0)
     instances = 0
     t_start, t_end, t_first, t_pe = t.start, t.end, t.first_output, t.pe
@@ -543,7 +550,7 @@ def architecture_costs(
         accesses={name: (reads[name], writes[name]) for name in arch.memories},
         energy_pj=energy,
         component_level=level,
-        area_mm2=arch.area_mm2(pes),
+        area_mm2=arch.area_of(counts),
         unit_counts=counts,
         busy_cycles=busy,
         compulsory_elements=compulsory,

@@ -1,7 +1,7 @@
 """The heterogeneous list scheduler (HEFT, Topcuoglu et al., IEEE TPDS 2002) over an architecture's units.
 
 The PEs are the architecture's units, kind after kind in description order (a kind without a count
-has P units); a task may run on any unit of a kind whose ``ops`` hold its op (``"*"``: every op), or
+has P units). A task may run on any unit of a kind whose ``ops`` hold its op (``"*"``: every op), or
 only on the kind its ``meta["unit"]`` names (a partition's placement, :mod:`dcaccel.transforms.offload`),
 buffer and pseudo nodes (no work) on any unit. A task takes, on a unit of kind k, its architecture
 run time ``max(⌈T(v) / throughput_k⌉, ⌈MACs / MAC rate_k⌉)`` cycles (T(v) its abstract cost,
@@ -14,6 +14,11 @@ The result is a :class:`~dcaccel.scheduler.Schedule` in the abstract model for t
 order (a node starts when its predecessors and the previous node of its unit have finished, and
 runs T(v)), so every abstract figure and check applies; ``Schedule.unit_of_pe`` records each PE's
 kind for the costs.
+
+Every choice takes the lowest unit of a kind among those where a node finishes first, and a unit never
+used is free from the start, so no schedule uses more units of a kind than its graph has nodes: only
+those are numbered and kept (time and memory do not grow with a unit count, the schedule is the same),
+and the schedule's P is every unit of the architecture (:func:`schedule_units`).
 """
 
 from __future__ import annotations
@@ -25,18 +30,27 @@ from dcaccel.scheduler.list import _FreeTimes
 from dcaccel.scheduler.timeline import Timing
 
 
-def unit_layout(arch: Architecture, pes: int) -> list[str]:
-    """The kind of every PE: the architecture's units, kind after kind (an open count is ``pes``)."""
-    return [unit for unit in arch.units for _ in range(arch.unit_count(unit, pes))]
+def schedule_units(arch: Architecture, pes: int) -> int:
+    """The PEs of a HEFT schedule on ``arch`` for P = ``pes``: every unit of every kind (an open count is ``pes``)."""
+    return sum(arch.unit_counts(pes).values())
 
 
-def heft_schedule(g: CanonicalGraph, arch: Architecture, pes: int) -> tuple[Timing, list[str], list[int]]:
+class UnitLayout(list):
+    """The kind of every PE a schedule of ``nodes`` nodes numbers: the architecture's units, kind after kind,
+    at most ``nodes`` of each kind; ``counts`` holds the units of every kind (an open count is ``pes``)."""
+
+    def __init__(self, arch: Architecture, pes: int, nodes: int):
+        self.counts = arch.unit_counts(pes)
+        super().__init__(unit for unit, count in self.counts.items() for _ in range(min(count, nodes)))
+
+
+def heft_schedule(g: CanonicalGraph, arch: Architecture, pes: int) -> tuple[Timing, UnitLayout, list[int]]:
     """Place and order ``g`` on ``arch``'s units by HEFT (see the module docstring); returns the abstract
     timing of that placement, the kind of every PE and the order the nodes were placed in."""
-    layout = unit_layout(arch, pes)
     dag = g.dag
     n = g.n
     units = list(arch.units)
+    layout = UnitLayout(arch, pes, n)
     rates = {unit: (_ratio(arch.throughput(unit)), _ratio(arch.mac_rate(unit))) for unit in units}
     eligible: list[list[str]] = [units] * n
     duration: list[dict[str, int]] = [dict.fromkeys(units, 0) for _ in range(n)]
@@ -69,7 +83,7 @@ def heft_schedule(g: CanonicalGraph, arch: Architecture, pes: int) -> tuple[Timi
     # Per kind, the units' free times (architecture cycles) in a segment tree: the lowest unit free by
     # a time, or the lowest of those free earliest, is the unit of the kind where a task finishes first.
     offset = {unit: layout.index(unit) for unit in units if unit in layout}
-    free = {unit: _FreeTimes(arch.unit_count(unit, pes)) for unit in offset}
+    free = {unit: _FreeTimes(layout.count(unit)) for unit in offset}
     finish = [0] * n
     pe = [-1] * n
     for v in order:

@@ -85,3 +85,49 @@ def test_link_lookup_is_symmetric():
     assert arch.link("glb", "pe") is arch.link("pe", "glb")
     assert arch.link("pe", "dram") is None
     assert arch.local("pe") == "spad"
+
+
+def _design(units: dict) -> Architecture:
+    return Architecture.from_dict({"name": "d", "units": units, "memories": {"dram": {"level": "offchip"}}})
+
+
+@pytest.mark.parametrize(
+    ("units", "pes", "counts", "accelerator"),
+    [
+        ({"pe": {"count": 16}, "host": {"count": 1, "role": "host"}}, 4, {"pe": 16, "host": 1}, 16),  # simba-like
+        ({"pe": {}, "host": {"count": 1, "role": "host"}}, 8, {"pe": 8, "host": 1}, 8),
+        ({"column": {"count": 256, "ops": ["Conv"]}, "vector": {"count": 1}}, 4, {"column": 256, "vector": 1}, 257),
+        ({"host": {"count": 2, "role": "host"}}, 4, {"host": 2}, 0),
+    ],
+)
+def test_accelerator_units_leave_the_host_out(units, pes, counts, accelerator):
+    """A homogeneous schedule's PEs run on accelerator units: the host does not count (cgra has 64)."""
+    arch = _design(units)
+    assert arch.unit_counts(pes) == counts
+    assert arch.accelerator_units(pes) == accelerator
+    assert load("cgra").accelerator_units(16) == 64
+
+
+def test_an_open_count_is_bounded():
+    arch = load("abstract")
+    assert arch.unit_count("pe", 2**40) == 2**40
+    with pytest.raises(
+        ArchitectureError, match=r"^architecture abstract: unit 'pe' has no count and P = 1099511627777 "
+    ):
+        arch.unit_count("pe", 2**40 + 1)
+
+
+@pytest.mark.parametrize(
+    ("unit", "count", "links"),
+    [
+        ({"count": 10**8, "topology": {"kind": "bus"}}, None, 10**8),
+        ({"count": 2000}, None, 1999000),
+        ({"count": 10**6, "topology": {"kind": "mesh", "rows": 1000, "cols": 1000}}, None, 1998000),
+        ({}, 10**12, 10**12 * (10**12 - 1) // 2),
+    ],
+)
+def test_an_instance_graph_is_bounded(unit, count, links):
+    """A bus of 10**8 units used to take 4.1 GB and 70 s: the links are counted before any is built."""
+    with pytest.raises(ArchitectureError, match=f"would have {links} links, more than 1000000$"):
+        _design({"pe": unit}).instance_graph("pe", count)
+    assert _design({"pe": {"count": 1000, "topology": {"kind": "bus"}}}).instance_graph("pe").number_of_edges() == 1000

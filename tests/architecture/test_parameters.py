@@ -134,3 +134,41 @@ def test_variants_check_every_path_first():
         variants(load("abstract"), {"units.pe.count": [4], "units.pe.cnt": [1]})
     with pytest.raises(ArchitectureError, match="parameter units.pe.count: no value"):
         variants(load("abstract"), {"units.pe.count": []})
+
+
+@pytest.mark.parametrize(
+    ("text", "message"),
+    [
+        ("offchip.bandwidth_bytes_per_cycle=.inf", "offchip.bandwidth_bytes_per_cycle=inf]: memories.dram."),
+        ("offchip.bandwidth_bytes_per_cycle=1e-12", "bandwidth_bytes_per_cycle: Input should be greater than or equal"),
+        (
+            "offchip.bandwidth_bytes_per_cycle=1e-300",
+            "bandwidth_bytes_per_cycle: Input should be greater than or equal",
+        ),
+        ("clock_mhz=.inf", "clock_mhz: Input should be a finite number"),
+        ("clock_mhz=.nan", "clock_mhz: Input should be a finite number"),
+        ("offchip.read_energy_pj=1e308", "memories.dram.read_energy_pj: Input should be less than or equal to"),
+        ("units.pe.count=true", "units.pe.count: Input should be a valid integer"),
+        ("units.pe.count='168'", "units.pe.count: Input should be a valid integer"),
+        ("units.pe.count=1e3", "units.pe.count: Input should be a valid integer"),
+        ("units.pe.count=" + "9" * 400, "units.pe.count: Input should be less than or equal to 1099511627776"),
+        ("units.pe.elements_per_cycle=" + "9" * 400, "units.pe.elements_per_cycle: Input should be a valid number"),
+        ("units.pe.elements_per_cycle=1e-7", "units.pe.elements_per_cycle: Input should be greater than or equal"),
+        ("units.pe.macs_per_cycle=&a [*a]", "units.pe.macs_per_cycle: Input should be a valid number"),
+    ],
+)
+def test_parameter_values_are_validated_as_a_file_is(text, message):
+    """``--arch-param`` values are read as a description's YAML and validated by the same schema."""
+    arch = load("eyeriss")
+    path, values = parse_parameter(text)
+    with pytest.raises(ArchitectureError) as raised:
+        variants(arch, {path: values})
+    assert message in str(raised.value)
+    assert "\n" not in str(raised.value)
+
+
+def test_parameter_values_in_range():
+    (variant,) = variants(load("eyeriss"), dict([parse_parameter("offchip.bandwidth_bytes_per_cycle=1e-3")]))
+    assert variant.offchip_bandwidth == 1e-3
+    (variant,) = variants(load("abstract"), dict([parse_parameter("offchip.read_energy_pj=-0.0")]))
+    assert str(variant.memories["offchip"].read_energy_pj) == "0.0"

@@ -204,3 +204,99 @@ def test_schedule_with_heft(capsys):
     assert summary["architecture"]["makespan_cycles"] == result.costs.makespan_cycles
     assert main(["schedule", SEED, "--pes", "16", "--scheduler", "heft"]) == 2
     assert "--scheduler heft places tasks on an architecture's units: give --arch" in capsys.readouterr().err
+
+
+BOMB = "name: b\na0: &a0 [x, x, x, x, x, x, x, x, x, x]\n" + "".join(
+    f"a{i}: &a{i} [{', '.join([f'*a{i - 1}'] * 10)}]\n" for i in range(1, 20)
+)
+
+
+@pytest.mark.parametrize(
+    ("content", "message"),
+    [
+        (
+            "name: x\nunits:\n  pe: {count: 16, ops: [Conv]}\n  pe: {count: 4}\nmemories: {d: {level: offchip}}\n",
+            "line 4: not valid YAML (key pe appears twice in one mapping)",
+        ),
+        (
+            "name: x\nunits: {pe: {}}\nmemories: {d: {level: offchip, bandwidth_bytes_per_cycle: .inf}}\n",
+            "memories.d.bandwidth_bytes_per_cycle: Input should be a finite number",
+        ),
+        (
+            "name: x\nunits: {pe: {}}\nmemories: {d: {level: offchip, bandwidth_bytes_per_cycle: 1e-12}}\n",
+            "memories.d.bandwidth_bytes_per_cycle: Input should be greater than or equal to 0.001",
+        ),
+        (
+            "name: x\nunits: {pe: {elements_per_cycle: 1e-300}}\nmemories: {d: {level: offchip}}\n",
+            "units.pe.elements_per_cycle: Input should be greater than or equal to 0.000001",
+        ),
+        (
+            "name: x\nclock_mhz: .inf\nunits: {pe: {}}\nmemories: {d: {level: offchip}}\n",
+            "clock_mhz: Input should be a finite number",
+        ),
+        (
+            "name: x\nunits: {pe: {}}\nmemories: {d: {level: offchip, read_energy_pj: 1e308}}\n",
+            "memories.d.read_energy_pj: Input should be less than or equal to 1000000",
+        ),
+        (
+            "name: x\nunits: {pe: {count: true}}\nmemories: {d: {level: offchip}}\n",
+            "units.pe.count: Input should be a valid integer",
+        ),
+        (BOMB, "line 6: more than 100000 nodes once aliases are expanded"),
+        ("name: " + "[" * 20000 + "]" * 20000 + "\n", "line 1: nested deeper than 32 levels"),
+    ],
+)
+def test_check_refuses_what_cannot_be_computed(capsys, tmp_path, content, message):
+    """Each of these passed ``arch check`` (or took 46 s, or raised RecursionError) and then failed every
+    assignment or gave inf / 0 figures; now one line, exit status 2."""
+    path = tmp_path / "bad.yaml"
+    path.write_text(content)
+    assert main(["arch", "check", str(path)]) == 2
+    err = capsys.readouterr().err
+    assert err == f"dcaccel arch: error: architecture {path}: {message}\n"
+
+
+SIMBA = "name: simba\nunits: {pe: {count: 16}, host: {count: 1, role: host}}\nmemories: {d: {level: offchip}}\n"
+
+
+def test_p_versus_units_leaves_the_host_out(capsys, tmp_path):
+    """16 PEs and a host used to accept P = 17 (and cgra 65): the host takes only the ops no PE runs."""
+    path = tmp_path / "simba.yaml"
+    path.write_text(SIMBA)
+    assert main(["schedule", SEED, "--pes", "17", "--arch", str(path)]) == 2
+    err = capsys.readouterr().err
+    assert err.endswith("architecture simba has 16 units besides its host, the schedule uses 17 PEs\n")
+    assert main(["schedule", SEED, "--pes", "16", "--arch", str(path)]) == 0
+    capsys.readouterr()
+    assert main(["explore", "conv-seed", "--arch", "cgra", "--pes", "65"]) == 2
+    assert capsys.readouterr().err == (
+        "dcaccel explore: error: explore: architecture cgra has 64 units besides its host, fewer than P = 65\n"
+    )
+
+
+def test_heft_on_a_huge_count(capsys, tmp_path):
+    """``count: 10**12`` under heft used to end in MemoryError: the schedule of as many units as nodes."""
+    path = tmp_path / "huge.yaml"
+    path.write_text("name: huge\nunits: {pe: {count: 1000000000000}}\nmemories: {d: {level: offchip}}\n")
+    assert main(["schedule", SEED, "--pes", "1", "--scheduler", "heft", "--arch", str(path), "--json"]) == 0
+    summary = json.loads(capsys.readouterr().out)
+    path.write_text("name: huge\nunits: {pe: {count: 1000}}\nmemories: {d: {level: offchip}}\n")  # > the nodes
+    assert main(["schedule", SEED, "--pes", "1", "--scheduler", "heft", "--arch", str(path), "--json"]) == 0
+    enough = json.loads(capsys.readouterr().out)
+    assert summary["pes"] == 10**12 and enough["pes"] == 1000
+    assert summary["makespan"] == enough["makespan"]
+    assert summary["architecture"]["makespan_cycles"] == enough["architecture"]["makespan_cycles"]
+
+
+@pytest.mark.parametrize(
+    ("parameter", "message"),
+    [
+        ("offchip.bandwidth_bytes_per_cycle=.inf", "memories.dram.bandwidth_bytes_per_cycle: Input should be a finite"),
+        ("offchip.bandwidth_bytes_per_cycle=1e-12", "bandwidth_bytes_per_cycle: Input should be greater than or equal"),
+        ("units.pe.count=true", "units.pe.count: Input should be a valid integer"),
+    ],
+)
+def test_arch_params_are_validated(capsys, parameter, message):
+    assert main(["explore", "no-such-model", "--arch", "eyeriss", "--arch-param", parameter]) == 2
+    err = capsys.readouterr().err
+    assert message in err and err.count("\n") == 1

@@ -3,6 +3,9 @@ where it finishes first at its kind's speed."""
 
 from __future__ import annotations
 
+import time
+import tracemalloc
+
 import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
@@ -91,3 +94,54 @@ def test_valid_on_two_kinds(dag, fast, slow, split):
     assert result.pes == fast + slow
     assert all(result.costs.unit_of[v] == "slow" for v in dag.tasks) if split else True
     assert all(0 <= share <= 1 for share in result.costs.utilisation.values())
+
+
+@SETTINGS
+@given(dag=canonical_dags(), fast=st.integers(1, 3), split=st.booleans())
+def test_units_beyond_the_nodes_change_nothing(dag, fast, split):
+    """A kind of 10**12 units (used to end in MemoryError) schedules as one of as many units as the graph has
+    nodes: the same placement and times, its PEs all the units, its state bounded by the nodes."""
+    few = schedule(dag, 1, "heft", arch=two_kinds(fast_ops=("Conv",) if split else ("*",), fast_count=fast))
+    nodes = few.graph.n
+    same = two_kinds(fast_ops=("Conv",) if split else ("*",), fast_count=fast, slow_count=nodes)
+    huge = two_kinds(fast_ops=("Conv",) if split else ("*",), fast_count=fast, slow_count=10**12)
+    bounded, unbounded = schedule(dag, 1, "heft", arch=same), schedule(dag, 1, "heft", arch=huge)
+    assert unbounded.timing == bounded.timing and unbounded.placement_order == bounded.placement_order
+    assert unbounded.costs.timing == bounded.costs.timing
+    assert (unbounded.pes, bounded.pes) == (fast + 10**12, fast + nodes)
+    assert len(unbounded.unit_of_pe) == fast + nodes
+    assert unbounded.costs.unit_counts == {"fast": fast, "slow": 10**12}
+
+
+def test_a_huge_open_count_is_fast():
+    """``partition --pes 10**12`` and a bus of 10**8 units (4.1 GB, 70 s before): time and memory follow the
+    tasks, not the units."""
+    arch = Architecture.from_dict(
+        {"name": "bus", "units": {"pe": {"topology": {"kind": "bus"}}}, "memories": {"dram": {"level": "offchip"}}}
+    )
+    tracemalloc.start()
+    began = time.perf_counter()
+    result = schedule(independent([None] * 50), 10**12, "heft", arch=arch)
+    elapsed = time.perf_counter() - began
+    peak = tracemalloc.get_traced_memory()[1]
+    tracemalloc.stop()
+    assert result.pes == 10**12 and result.costs.makespan_cycles == 4  # every task on its own unit
+    assert elapsed < 2 and peak < 20_000_000
+
+
+def test_an_open_kind_beside_a_host_has_p_units():
+    """The costs count P units of an open kind, not P plus the host (``pes`` of the schedule is every unit)."""
+    arch = Architecture.from_dict(
+        {
+            "name": "open",
+            "units": {"pe": {"area_mm2": 1.0}, "host": {"count": 1, "role": "host", "area_mm2": 10.0}},
+            "memories": {"dram": {"level": "offchip"}},
+        }
+    )
+    result = schedule(independent([None] * 4), 2, "heft", arch=arch)
+    assert result.pes == 3
+    assert result.costs.unit_counts == {"pe": 2, "host": 1}
+    assert result.costs.area_mm2 == 2 * 1.0 + 10.0
+    assert result.costs.utilisation["pe"] == sum(
+        result.costs.run_cycles[v] for v in range(result.graph.n) if result.costs.unit_of[v] == "pe"
+    ) / (2 * result.costs.makespan_cycles)

@@ -1,0 +1,130 @@
+"""Reading an architecture description's YAML: data, never code, bounded before anything is built.
+
+``yaml.safe_load`` alone builds any YAML data: a key given twice silently replaces the first (a second
+``pe:`` block and its support rules), a kilobyte of aliases expands to billions of nodes for whatever
+walks the result, and deep nesting exhausts the recursion of the composer. :func:`read_yaml` first walks
+the parser's events, which builds nothing, and refuses text longer than :data:`MAX_BYTES`, nesting deeper
+than :data:`MAX_DEPTH` and more than :data:`MAX_NODES` nodes once every alias is expanded (an alias counts
+as the nodes and depth of what it names; an alias inside the collection it names is refused). It then
+builds the data with the safe constructor (no tag runs code), refusing a key that appears twice in one
+mapping. A number in exponent notation without a dot (``1e-3``) is a float, as in YAML 1.2, not text.
+"""
+
+from __future__ import annotations
+
+import re
+from typing import Any
+
+import yaml
+
+from dcaccel.errors import DcaccelError
+
+#: The longest description, in bytes of UTF-8.
+MAX_BYTES = 1 << 20
+#: The deepest nesting of mappings and sequences (the schema needs 8).
+MAX_DEPTH = 32
+#: The most nodes (scalars, mappings, sequences) of a description, aliases expanded.
+MAX_NODES = 100_000
+
+#: A key shown in a message: as written when it is a plain name, else quoted and cut.
+_PLAIN = re.compile(r"[][A-Za-z0-9_*+\-]{1,64}")
+_SHOWN_CHARACTERS = 40
+
+_Base = getattr(yaml, "CSafeLoader", yaml.SafeLoader)
+_MERGE = "tag:yaml.org,2002:merge"
+_FLOAT = "tag:yaml.org,2002:float"
+
+
+class ArchitectureError(DcaccelError):
+    """An architecture description that does not validate, or a request it cannot serve."""
+
+
+def shown(value: Any) -> str:
+    """``value`` for a one-line message: a plain name as is, anything else quoted and cut to a few dozen
+    characters (no line break of a key reaches the message)."""
+    text = str(value)
+    if _PLAIN.fullmatch(text):
+        return text
+    quoted = repr(text)
+    return quoted if len(quoted) <= _SHOWN_CHARACTERS else quoted[: _SHOWN_CHARACTERS - 4] + "...'"
+
+
+class _Loader(_Base):
+    """The safe loader, refusing duplicate keys; floats in exponent notation without a dot resolve."""
+
+    def construct_mapping(self, node, deep=False):
+        if isinstance(node, yaml.MappingNode):
+            seen = set()
+            for key_node, _ in node.value:
+                key = "<<" if key_node.tag == _MERGE else self.construct_object(key_node, deep=True)
+                try:
+                    duplicate = key in seen
+                except TypeError:  # an unhashable key: the constructor reports it
+                    continue
+                if duplicate:
+                    raise yaml.constructor.ConstructorError(
+                        None, None, f"key {shown(key)} appears twice in one mapping", key_node.start_mark
+                    )
+                seen.add(key)
+        return super().construct_mapping(node, deep=deep)
+
+
+_Loader.add_implicit_resolver(
+    _FLOAT, re.compile(r"^[-+]?(?:[0-9][0-9_]*(?:\.[0-9_]*)?|\.[0-9_]+)[eE][-+]?[0-9]+$"), list("-+.0123456789")
+)
+
+
+def read_yaml(text: str, source: str) -> Any:
+    """The data of YAML ``text`` (see the module docstring); raises :class:`ArchitectureError` in one line
+    naming ``source`` (a name or file) and the line of the problem."""
+    if len(text) > MAX_BYTES or len(text.encode("utf-8", "surrogatepass")) > MAX_BYTES:
+        raise ArchitectureError(f"architecture {source}: larger than {MAX_BYTES} bytes")
+    try:
+        _check_shape(text, source)
+        return yaml.load(text, Loader=_Loader)  # noqa: S506 - _Loader is the safe loader
+    except yaml.YAMLError as err:
+        mark = getattr(err, "problem_mark", None)
+        where = f" line {mark.line + 1}:" if mark is not None else ""
+        problem = getattr(err, "problem", None) or type(err).__name__
+        raise ArchitectureError(f"architecture {source}:{where} not valid YAML ({problem})") from None
+
+
+def _check_shape(text: str, source: str) -> None:
+    """Refuse nesting deeper than MAX_DEPTH and more than MAX_NODES nodes, aliases expanded, from the
+    parser's events alone."""
+    shapes: dict[str, tuple[int, int]] = {}  # anchor -> (nodes, depth) of the node it names
+    open_collections: list[list] = []  # per collection being read: [anchor, nodes, depth of its deepest child]
+    total = 0  # nodes of the documents read so far
+
+    def fail(event, problem: str):
+        raise ArchitectureError(f"architecture {source}: line {event.start_mark.line + 1}: {problem}")
+
+    for event in yaml.parse(text, Loader=_Base):
+        if isinstance(event, yaml.CollectionStartEvent):
+            if len(open_collections) >= MAX_DEPTH:
+                fail(event, f"nested deeper than {MAX_DEPTH} levels")
+            open_collections.append([event.anchor, 1, 0])
+            continue
+        if isinstance(event, yaml.CollectionEndEvent):
+            anchor, nodes, depth = open_collections.pop()
+            shape = (nodes, depth + 1)
+        elif isinstance(event, yaml.ScalarEvent):
+            anchor, shape = event.anchor, (1, 1)
+        elif isinstance(event, yaml.AliasEvent):
+            anchor, shape = None, shapes.get(event.anchor)
+            if shape is None or any(c[0] == event.anchor for c in open_collections):
+                fail(event, f"alias *{shown(event.anchor)} names no complete node before it")
+        else:
+            continue
+        if anchor is not None:
+            shapes[anchor] = shape
+        if len(open_collections) + shape[1] > MAX_DEPTH:
+            fail(event, f"nested deeper than {MAX_DEPTH} levels")
+        if open_collections:
+            parent = open_collections[-1]
+            parent[1] += shape[0]
+            parent[2] = max(parent[2], shape[1])
+        else:
+            total += shape[0]
+        if total + sum(collection[1] for collection in open_collections) > MAX_NODES:
+            fail(event, f"more than {MAX_NODES} nodes once aliases are expanded")

@@ -1,0 +1,150 @@
+"""The loop-nest cost of a whole model: every Conv, Gemm and 2-D MatMul layer's best mapping on an
+architecture's operand-aware hierarchy (:mod:`dcaccel.cost.architecture`), layers one after another.
+
+Layers of the same loop nest are searched once. The network's figures are the sums of its layers' (as
+ZigZag sums them: no overlap between layers, every layer reads its inputs from and writes its outputs to
+the off-chip memory); the other operators of the model are not in these figures (``uncounted`` names
+them).
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import time
+from collections.abc import Callable
+from dataclasses import dataclass
+
+import onnx
+import onnx.shape_inference
+import pandas as pd
+
+from dcaccel.architecture import Architecture
+from dcaccel.cost.architecture import hierarchy
+from dcaccel.cost.evaluate import LayerCost
+from dcaccel.cost.hierarchy import Hierarchy
+from dcaccel.cost.nest import LayerNest, layer_nest
+from dcaccel.cost.search import best_mapping
+from dcaccel.errors import DcaccelError
+from dcaccel.mapping.layers import node_attributes, static_shapes
+
+#: The ONNX ops that have a loop nest here.
+MAC_OPS = ("Conv", "Gemm", "MatMul")
+
+
+@dataclass(frozen=True)
+class LayerRow:
+    """One layer's best mapping, as a table row."""
+
+    layer: str
+    op: str
+    macs: int
+    cycles: int
+    ideal_cycles: int
+    utilisation: float
+    stall_cycles: int
+    energy_pj: float
+    offchip_bytes: float
+    mapping: str
+
+
+@dataclass(frozen=True)
+class NetworkCost:
+    """Every MAC layer's :class:`LayerCost` on ``architecture`` under ``objective``."""
+
+    workload: str
+    architecture: str
+    objective: str
+    offchip: str
+    costs: tuple[tuple[str, str, LayerCost], ...]  # (node, op, cost)
+    uncounted: tuple[tuple[str, str], ...]  # (node, why it has no loop nest here)
+    seconds: float
+
+    def rows(self) -> list[LayerRow]:
+        return [
+            LayerRow(
+                node,
+                op,
+                cost.macs,
+                cost.cycles,
+                cost.ideal_cycles,
+                round(cost.utilisation, 4),
+                cost.stall_cycles,
+                round(cost.energy_total_pj, 1),
+                cost.bits(self.offchip) / 8,
+                cost.mapping.text(),
+            )
+            for node, op, cost in self.costs
+        ]
+
+    @property
+    def layers(self) -> pd.DataFrame:
+        return pd.DataFrame([dataclasses.asdict(row) for row in self.rows()], columns=_COLUMNS)
+
+    def total(self, column: str) -> float:
+        return float(self.layers[column].sum())
+
+    def to_json(self) -> dict:
+        """Per layer: cycles, energy per memory, bits per memory and operand, off-chip bytes, utilisation."""
+        layers = []
+        for row, (_, _, cost) in zip(self.rows(), self.costs, strict=True):
+            traffic = {
+                f"{memory}.{operand}": {"read_bits": t.read_bits, "write_bits": t.write_bits}
+                for (memory, operand), t in sorted(cost.traffic.items())
+            }
+            layers.append({**dataclasses.asdict(row), "energy_by_memory_pj": dict(cost.energy_pj), "traffic": traffic})
+        totals = {column: self.total(column) for column in ("macs", "cycles", "energy_pj", "offchip_bytes")}
+        return {
+            "workload": self.workload,
+            "architecture": self.architecture,
+            "objective": self.objective,
+            "layers": layers,
+            "totals": totals,
+            "uncounted": dict(self.uncounted),
+            "seconds": round(self.seconds, 3),
+        }
+
+
+_COLUMNS = [field.name for field in dataclasses.fields(LayerRow)]
+
+
+def _nest(node: onnx.NodeProto, shapes) -> LayerNest | str:
+    """The loop nest of ``node``, or why it has none."""
+    if node.op_type not in MAC_OPS:
+        return f"{node.op_type} is not a multiply-accumulate layer"
+    try:
+        return layer_nest(node, shapes, node_attributes(node))
+    except DcaccelError as error:
+        return str(error)
+
+
+def network_cost(
+    model: onnx.ModelProto,
+    arch: Architecture,
+    objective: str = "latency",
+    *,
+    name: str = "model",
+    progress: Callable[[int, int], None] | None = None,
+) -> NetworkCost:
+    """The best mapping of every MAC layer of ``model`` on ``arch`` by ``objective``; ``progress(done,
+    total)`` is called after each layer."""
+    start = time.perf_counter()
+    target: Hierarchy = hierarchy(arch)
+    inferred = onnx.shape_inference.infer_shapes(model)
+    shapes = static_shapes(inferred)
+    nodes = [node for node in inferred.graph.node if node.op_type != "Constant"]
+    searched: dict[tuple, LayerCost] = {}
+    costs, uncounted = [], []
+    for index, node in enumerate(nodes):
+        label = node.name or f"{node.op_type}_{index}"
+        nest = _nest(node, shapes)
+        if isinstance(nest, str):
+            uncounted.append((label, nest))
+        else:
+            key = (tuple(nest.loops.items()), tuple(sorted(nest.accesses.items())))
+            if key not in searched:
+                searched[key] = best_mapping(nest, target, objective)
+            costs.append((label, node.op_type, dataclasses.replace(searched[key], layer=label)))
+        if progress is not None:
+            progress(index + 1, len(nodes))
+    offchip = target.memories[-1].name
+    return NetworkCost(name, arch.name, objective, offchip, tuple(costs), tuple(uncounted), time.perf_counter() - start)
