@@ -27,6 +27,7 @@ from dcaccel.architecture import Architecture
 from dcaccel.architecture import load as load_architecture
 from dcaccel.architecture.links import host_of, link_units
 from dcaccel.dag import extract
+from dcaccel.dag.arithmetic import ELEMENTS, task_arithmetic
 from dcaccel.dag.metrics import task_costs
 from dcaccel.dag.placement import place, transfer_tasks
 from dcaccel.errors import DcaccelError
@@ -89,7 +90,7 @@ class Partition:
     @property
     def transfer_volume(self) -> int:
         """Elements crossing the host↔accelerator links (Σ over transfer tasks of their volume)."""
-        return sum(int(self.dag.node(v).meta["macs"]) for v in self.transfer_tasks)
+        return sum(int(self.dag.node(v).meta[ELEMENTS]) for v in self.transfer_tasks)
 
     @property
     def offloaded_work_share(self) -> float:
@@ -200,16 +201,13 @@ def partition(
         target = {name: host if name in on_host else annotations[name].target for name in annotations}
         return lowered, dag, target
 
-    canonical_macs: dict[str, int] = {}
-
     def run(dag, target):
-        placed = place(dag, target, host, by_pair, canonical_macs)
+        placed = place(dag, target, host, by_pair)
         return placed, schedule(placed, pes, "heft", arch=costed)
 
     unsupported = set(annotations) - supported
     lowered, dag, target = build(unsupported)
     work = _node_figures(dag, task_costs(dag))
-    canonical_macs.update((name, work[name][1]) for name in supported if name in work)
     kept: dict[int, str] = {}  # a design without a host keeps every region on the accelerator
     if policy == "min-region" and host is not None:
         kept = too_small(groups, {name: w for name, (w, _) in work.items()}, min_nodes, min_work_share)
@@ -278,8 +276,8 @@ def _shown(value: float) -> str:
 
 
 def _node_figures(dag, costs) -> dict[str, tuple[int, int]]:
-    """Per operator (``meta["node"]``): the work Σ T(v) of its tasks and their MACs (``meta["macs"]``, else
-    the volume of the first in-edge, as the architecture costs count them)."""
+    """Per operator (``meta["node"]``): the work Σ T(v) of its tasks and their MACs
+    (:func:`dcaccel.dag.arithmetic.task_arithmetic`, as the architecture costs count them)."""
     first_in: dict[int, int] = {}
     for _, dst, volume in dag.edges:
         first_in.setdefault(dst, int(volume))
@@ -287,5 +285,6 @@ def _node_figures(dag, costs) -> dict[str, tuple[int, int]]:
     for v in dag.tasks:
         meta = dag.node(v).meta
         work, macs = figures.get(meta.get("node"), (0, 0))
-        figures[meta.get("node")] = (work + int(costs[v]), macs + int(meta.get("macs", first_in.get(v, 0))))
+        task_macs, _ = task_arithmetic(meta, first_in.get(v, 0))
+        figures[meta.get("node")] = (work + int(costs[v]), macs + task_macs)
     return figures

@@ -45,6 +45,7 @@ import numpy as np
 import sympy
 
 from dcaccel.dag import volume as vol
+from dcaccel.dag.arithmetic import MACS, OPS
 from dcaccel.dag.taskdag import NodeKind, TaskDAG
 from dcaccel.dag.walk import (
     EDGE_VOLUME_RULES,
@@ -54,6 +55,7 @@ from dcaccel.dag.walk import (
     Rows,
     box_size,
     check_options,
+    iteration_arithmetic,
     iteration_points,
     iteration_rows,
     single_rows,
@@ -125,7 +127,7 @@ def _instantiate(scope: TaskScope, granularity: Granularity) -> _Group:
     base = {"state": scope.state, **scope.meta}
     accumulated = frozenset(a.data for a in scope.whole_writes if a.accumulate)
     if not scope.is_task_map or granularity.mode == "coarse":
-        meta = dict(base)
+        meta = {**base, **scope.whole_arithmetic.meta()}
         if scope.is_task_map:
             meta["iterations"] = vol.concrete(vol.iterations(scope.ranges))
         return _Group(
@@ -138,13 +140,21 @@ def _instantiate(scope: TaskScope, granularity: Granularity) -> _Group:
     if granularity.mode == "tiles":
         tiles = tiles_of(scope, granularity)
         labels = [f"{scope.label}{t}" for t in range(len(tiles.bounds))]
-        metas = [{**base, "tile": t, "iterations": [a, b]} for t, (a, b) in enumerate(tiles.bounds)]
+        counts = iteration_arithmetic(scope, iteration_points(scope))
+        metas = [
+            {**base, "tile": t, "iterations": [a, b], MACS: sum(counts[0][a:b]), OPS: sum(counts[1][a:b])}
+            for t, (a, b) in enumerate(tiles.bounds)
+        ]
         return _Group(labels, metas, tiles.reads, tiles.writes, accumulated)
     points = iteration_points(scope)
     names = [p.name for p in scope.params]
     labels = [f"{scope.label}{i}" for i in range(points.shape[0])]
     indices = [dict(zip(names, point, strict=True)) for point in points.tolist()]
-    metas = [{**base, "iteration": i, "index": index} for i, index in enumerate(indices)]
+    macs, ops = iteration_arithmetic(scope, points)
+    metas = [
+        {**base, "iteration": i, "index": index, MACS: m, OPS: o}
+        for i, (index, m, o) in enumerate(zip(indices, macs, ops, strict=True))
+    ]
     reads = {a.data: iteration_rows(a, scope.params, points) for a in scope.reads}
     writes = {a.data: iteration_rows(a, scope.params, points) for a in scope.writes}
     return _Group(labels, metas, reads, writes, accumulated)

@@ -4,8 +4,9 @@ transfer task on every edge that crosses between the host and an accelerator kin
 :func:`place` is the dag stage of partitioning (``dcaccel.partition``): the lowering decided which
 operators run on the host, the architecture (:mod:`dcaccel.architecture.links`) gives the link unit of
 each host↔accelerator pair; here the extracted DAG gets ``meta["unit"]`` on every task and the transfers
-as tasks (``meta["op"] = "Transfer"``, ``meta["transfer"]`` the direction, ``meta["macs"]`` the elements
-moved), so that any scheduler that honours ``meta["unit"]`` (``heft``) costs them on the link.
+as tasks (``meta["op"] = "Transfer"``, ``meta["transfer"]`` the direction, ``meta["elements"]`` the
+elements moved, :data:`dcaccel.dag.arithmetic.ELEMENTS`), so that any scheduler that honours
+``meta["unit"]`` (``heft``) costs them on the link.
 Importing this module does not import DaCe.
 """
 
@@ -14,6 +15,7 @@ from __future__ import annotations
 from collections.abc import Mapping
 
 from dcaccel.architecture.links import TRANSFER
+from dcaccel.dag.arithmetic import ELEMENTS
 from dcaccel.dag.taskdag import NodeKind, TaskDAG
 
 
@@ -22,15 +24,14 @@ def place(
     target: Mapping[str, str],
     host: str | None,
     links: Mapping[tuple[str, str], str],
-    macs: Mapping[str, int] | None = None,
 ) -> TaskDAG:
     """A copy of ``dag`` with ``meta["unit"]`` on every task (its operator's unit kind in ``target``) and a
     transfer task on every edge between the host and an accelerator kind (``links``: (host, kind) -> link
     unit). A buffer sits on the side of the task that writes it first; pseudo nodes and program buffers
     (written by nothing) are on no side. A transfer moves what the producer wrote (from a buffer: at most
     what the buffer received) into a landing buffer the consumer reads as before; without re-reads it
-    feeds the consumer directly. An opaque task on the host gets ``meta["macs"]`` from ``macs`` (operator ->
-    the MACs of its canonical lowering) when given: its volumes alone would not count its arithmetic."""
+    feeds the consumer directly. Every task keeps its arithmetic (an opaque task on the host the one of its
+    ONNX op, :func:`dcaccel.dag.arithmetic.opaque_arithmetic`), which its unit costs."""
     side: dict[int, str] = {}
     for node in dag.nodes:
         if node.kind == NodeKind.TASK and node.meta.get("node") in target:
@@ -46,8 +47,6 @@ def place(
         meta = dict(node.meta)
         if node.id in side:
             meta["unit"] = side[node.id]
-            if meta.get("opaque") and side[node.id] == host and meta.get("node") in (macs or {}):
-                meta["macs"] = macs[meta["node"]]
         placed.add_node(node.kind, node.label, **meta)
     for src, dst, volume in dag.edges:
         a, b = side.get(src), side.get(dst)
@@ -64,7 +63,7 @@ def place(
             op=TRANSFER,
             transfer=direction,
             unit=links[host, kind],
-            macs=moved,
+            **{ELEMENTS: moved},
         )
         placed.add_edge(src, transfer, moved)
         if moved == volume:

@@ -23,6 +23,9 @@ Rules (architecture.md, Contract 2):
   of the tensor it moves, raised to the largest of the node's inputs (outputs) when those differ,
   so that its in-edges (out-edges) carry one volume as the DAG contract requires; its ``meta`` has
   ``opaque: True`` and ``node`` (``op`` and ``implementation`` come with the lowering's origins);
+* a task scope's arithmetic (:mod:`dcaccel.dag.arithmetic`): its tasklets' MACs and other operations
+  times the iterations of the maps around them (per iteration of a task map, in its parameters, and
+  for the whole scope), an opaque task's from its op and the shapes of its tensors;
 * a scope's accesses are listed in the order of its connectors (names the expansion gave them), not in
   DaCe's order of its edges, which simplify changes when it reconnects a node's producers: the order
   of a residual join's two reads would otherwise depend on the implementations of the branches;
@@ -49,6 +52,8 @@ from dace.sdfg.state import ControlFlowRegion, SDFGState
 
 from dcaccel.buffers import BufferReason, buffer_reason
 from dcaccel.dag import volume as vol
+from dcaccel.dag.arithmetic import NONE, Arithmetic, opaque_arithmetic, tasklet_arithmetic
+from dcaccel.dag.cpp import cpp_arithmetic
 from dcaccel.errors import DcaccelError
 from dcaccel.transforms.opaque import is_opaque
 
@@ -78,7 +83,8 @@ class TaskScope:
 
     ``reads``/``writes`` are per iteration for a task map (expressions in ``params``) and for the
     whole scope otherwise; ``whole_reads``/``whole_writes`` are always those of the whole scope
-    (what ``granularity="coarse"`` uses).
+    (what ``granularity="coarse"`` uses). ``arithmetic`` and ``whole_arithmetic`` are its MACs and other
+    operations likewise (:mod:`dcaccel.dag.arithmetic`).
     """
 
     label: str
@@ -90,6 +96,8 @@ class TaskScope:
     whole_reads: tuple[Access, ...]
     whole_writes: tuple[Access, ...]
     meta: Mapping[str, Any] = field(default_factory=dict)
+    arithmetic: Arithmetic = NONE
+    whole_arithmetic: Arithmetic = NONE
 
     @property
     def is_task_map(self) -> bool:
@@ -179,6 +187,10 @@ class _Reader:
                 replacements[sym] = plain
         return expr.xreplace(replacements)
 
+    def count(self, value, params: Mapping[str, sympy.Symbol]) -> vol.Volume:
+        """A count (an int, or an expression over symbols named as in the SDFG) as :meth:`expr` reads it."""
+        return value if type(value) is int else vol.concrete(self.expr(value, params))
+
     def access(self, data: str, subset, memlet, params: Mapping[str, sympy.Symbol]) -> Access:
         """The :class:`Access` of ``memlet`` to ``data`` over ``subset``."""
         if subset is None:
@@ -266,21 +278,101 @@ class _Reader:
         if is_opaque(node):
             reads, writes = _whole_tensors(reads), _whole_tensors(writes)
             meta = {**meta, "node": meta.get("node", node.label), "opaque": True}
-        return TaskScope(node.label, state.label, (), (), reads, writes, reads, writes, meta)
+            arithmetic = self.opaque_arithmetic(state, node, meta.get("op"))
+        else:
+            arithmetic = self.node_arithmetic(state, node, {}, None)
+        return TaskScope(node.label, state.label, (), (), reads, writes, reads, writes, meta, arithmetic, arithmetic)
 
     def map_scope(self, state: SDFGState, entry: dnodes.MapEntry, children) -> TaskScope:
         whole_reads, whole_writes = self.outer_accesses(state, entry)
         meta = {"map": entry.map.label, **self.sources.get(entry.guid, {})}
         label = entry.map.label
-        if not any(isinstance(child, dnodes.MapEntry) for child in children[entry]):
-            return TaskScope(label, state.label, (), (), whole_reads, whole_writes, whole_reads, whole_writes, meta)
         params = {p: parameter_symbol(p) for p in entry.map.params}
         ranges = tuple(tuple(self.expr(v, {}) for v in rng) for rng in entry.map.range.ranges)
+        arithmetic = self.body_arithmetic(state, entry, children, params)
+        whole = Arithmetic(*(vol.summed(count, params.values(), ranges) for count in (arithmetic.macs, arithmetic.ops)))
+        if not any(isinstance(child, dnodes.MapEntry) for child in children[entry]):
+            return TaskScope(
+                label, state.label, (), (), whole_reads, whole_writes, whole_reads, whole_writes, meta, whole, whole
+            )
         reads = self.inner_accesses(state, entry, params, reading=True)
         writes = self.inner_accesses(state, state.exit_node(entry), params, reading=False)
         return TaskScope(
-            label, state.label, tuple(params.values()), ranges, reads, writes, whole_reads, whole_writes, meta
+            label,
+            state.label,
+            tuple(params.values()),
+            ranges,
+            reads,
+            writes,
+            whole_reads,
+            whole_writes,
+            meta,
+            arithmetic,
+            whole,
         )
+
+    # -- arithmetic (dcaccel.dag.arithmetic) -------------------------------------------------
+    def body_arithmetic(self, state: SDFGState, entry, children, params: Mapping[str, sympy.Symbol]) -> Arithmetic:
+        """The arithmetic of one iteration of the map of ``entry`` (in ``params``, its and the enclosing maps'
+        parameters): every node in its body, an inner map's summed over the inner map's range."""
+        total = NONE
+        for child in children[entry]:
+            if isinstance(child, dnodes.MapEntry):
+                inner = {**params, **{p: parameter_symbol(p) for p in child.map.params}}
+                ranges = [tuple(self.expr(v, inner) for v in rng) for rng in child.map.range.ranges]
+                body = self.body_arithmetic(state, child, children, inner)
+                names = [inner[p] for p in child.map.params]
+                total = total + Arithmetic(*(vol.summed(count, names, ranges) for count in (body.macs, body.ops)))
+            elif not isinstance(child, dnodes.AccessNode | dnodes.ExitNode):
+                total = total + self.node_arithmetic(state, child, params, entry)
+        return total
+
+    def node_arithmetic(self, state: SDFGState, node, params: Mapping[str, sympy.Symbol], scope) -> Arithmetic:
+        """The arithmetic of one execution of ``node`` (a tasklet, or a nested SDFG of plain states)."""
+        if isinstance(node, dnodes.Tasklet):
+            wcr = tuple(sorted((e.src_conn, e.data.wcr) for e in state.out_edges(node) if e.data.wcr is not None))
+            connectors = frozenset(node.in_connectors) | frozenset(node.out_connectors)
+            count = tasklet_arithmetic if node.code.language == dace.Language.Python else cpp_arithmetic
+            counted = count(node.label, node.code.as_string, connectors, wcr)
+            return Arithmetic(*(self.count(count, params) for count in (counted.macs, counted.ops)))
+        if isinstance(node, dnodes.NestedSDFG):
+            return self.nested_arithmetic(node, params)
+        where = f"in map '{scope.map.label}'" if scope is not None else f"in state '{state.label}'"
+        raise DcaccelError(
+            f"extract: {type(node).__name__} '{node.label}' {where} has no countable arithmetic; lower it first"
+        )
+
+    def nested_arithmetic(self, node: dnodes.NestedSDFG, params: Mapping[str, sympy.Symbol]) -> Arithmetic:
+        """The arithmetic of a nested SDFG whose states run once each, its symbols mapped to the parent's."""
+        inner = _Reader(node.sdfg, None, self.positive, None)
+        total = NONE
+        for nested_state in inner.states(node.sdfg):
+            children = nested_state.scope_children()
+            for child in children[None]:
+                if isinstance(child, dnodes.MapEntry):
+                    names = {p: parameter_symbol(p) for p in child.map.params}
+                    ranges = [tuple(inner.expr(v, names) for v in rng) for rng in child.map.range.ranges]
+                    body = inner.body_arithmetic(nested_state, child, children, names)
+                    counts = (vol.summed(count, names.values(), ranges) for count in (body.macs, body.ops))
+                    total = total + Arithmetic(*counts)
+                elif not isinstance(child, dnodes.AccessNode):
+                    total = total + inner.node_arithmetic(nested_state, child, {}, None)
+        mapping = {name: self.expr(value, params) for name, value in node.symbol_mapping.items()}
+        return Arithmetic(*(_substituted(count, mapping) for count in (total.macs, total.ops)))
+
+    def opaque_arithmetic(self, state: SDFGState, node, op: str | None) -> Arithmetic:
+        """An opaque task's arithmetic from its op and the shapes its connectors read and write."""
+        inputs = {
+            e.dst_conn: [self.expr(size, {}) for size in e.data.get_src_subset(e, state).size()]
+            for e in state.in_edges(node)
+            if e.dst_conn and not e.data.is_empty()
+        }
+        outputs = {
+            e.src_conn: [self.expr(size, {}) for size in e.data.get_dst_subset(e, state).size()]
+            for e in state.out_edges(node)
+            if e.src_conn and not e.data.is_empty()
+        }
+        return opaque_arithmetic(op, node.label, inputs, outputs)
 
     def inner_accesses(self, state: SDFGState, scope_node, params, reading: bool) -> tuple[Access, ...]:
         """Per-iteration accesses of a task map: memlets just inside its entry (reads) or exit (writes)."""
@@ -328,6 +420,13 @@ def _whole_tensors(accesses: tuple[Access, ...]) -> tuple[Access, ...]:
     return tuple(
         Access(a.data, a.begin, a.end, a.elements, volume, dynamic=False, accumulate=a.accumulate) for a in accesses
     )
+
+
+def _substituted(count, mapping: Mapping[str, sympy.Expr]):
+    """``count`` with the symbols named in ``mapping`` replaced (a nested SDFG's symbols by the parent's)."""
+    if not vol.is_symbolic(count):
+        return vol.concrete(count)
+    return vol.concrete(count.xreplace({s: mapping[s.name] for s in count.free_symbols if s.name in mapping}))
 
 
 def _merge(accesses: list[Access]) -> tuple[Access, ...]:

@@ -35,6 +35,7 @@ import numpy as np
 import sympy
 
 from dcaccel.dag import volume as vol
+from dcaccel.dag.arithmetic import MACS, OPS
 from dcaccel.dag.taskdag import NodeKind
 from dcaccel.dag.walk import (
     Edge,
@@ -43,6 +44,8 @@ from dcaccel.dag.walk import (
     Node,
     add_edge,
     check_options,
+    iteration_arithmetic,
+    iteration_points,
     tiles_of,
     walk_program,
 )
@@ -144,14 +147,7 @@ class _Family:
 
     def total(self, expr: sympy.Expr) -> sympy.Expr:
         """Σ of ``expr`` over the iterations of the family (``expr`` itself for a single node)."""
-        expr = vol.as_expr(expr)
-        for p, (begin, end, step) in reversed(list(zip(self.params, self.ranges, strict=True))):
-            if p not in expr.free_symbols:
-                expr = expr * vol.as_expr(vol.count(begin, end, step))
-                continue
-            u = sympy.Symbol(f"{p.name}_step", integer=True, nonnegative=True)
-            expr = sympy.summation(expr.xreplace({p: begin + step * u}), (u, 0, sympy.floor((end - begin) / step)))
-        return expr
+        return vol.as_expr(vol.summed(vol.as_expr(expr), self.params, self.ranges))
 
 
 @dataclass
@@ -275,8 +271,13 @@ class SymbolicGraph:
                     f"iterations of task map '{scope.label}' ({_plain(count)}); pass symbols=..."
                 )
             tiles = tiles_of(scope, self.granularity)
+            macs, ops = iteration_arithmetic(scope, iteration_points(scope))
             families = [
-                _Family(NodeKind.TASK, f"{scope.label}{t}", {**base, "tile": t, "iterations": [a, b]})
+                _Family(
+                    NodeKind.TASK,
+                    f"{scope.label}{t}",
+                    {**base, "tile": t, "iterations": [a, b], MACS: vol.total(macs[a:b]), OPS: vol.total(ops[a:b])},
+                )
                 for t, (a, b) in enumerate(tiles.bounds)
             ]
             count = len(tiles.bounds)
@@ -288,11 +289,12 @@ class SymbolicGraph:
         if mode == "coarse":
             if scope.is_task_map:
                 base["iterations"] = vol.concrete(vol.iterations(scope.ranges))
-            family = _Family(NodeKind.TASK, scope.label, base)
+            family = _Family(NodeKind.TASK, scope.label, {**base, **scope.whole_arithmetic.meta()})
             reads = {d: (_box(a, a),) for d, a in whole_reads.items()}
             writes = {d: (_box(a, a),) for d, a in whole_writes.items()}
         else:
-            family = _Family(NodeKind.TASK, scope.label, base, scope.params, scope.ranges)
+            meta = {**base, **scope.arithmetic.meta()}  # in the parameters: each task's when materialised
+            family = _Family(NodeKind.TASK, scope.label, meta, scope.params, scope.ranges)
             reads = {a.data: (_box(a, whole_reads.get(a.data, a)),) for a in scope.reads}
             writes = {a.data: (_box(a, whole_writes.get(a.data, a)),) for a in scope.writes}
         return _FamilyGroup([family], reads, writes, accumulated)
@@ -537,6 +539,8 @@ class SymbolicGraph:
             substitutions.append([dict(zip(family.params, map(sympy.Integer, p), strict=True)) for p in points])
             for i, point in enumerate(points.tolist()):
                 meta = {**family.meta, "iteration": i, "index": dict(zip(names, point, strict=True))}
+                for key in (MACS, OPS):
+                    meta[key] = vol.as_expr(meta[key]).xreplace(substitutions[-1][i])
                 nodes.append(Node(family.kind, f"{family.label}{i}", _plain(meta)))
         edges: dict[tuple[int, int], Edge] = {}
         for (src, dst), edge in self.edges.items():

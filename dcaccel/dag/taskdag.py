@@ -29,6 +29,7 @@ import networkx as nx
 import numpy as np
 import sympy
 
+from dcaccel.dag.arithmetic import ARITHMETIC_KEYS
 from dcaccel.dag.expression import ExpressionError, parse_expression
 from dcaccel.errors import DAGContractError, DcaccelError
 
@@ -389,7 +390,8 @@ class TaskDAG:
 
     def evaluate(self, **values: int) -> TaskDAG:
         """A copy with every symbol replaced by ``values[name]`` (symbols are matched by name);
-        every volume must become an int."""
+        every volume must become an int. Symbolic arithmetic counts of the tasks (``meta["macs"]``, ...,
+        :mod:`dcaccel.dag.arithmetic`) are substituted too."""
         volumes = []
         for src, dst, volume in zip(self._edge_src, self._edge_dst, self._edge_volume, strict=True):
             if not isinstance(volume, int):
@@ -402,6 +404,7 @@ class TaskDAG:
         result = self._copy_structure()
         result._edge_volume = volumes
         result._symbolic_edges = 0
+        result._metas = [_evaluated_meta(meta, values) for meta in self._metas]
         return result
 
     def _copy_structure(self) -> TaskDAG:
@@ -763,7 +766,21 @@ class _DAGReader:
         meta = entry.get("meta", {})
         if not isinstance(meta, Mapping) or not all(isinstance(key, str) for key in meta):
             raise self.fail(where, f"'meta' must be an object, got {_json_type(meta)}")
-        return file_id, NodeKind(entry["kind"]), label, dict(meta)
+        meta = dict(meta)
+        for key in ARITHMETIC_KEYS & meta.keys():
+            meta[key] = self._count(where, key, meta[key])
+        return file_id, NodeKind(entry["kind"]), label, meta
+
+    def _count(self, where: str, key: str, value: Any) -> Volume:
+        """An arithmetic count of ``meta``: an integer ≥ 0, or the text of an expression (never evaluated)."""
+        if isinstance(value, str):
+            try:
+                return parse_expression(value)
+            except ExpressionError as err:
+                raise self.fail(where, f"meta '{key}' {_excerpt(value)}: {err}") from None
+        if not _is_int(value) or value < 0:
+            raise self.fail(where, f"meta '{key}' must be an integer >= 0 or an expression, got {_excerpt(value)}")
+        return value
 
     def _edge(self, k: int, entry: Any, position: dict[int, int]) -> tuple[int, int, Volume]:
         where = f"edge {k}: "
@@ -796,6 +813,20 @@ class _DAGReader:
         elif not _is_int(volume):
             raise self.fail(where, f"volume must be an integer or an expression, got {_json_type(volume)}")
         return ends[0], ends[1], volume
+
+
+def _evaluated_meta(meta: Mapping[str, Any], values: Mapping[str, int]) -> Mapping[str, Any]:
+    """``meta`` with its symbolic arithmetic counts evaluated at ``values`` (itself when it has none)."""
+    symbolic = [key for key in ARITHMETIC_KEYS & meta.keys() if isinstance(meta[key], sympy.Basic)]
+    if not symbolic:
+        return meta
+    evaluated = dict(meta)
+    for key in symbolic:
+        value = meta[key].xreplace(
+            {s: sympy.Integer(values[s.name]) for s in meta[key].free_symbols if s.name in values}
+        )
+        evaluated[key] = int(value) if value.is_Integer else value
+    return MappingProxyType(evaluated)
 
 
 def _is_int(value: Any) -> bool:

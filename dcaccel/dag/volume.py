@@ -89,6 +89,22 @@ def iterations(ranges: Sequence[tuple[Volume, Volume, Volume]]) -> Volume:
     return product(count(*rng) for rng in ranges)
 
 
+def summed(value, params: Sequence[sympy.Symbol], ranges: Sequence[tuple[Volume, Volume, Volume]]) -> Volume:
+    """Σ of ``value`` over the points of a map's range (its ``params`` over their inclusive ``ranges``):
+    ``value`` times the number of points when it does not depend on them, else a SymPy sum per parameter
+    that does (innermost first); an int when concrete."""
+    if not isinstance(value, sympy.Basic) or not value.free_symbols & set(params):
+        return concrete(product([concrete(value), iterations(ranges)]))
+    expr = as_expr(value)
+    for p, (begin, end, step) in reversed(list(zip(params, ranges, strict=True))):
+        if p not in expr.free_symbols:
+            expr = expr * as_expr(count(begin, end, step))
+            continue
+        u = sympy.Symbol(f"{p.name}_step", integer=True, nonnegative=True)
+        expr = sympy.summation(expr.xreplace({p: begin + step * u}), (u, 0, sympy.floor((end - begin) / step)))
+    return concrete(expr)
+
+
 def share(volume: Volume, part: Volume, whole: Volume) -> Fraction | sympy.Expr:
     """``volume · part / whole`` (0 when ``whole`` is 0): the accesses that fall on ``part`` of ``whole``
     elements. An exact ``Fraction`` for ints, a SymPy expression otherwise."""

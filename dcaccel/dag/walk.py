@@ -136,6 +136,15 @@ def iteration_points(scope: TaskScope) -> np.ndarray:
     return np.stack([g.reshape(-1) for g in grids], axis=1)
 
 
+def iteration_arithmetic(scope: TaskScope, points: np.ndarray) -> tuple[list, list]:
+    """The MACs and other operations of every iteration in ``points`` of the task map ``scope`` (ints, or
+    expressions in the sizes that stay symbolic)."""
+    return tuple(
+        vol.at_points(count, scope.params, points).tolist() if vol.is_symbolic(count) else [count] * len(points)
+        for count in (scope.arithmetic.macs, scope.arithmetic.ops)
+    )
+
+
 def single_rows(access: Access) -> Rows:
     """The access of one task as :class:`Rows` of one row (every value must be concrete)."""
     values = [*access.begin, *access.end, access.elements, access.volume]

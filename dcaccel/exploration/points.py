@@ -54,7 +54,7 @@ class ExplorationPoint:
     # buffers placed on chip for onchip_memory elements, or the architecture's on-chip capacity when it is 0.
     makespan_cycles: int  # cycles of the architecture's clock
     makespan_us: float  # makespan_cycles at that clock, in microseconds
-    macs: int  # the tasks' MACs (meta["macs"], else a task's first in-edge volume): a roofline's operations
+    macs: int  # the tasks' MACs (dcaccel.dag.arithmetic.task_arithmetic): a roofline's operations
     offchip_bytes: int  # bytes read from and written to the off-chip memory: a roofline's traffic
     energy_pj: float  # the sum of the five parts below (relative units under "abstract")
     offchip_energy_pj: float

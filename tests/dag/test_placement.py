@@ -1,6 +1,6 @@
 """dcaccel.dag.placement.place on hand-built DAGs (no DaCe): units on tasks and buffers, a transfer task
-on an edge crossing between host and accelerator, a landing buffer when the consumer re-reads, the
-canonical MACs of an opaque host task."""
+on an edge crossing between host and accelerator, a landing buffer when the consumer re-reads; a
+transfer's elements are not MACs, and every task keeps its own arithmetic."""
 
 from __future__ import annotations
 
@@ -10,6 +10,7 @@ import sys
 import pytest
 
 from dcaccel.architecture.links import TRANSFER
+from dcaccel.dag.arithmetic import ELEMENTS, MACS, task_arithmetic
 from dcaccel.dag.placement import place, transfer_tasks
 from dcaccel.dag.taskdag import NodeKind, TaskDAG
 
@@ -22,7 +23,7 @@ def _chain(read: int) -> TaskDAG:
     dag = TaskDAG("chain")
     source = dag.add_node(NodeKind.SOURCE, "source")
     x = dag.add_node(NodeKind.BUFFER, "X")
-    a = dag.add_node(NodeKind.TASK, "a", node="a", opaque=True)
+    a = dag.add_node(NodeKind.TASK, "a", node="a", opaque=True, macs=40, ops=10)
     b_buffer = dag.add_node(NodeKind.BUFFER, "B")
     b = dag.add_node(NodeKind.TASK, "b", node="b")
     y = dag.add_node(NodeKind.BUFFER, "Y")
@@ -50,12 +51,13 @@ def test_transfer_on_the_crossing_edge(read, landing):
     }
     (transfer,) = transfer_tasks(placed)
     meta = placed.node(transfer).meta
-    assert (meta["op"], meta["transfer"], meta["unit"], meta["macs"]) == (
+    assert (meta["op"], meta["transfer"], meta["unit"], meta[ELEMENTS]) == (
         TRANSFER,
         "to-accelerator",
         "cpu_npu_link",
         10,
     )
+    assert MACS not in meta and task_arithmetic(meta, 10) == (0, 10)  # moved, not computed
     edges = {(placed.label(src), placed.label(dst)): volume for src, dst, volume in placed.edges}
     label = placed.label(transfer)
     assert edges[("B", label)] == 10  # the link carries what B received, once
@@ -67,14 +69,12 @@ def test_transfer_on_the_crossing_edge(read, landing):
     assert ("B", "b") not in edges
 
 
-@pytest.mark.parametrize(
-    ("target", "host", "macs"), [({"a": "cpu", "b": "cpu"}, "cpu", 99), ({"a": "npu", "b": "npu"}, "cpu", None)]
-)
-def test_same_side_moves_nothing_and_host_opaque_tasks_get_canonical_macs(target, host, macs):
+@pytest.mark.parametrize("target", [{"a": "cpu", "b": "cpu"}, {"a": "npu", "b": "npu"}])
+def test_same_side_moves_nothing_and_tasks_keep_their_arithmetic(target):
     dag = _chain(30)
-    placed = place(dag, target, host, LINKS, {"a": 99})
+    placed = place(dag, target, "cpu", LINKS)
     assert transfer_tasks(placed) == [] and list(placed.edges) == list(dag.edges)
-    assert placed.node(_by_label(placed)["a"]).meta.get("macs") == macs
+    assert placed.node(_by_label(placed)["a"]).meta == {**dag.node(_by_label(dag)["a"]).meta, "unit": target["a"]}
 
 
 def test_placement_does_not_import_dace():

@@ -94,7 +94,7 @@ def test_greedy_partition_is_scheduled_with_host_and_transfer_tasks(greedy):
     transfers = [dag.node(v).meta for v in greedy.transfer_tasks]
     # relu_in's 1x4x16x16 output goes to the host; Resize's 1x4x32x32 output comes back once, into a
     # landing buffer that conv_out's im2col re-reads (9 times per element minus the borders: 32,400)
-    assert [(m["transfer"], m["macs"], m["unit"]) for m in transfers] == [
+    assert [(m["transfer"], m["elements"], m["unit"]) for m in transfers] == [
         ("to-host", 1024, "cpu_npu_link"),
         ("to-accelerator", 4096, "cpu_npu_link"),
     ]
