@@ -6,9 +6,9 @@ architecture, node by node in the order of the abstract start times:
 
 * a task runs on the first unit kind whose ``ops`` hold its op (``meta["op"]``, ``"*"`` for every
   op), or, in a heterogeneous schedule (:mod:`dcaccel.scheduler.heft`), on the kind of its PE;
-  its run, scheduled for D abstract cycles, takes ``max(⌈D / throughput⌉, ⌈MACs / MAC rate⌉)``
-  reference cycles, with MACs = ``meta["macs"]`` or its first in-edge's volume (one operation per
-  element read on a port, the canonical model's count);
+  its run, scheduled for D abstract cycles, takes ``max(⌈D / throughput⌉, ⌈operations / MAC rate⌉)``
+  reference cycles, its operations being its arithmetic, MACs and other operations alike
+  (:func:`dcaccel.dag.arithmetic.task_arithmetic`);
 * it runs on unit ``pe mod count`` of its kind (the schedule's PE itself when the kind has at
   least as many units as the schedule has PEs; fewer units take the tasks of several PEs in turn);
 * it starts once its inputs are ready under the schedule's own rule (a non-streaming predecessor
@@ -27,7 +27,7 @@ on chip, off chip otherwise) or off chip (an edge between two tasks, or from the
 the task at each end reads or writes it there. A program input placed on chip is loaded once from
 off chip, an output placed on chip is written back once. Every element a task reads or writes
 passes its unit's local memory once. Energy is accesses × energy per element of each memory, link
-traversals × link energy, and MACs × energy per MAC; area is the units', the local and the
+traversals × link energy, and operations × energy per MAC; area is the units', the local and the
 on-chip memories' (not the off-chip memory's).
 
 Under the ``abstract`` description (one element per cycle, no MAC limit, unlimited bandwidth, no
@@ -47,6 +47,7 @@ import numpy as np
 
 from dcaccel.architecture import ANY_OP, Architecture, ArchitectureError
 from dcaccel.architecture.links import host_of
+from dcaccel.dag.arithmetic import task_arithmetic
 from dcaccel.scheduler.graph import flagged
 from dcaccel.scheduler.schedule import ScheduleError
 from dcaccel.scheduler.timeline import Timing
@@ -131,7 +132,7 @@ class ArchitectureCosts:
 
     @property
     def macs(self) -> int:
-        """The MACs of every task (``meta["macs"]``, else its first in-edge's volume)."""
+        """The MACs of every task (:func:`dcaccel.dag.arithmetic.task_arithmetic`)."""
         return sum(self.macs_by_unit.values())
 
     @property
@@ -176,17 +177,18 @@ def _cycles(amount: int, rate: tuple[int, int] | None) -> int:
     return -(-amount * rate[1] // rate[0])
 
 
-def _task_ops(g) -> tuple[list[int], list[str | None], list[int]]:
-    """The tasks of ``g``, their ops (``meta["op"]``) and their MACs (``meta["macs"]``, else the first
-    in-edge's volume): read from the DAG once per graph, for every schedule costed on it."""
+def _task_ops(g) -> tuple[list[int], list[str | None], list[tuple[int, int]]]:
+    """The tasks of ``g``, their ops (``meta["op"]``) and their (MACs, operations)
+    (:func:`~dcaccel.dag.arithmetic.task_arithmetic`): read from the DAG once per graph, for every
+    schedule costed on it."""
     found = g.derived.get("task_ops")
     if found is None:
         dag = g.dag
         tasks = list(dag.tasks)
         metas = [dag.meta(v) for v in tasks]
         ops = [meta.get("op") for meta in metas]
-        macs = [int(meta.get("macs", g.in_volume[v])) for v, meta in zip(tasks, metas, strict=True)]
-        found = g.derived["task_ops"] = (tasks, ops, macs)
+        arithmetic = [task_arithmetic(meta, g.in_volume[v]) for v, meta in zip(tasks, metas, strict=True)]
+        found = g.derived["task_ops"] = (tasks, ops, arithmetic)
     return found
 
 
@@ -195,8 +197,9 @@ class _TaskUnits(NamedTuple):
 
     unit_of: list[str | None]  # per node (None: buffer or pseudo node)
     tasks_by_unit: dict[str, list[int]]  # unit kind -> its tasks, in task order
-    macs: list[int]  # per node (0: buffer or pseudo node)
+    operations: list[int]  # per node (0: buffer or pseudo node)
     macs_by_unit: dict[str, int]  # unit kind -> Σ of its tasks' MACs, kinds in the order of their first task
+    operations_by_unit: dict[str, int]  # unit kind -> Σ of its tasks' operations
     passed_by_unit: dict[str, tuple[int, int]]  # unit kind -> elements its tasks read, write
 
 
@@ -209,11 +212,12 @@ def _task_units(g, arch: Architecture, placed_on: list[str] | None, pe: list[int
         return kept[id(arch)][1]  # (arch, units): holding the architecture keeps its id unique
     dag = g.dag
     unit_of: list[str | None] = [None] * g.n
-    macs = [0] * g.n
+    operations = [0] * g.n
     tasks_by_unit: dict[str, list[int]] = {}
     macs_by_unit: dict[str, int] = {}
+    operations_by_unit: dict[str, int] = {}
     unit_by_op: dict[str | None, str] = {}
-    for v, op, task_macs in zip(*_task_ops(g), strict=True):
+    for v, op, (task_macs, task_operations) in zip(*_task_ops(g), strict=True):
         if placed_on is not None:
             unit = placed_on[pe[v]]
             if ANY_OP not in arch.units[unit].ops and op not in arch.units[unit].ops:
@@ -225,19 +229,21 @@ def _task_units(g, arch: Architecture, placed_on: list[str] | None, pe: list[int
             if unit is None:
                 unit = unit_by_op[op] = arch.unit_for(op)
         unit_of[v] = unit
-        macs[v] = task_macs
+        operations[v] = task_operations
         if unit in tasks_by_unit:
             tasks_by_unit[unit].append(v)
             macs_by_unit[unit] += task_macs
+            operations_by_unit[unit] += task_operations
         else:
             tasks_by_unit[unit] = [v]
             macs_by_unit[unit] = task_macs
+            operations_by_unit[unit] = task_operations
     passed_in, passed_out = _passed(g)
     passed_by_unit = {
         unit: (sum(passed_in[v] for v in members), sum(passed_out[v] for v in members))
         for unit, members in tasks_by_unit.items()
     }
-    found = _TaskUnits(unit_of, tasks_by_unit, macs, macs_by_unit, passed_by_unit)
+    found = _TaskUnits(unit_of, tasks_by_unit, operations, macs_by_unit, operations_by_unit, passed_by_unit)
     if placed_on is None:
         kept[id(arch)] = arch, found
         while len(kept) > KEPT_ACCESS_PASSES:
@@ -488,7 +494,7 @@ def architecture_costs(
     for unit, count in counts.items():
         members = plan.tasks_by_unit.get(unit, ())
         throughput, mac_rate = rates[unit]
-        macs = plan.macs
+        operations = plan.operations
         total = 0
         for v in members:
             begin = t_start[v]
@@ -497,7 +503,7 @@ def architecture_costs(
             else:
                 runs, leads = _cycles(t_end[v] - begin, throughput), _cycles(t_first[v] - begin, throughput)
             if mac_rate is not None:
-                runs = max(runs, _cycles(macs[v], mac_rate))
+                runs = max(runs, _cycles(operations[v], mac_rate))
             run[v] = runs
             total += runs
             lead[v] = leads if leads < runs else runs
@@ -520,7 +526,7 @@ def architecture_costs(
 
     # Energy by component: memories, links, the units' compute.
     level: dict[str, str] = {name: memory.level.value for name, memory in arch.memories.items()}
-    compute = dict(plan.macs_by_unit)
+    compute = dict(plan.operations_by_unit)
     for unit, (read, written) in plan.passed_by_unit.items():
         local = arch.local(unit)
         if local is not None:
@@ -555,7 +561,7 @@ def architecture_costs(
         busy_cycles=busy,
         compulsory_elements=compulsory,
         bandwidths=bandwidths,
-        macs_by_unit=compute,
+        macs_by_unit=dict(plan.macs_by_unit),
     )
 
 

@@ -4,8 +4,8 @@ The PEs are the architecture's units, kind after kind in description order (a ki
 has P units). A task may run on any unit of a kind whose ``ops`` hold its op (``"*"``: every op), or
 only on the kind its ``meta["unit"]`` names (a partition's placement, :mod:`dcaccel.transforms.offload`),
 buffer and pseudo nodes (no work) on any unit. A task takes, on a unit of kind k, its architecture
-run time ``max(⌈T(v) / throughput_k⌉, ⌈MACs / MAC rate_k⌉)`` cycles (T(v) its abstract cost,
-MACs as in :mod:`dcaccel.scheduler.architecture`). Tasks are taken by upward rank over the mean
+run time ``max(⌈T(v) / throughput_k⌉, ⌈operations / MAC rate_k⌉)`` cycles (T(v) its abstract cost,
+operations as in :mod:`dcaccel.scheduler.architecture`). Tasks are taken by upward rank over the mean
 run time of their eligible kinds (the topological order breaks ties), each on the unit where it
 finishes earliest (the lowest unit on ties), after the last task of that unit (no insertion).
 Communication is free here: memory and link costs are the re-timing's (``Schedule.cost_on``).
@@ -24,6 +24,7 @@ and the schedule's P is every unit of the architecture (:func:`schedule_units`).
 from __future__ import annotations
 
 from dcaccel.architecture import ANY_OP, Architecture, ArchitectureError
+from dcaccel.dag.arithmetic import task_arithmetic
 from dcaccel.scheduler.architecture import _cycles, _ratio
 from dcaccel.scheduler.graph import CanonicalGraph
 from dcaccel.scheduler.list import _FreeTimes
@@ -70,8 +71,8 @@ def heft_schedule(g: CanonicalGraph, arch: Architecture, pes: int) -> tuple[Timi
         if not kinds:
             raise ArchitectureError(f"architecture {arch.name}: no unit runs op '{op or '(none)'}'")
         eligible[v] = kinds
-        macs = int(meta.get("macs", g.in_volume[v]))
-        duration[v] = {unit: max(_cycles(g.cost[v], rates[unit][0]), _cycles(macs, rates[unit][1])) for unit in kinds}
+        _, work = task_arithmetic(meta, g.in_volume[v])
+        duration[v] = {unit: max(_cycles(g.cost[v], rates[unit][0]), _cycles(work, rates[unit][1])) for unit in kinds}
 
     topological = dag.topological_order()
     rank = [0.0] * n

@@ -111,15 +111,33 @@ def test_onchip_defaults_to_the_architecture():
 def test_mac_bound(macs, rate, run):
     """max(⌈8 / 2⌉, ⌈MACs / rate⌉), MACs = meta["macs"] or the in-volume 8."""
     arch = describe(units__pe__macs_per_cycle=rate, memories__dram__bandwidth_bytes_per_cycle=None)
-    assert schedule(_with_macs(copy_dag(), macs), 1, arch=arch).costs.run_cycles[2] == run
+    meta = {} if macs is None else {"macs": macs}
+    assert schedule(_with_meta(copy_dag(), **meta), 1, arch=arch).costs.run_cycles[2] == run
 
 
-def _with_macs(dag: TaskDAG, macs: int | None) -> TaskDAG:
+@pytest.mark.parametrize(
+    ("meta", "run", "macs", "compute_pj"),
+    [
+        # ⌈(40 MACs + 8 other ops) / 4⌉ = 12 > ⌈8 / 2⌉; 48 operations at 3 pJ; the MACs column counts 40
+        ({"macs": 40, "ops": 8}, 12, 40, 144),
+        ({"macs": 0, "ops": 24}, 6, 0, 72),  # element-wise arithmetic takes the unit's slots too
+        ({"macs": 0, "ops": 0}, 4, 0, 0),  # a copy computes nothing
+        ({"elements": 8}, 4, 0, 24),  # a transfer: its elements are its unit's operations, never MACs
+        ({}, 4, 8, 24),  # no counts (a DAG file): one MAC per element of the first in-edge
+    ],
+)
+def test_arithmetic_is_what_the_unit_performs(meta, run, macs, compute_pj):
+    arch = describe(units__pe__macs_per_cycle=4, memories__dram__bandwidth_bytes_per_cycle=None)
+    costs = schedule(_with_meta(copy_dag(), **meta), 1, arch=arch).costs
+    assert (costs.run_cycles[2], costs.macs, costs.energy_pj["pe"]) == (run, macs, compute_pj)
+
+
+def _with_meta(dag: TaskDAG, **task_meta) -> TaskDAG:
     copy = TaskDAG(dag.name)
     for node in dag.nodes:
         meta = dict(node.meta)
-        if node.kind == NodeKind.TASK and macs is not None:
-            meta["macs"] = macs
+        if node.kind == NodeKind.TASK:
+            meta.update(task_meta)
         copy.add_node(node.kind, node.label, **meta)
     for src, dst, volume in dag.edges:
         copy.add_edge(src, dst, volume)
