@@ -33,6 +33,10 @@ CASES = {
     "matmul_vector_left": ("MatMul", [(4,), (4, 5)], {}, (5,)),
     "matmul_vector_right": ("MatMul", [(3, 4), (4,)], {}, (3,)),
     "matmul_batched_vector": ("MatMul", [(2, 3, 4), (4,)], {}, (2, 3)),
+    "matmul_window_attention": ("MatMul", [(4, 1, 3, 5), (4, 1, 5, 2)], {}, (4, 1, 3, 2)),  # a head of size 1
+    "matmul_broadcast_both": ("MatMul", [(2, 1, 3, 4), (1, 3, 4, 5)], {}, (2, 3, 3, 5)),
+    "matmul_5d_inner_one": ("MatMul", [(1, 2, 1, 3, 4), (3, 4, 5)], {}, (1, 2, 3, 3, 5)),
+    "matmul_vector_batch_ones": ("MatMul", [(2, 1, 1, 3, 4), (4,)], {}, (2, 1, 1, 3)),
 }
 
 
@@ -109,6 +113,10 @@ def test_gemm_without_epilogue_writes_the_output_directly():
         ((3, 4), (4,), (3,), ()),
         ((4,), (2, 4, 5), (2, 5), (2,)),
         ((1, 3, 4), (1, 4, 5), (1, 3, 5), ()),
+        ((4, 1, 3, 5), (4, 1, 5, 2), (4, 1, 3, 2), (4,)),
+        ((2, 1, 3, 4), (1, 3, 4, 5), (2, 3, 3, 5), (2, 3)),
+        ((1, 2, 1, 3, 4), (3, 4, 5), (1, 2, 3, 3, 5), (2, 3)),
+        ((2, 1, 1, 3, 4), (4,), (2, 1, 1, 3), (2,)),
     ],
 )
 def test_matmul_is_one_batched_mmm(a, b, y, batch):
@@ -116,6 +124,28 @@ def test_matmul_is_one_batched_mmm(a, b, y, batch):
     (mmm,) = _mmm_nodes(sdfg)
     assert mmm_operands(mmm, _state(sdfg)).batch == batch
     sdfg.validate()
+
+
+@pytest.mark.parametrize("shape", SHAPES)
+@pytest.mark.parametrize(
+    "case, products",
+    [("matmul_window_attention", 4), ("matmul_broadcast_both", 6), ("matmul_5d_inner_one", 6)],
+)
+def test_matmul_over_several_batch_dimensions_has_one_product_per_batch_index(case, products, shape):
+    from collections import Counter
+
+    from dcaccel.dag import extract
+    from dcaccel.dag.metrics import opaque_work
+
+    model, choices = products_model({case: CASES[case]}, shapes=(shape,))
+    lowered = lower(ONNXModel(case, model).sdfg, choices)
+    assert_fully_lowered(lowered.sdfg)
+    dag = extract(lowered)
+    dag.validate()
+    assert opaque_work(dag)[0] == 0
+    counts = Counter(dag.label(t).rstrip("0123456789") for t in dag.tasks)
+    (*_, n, k), (*_, m) = CASES[case][1]
+    assert counts[shape.upper()] == products * {"mv": m, "op": k, "lmv": n}[shape]
 
 
 N, K, M, BATCH = (dace.symbol(s) for s in ("N", "K", "M", "BATCH"))

@@ -4,8 +4,9 @@ An operand memlet may address a slice of a larger container (e.g. one group's ``
 its last two dimensions are the matrix, a one-dimensional operand is a vector (a row for ``_a``, a
 column for ``_b``). The leading dimensions of ``_c``'s subset whose size is not 1 are the **batch**
 of the product, C[b] = A[b]·B[b]: the leading dimensions of ``_a`` and ``_b`` are aligned with
-them from the right (numpy rules) and either have the batch size or size 1 (broadcast: the same
-matrix for every batch element); every other leading dimension must have size 1. The nested SDFG
+the leading dimensions of ``_c`` from the right (numpy rules, over any number of batch dimensions)
+and either have the size of the batch dimension they face or size 1 (broadcast: the same matrix for
+every batch element); every other leading dimension must have size 1. The nested SDFG
 declares the whole container (its shape and strides) and addresses the window inside it, so that
 DaCe integrates and inlines it as that container, without a view.
 """
@@ -154,32 +155,45 @@ def _is_one(size) -> bool:
     return not symbolic.issymbolic(size) and size == 1
 
 
-def _batch_of(memlet: dace.Memlet, orientation: str) -> tuple:
-    """The batch sizes of a product whose output is ``memlet``: its leading dimensions whose size is not 1."""
-    sizes = tuple(memlet.subset.size())
-    return tuple(sizes[d] for d in _leading_axes(sizes, orientation) if not _is_one(sizes[d]))
+@dataclass(frozen=True)
+class Batch:
+    """The batch of a product: the ``sizes`` of its batch dimensions and, per leading dimension of the output's
+    subset (before its matrix or vector dimensions), the batch dimension it is (None: a dimension of size 1)."""
+
+    sizes: tuple
+    positions: tuple[int | None, ...]
+
+    @classmethod
+    def of_output(cls, memlet: dace.Memlet, orientation: str) -> "Batch":
+        """The batch of a product whose output is ``memlet``: its leading dimensions whose size is not 1."""
+        sizes = tuple(memlet.subset.size())
+        leading = [sizes[d] for d in _leading_axes(sizes, orientation)]
+        batch = [size for size in leading if not _is_one(size)]
+        counter = iter(range(len(batch)))
+        return cls(tuple(batch), tuple(None if _is_one(size) else next(counter) for size in leading))
 
 
 def _matrix_view(
-    node, connector: str, memlet: dace.Memlet, desc: dace.data.Data, orientation: str, batch: tuple
+    node, connector: str, memlet: dace.Memlet, desc: dace.data.Data, orientation: str, batch: Batch
 ) -> MatrixView:
     """The matrix a memlet addresses as a "matrix" (its last two dimensions), a "row" or "column" vector
-    (its last dimension) or a "scalar", batched over the product's ``batch`` sizes: its leading dimensions,
-    aligned from the right with the batch, have the batch size or size 1 (broadcast); any other dimension
-    of the subset must have size one."""
+    (its last dimension) or a "scalar", batched over the product's ``batch``: its leading dimensions, aligned
+    from the right with the output's (numpy rules), have the size of the batch dimension they face or size 1
+    (broadcast); any other dimension of the subset must have size one."""
     sizes = tuple(memlet.subset.size())
     axes = _AXES[orientation](len(sizes))
     valid = all(a is None or a >= 0 for a in axes)
-    batch_axes: list[int | None] = [None] * len(batch)
+    batch_axes: list[int | None] = [None] * len(batch.sizes)
     if valid:
         for position, axis in enumerate(reversed(_leading_axes(sizes, orientation))):
-            size, target = sizes[axis], len(batch) - 1 - position
-            if target >= 0 and symbolic.equal(size, batch[target]) is True and not _is_one(batch[target]):
+            facing = len(batch.positions) - 1 - position
+            target = batch.positions[facing] if facing >= 0 else None
+            if target is not None and symbolic.equal(sizes[axis], batch.sizes[target]) is True:
                 batch_axes[target] = axis
-            elif not _is_one(size):
+            elif not _is_one(sizes[axis]):
                 valid = False
     if not valid:
-        of_batch = f" of a batch {tuple(batch)}" if batch else ""
+        of_batch = f" of a batch {tuple(batch.sizes)}" if batch.sizes else ""
         raise DcaccelError(
             f"MMM node '{node.label}': operand {connector} ({memlet.data}) must be a {orientation}{of_batch}, "
             f"got subset sizes {sizes}"
@@ -209,7 +223,7 @@ def matrix_views(node: dace.nodes.LibraryNode, state: dace.SDFGState) -> dict[st
             (a_vector, b_vector), "scalar"
         ),
     }
-    batch = _batch_of(memlets["_c"], orientations["_c"])
+    batch = Batch.of_output(memlets["_c"], orientations["_c"])
     return {
         c: _matrix_view(node, c, memlets[c], sdfg.arrays[memlets[c].data], orientations[c], batch) for c in CONNECTORS
     }
