@@ -55,6 +55,7 @@ from dcaccel.transforms.lower import (
     refuse_opaque,
 )
 from dcaccel.transforms.offload import POLICIES, check_work_share
+from dcaccel.transforms.opaque import fallback_implementation
 
 DEFAULT_PES = (1, 2, 4, 8, 16, 32, 64, 128)
 DEFAULT_COST_MODEL = CostModel()
@@ -646,18 +647,31 @@ def drop_unknown_keys(workload, implementations: Mapping[str, Sequence[str]]) ->
 
 def report_opaque(workload, strict: bool) -> None:
     """Refuse (``strict``) or announce in one warning the nodes of ``workload`` that have no canonical
-    implementation and are lowered as opaque tasks."""
+    implementation and are lowered as opaque tasks. A node that DaCe cannot expand either would fail every
+    assignment: it is refused (:class:`UnsupportedOpError`, as ``lower`` and ``dcaccel dag`` refuse it)."""
     if strict:
         refuse_opaque(workload.sdfg)
     opaque = opaque_nodes(workload.sdfg)
     if not opaque:
         return
+    for node, state in library_nodes(workload.sdfg):
+        if node.label in opaque:
+            fallback_implementation(node, state)
     warnings.warn(
         f"explore {workload.name}: {len(opaque)} node(s) with no canonical implementation lowered as opaque "
         "tasks: " + ", ".join(f"{node} ({op})" for node, op in opaque.items()),
         OpaqueOpWarning,
         stacklevel=3,
     )
+
+
+def check_ops_run(workload, archs: Sequence[Architecture]) -> None:
+    """Refuse an architecture with no unit kind that runs an op of ``workload`` (``ops`` holding it or
+    ``"*"``): every task of that op, so every assignment, would fail to be costed or placed on it."""
+    ops = dict.fromkeys(op_type(node) for node, _ in library_nodes(workload.sdfg))
+    for arch in archs:
+        for op in ops:
+            arch.unit_for(op)
 
 
 def _as_tuple(value, name: str, low: int | None = None) -> tuple:
@@ -802,6 +816,7 @@ def explore(
         from dcaccel.workloads import get
 
         workload = get(workload)
+    check_ops_run(workload, archs)
     report_opaque(workload, strict)
     nodes = nodes_by_op_type(workload)
     if implementations is None:
@@ -870,6 +885,12 @@ def _partition_policies(
         raise DcaccelError(
             f"explore: a partition policy places tasks on the host and accelerator units, which only the "
             f"{HETEROGENEOUS} scheduler honours: add it to the schedulers"
+        )
+    unused = [name for name in schedulers if name != HETEROGENEOUS]
+    if unused and NO_PARTITION not in policies:
+        raise DcaccelError(
+            f"explore: scheduler {unused[0]} gives no points under partition policy {policies[0]} (a partition is "
+            f"scheduled with {HETEROGENEOUS}): add partition policy {NO_PARTITION} for the plain pipeline's points"
         )
     if isinstance(min_nodes, bool) or not isinstance(min_nodes, numbers.Integral) or min_nodes < 0:
         raise DcaccelError(f"explore: min_nodes must be an integer of at least 0, got {min_nodes!r}")

@@ -8,6 +8,7 @@ smaller MV/OP makespans (docs/dag.md explains why).
 """
 
 import dataclasses
+import warnings
 
 import pytest
 
@@ -172,8 +173,6 @@ def opaque_workload():
 
 
 def test_opaque_tasks_are_counted_with_their_share_of_the_work_and_one_warning(opaque_workload):
-    import warnings
-
     from dcaccel.transforms.lower import OpaqueOpWarning
     from tests.dag.test_opaque import ELEMENTS
 
@@ -199,3 +198,48 @@ def test_strict_refuses_an_opaque_workload_before_the_sweep(opaque_workload):
 def test_a_workload_without_opaque_ops_has_none(conv_seed):
     results = explore(conv_seed, {"Conv": ["lmv"]}, pes=[4], scheduler="list", progress=False, strict=True)
     assert results[["tasks", "opaque_tasks", "opaque_work_share"]].values.tolist() == [[12, 0, 0.0]]
+
+
+@pytest.fixture(scope="module")
+def lstm_workload(tmp_path_factory):
+    """tests/mapping/test_search.py's model: Gemm → Relu → LSTM → Gemm (DaCe has no implementation of its
+    LSTM that applies either)."""
+    import dcaccel
+    from tests.mapping.test_search import export_lstm
+
+    path = tmp_path_factory.mktemp("lstm") / "lstm.onnx"
+    export_lstm(path)
+    return dcaccel.load(str(path), name="lstm")
+
+
+def test_an_op_no_implementation_runs_is_refused_before_the_sweep_and_its_warning(lstm_workload, monkeypatch):
+    """Every assignment would fail where lowering asks DaCe for the LSTM: refused as lower refuses it."""
+    from dcaccel.errors import UnsupportedOpError
+    from dcaccel.exploration.sweep import _Run
+
+    monkeypatch.setattr(_Run, "evaluate", lambda self, batch: pytest.fail("the sweep ran"))
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always")
+        with pytest.raises(UnsupportedOpError) as refused:
+            explore(lstm_workload, {"Gemm": ["mv", "op"]}, pes=[1], progress=False)
+    assert str(refused.value) == (
+        "unsupported op LSTM (node 'lstm_LSTM'): no dcaccel implementation, and DaCe has none that applies"
+    )
+    assert [w for w in caught if "opaque" in str(w.message)] == []
+    with pytest.raises(UnsupportedOpError) as lowered:
+        lstm_workload.lower()
+    assert str(lowered.value) == str(refused.value)
+
+
+def test_a_design_without_a_unit_for_an_op_is_refused_before_the_sweep(conv_seed, tmp_path, monkeypatch):
+    from dcaccel.exploration.sweep import _Run
+
+    design = tmp_path / "gemm-only.yaml"
+    design.write_text(
+        "name: gemm-only\nelement_bytes: 4\nclock_mhz: 1000\n"
+        "units: {pe: {ops: [Gemm], elements_per_cycle: 1}}\nmemories: {offchip: {level: offchip}}\n"
+    )
+    monkeypatch.setattr(_Run, "evaluate", lambda self, batch: pytest.fail("the sweep ran"))
+    for scheduler in ("list", "heft"):
+        with pytest.raises(DcaccelError, match=r"^architecture gemm-only: no unit runs op 'Conv'$"):
+            explore(conv_seed, SHAPES, pes=[4], scheduler=scheduler, arch=["abstract", str(design)], progress=False)

@@ -133,6 +133,10 @@ def test_result_file_keys_points_by_policy(tmp_path):
         ({"partition_policy": "min-region", "min_work_share": 1.5}, "min_work_share must be between 0 and 1"),
         ({"partition_policy": "min-region", "min_nodes": -1}, "min_nodes must be an integer of at least 0"),
         ({"partition_policy": "cost", "partition_objective": "area"}, "unknown partition objective 'area'"),
+        (
+            {"partition_policy": "greedy", "scheduler": ["heft", "list"]},
+            "scheduler list gives no points under partition policy greedy .* add partition policy none for",
+        ),
     ],
 )
 def test_bad_partition_options(options, message):
