@@ -17,6 +17,7 @@ Where the figures come from:
 from __future__ import annotations
 
 import ast
+import re
 
 import pytest
 import sympy
@@ -33,6 +34,7 @@ from dcaccel.dag.arithmetic import (
 )
 from dcaccel.dag.cpp import cpp_arithmetic
 from dcaccel.dag.extract import extract
+from dcaccel.dag.taskdag import TaskDAG
 from dcaccel.errors import DcaccelError
 
 SUM = "lambda a, b: (a + b)"
@@ -231,3 +233,30 @@ def test_symbolic_sizes_give_closed_forms(mmm):
         assert sympy.simplify(macs.xreplace({s: sympy.Symbol(s.name) for s in macs.free_symbols}) - n * k * m) == 0
         evaluated = dag.evaluate(N=3, K=4, M=5)
         assert sum(evaluated.node(v).meta[MACS] for v in evaluated.tasks) == 60
+
+
+def test_tasks_of_a_family_get_their_own_symbolic_counts(mmm):
+    """mmm with K = 4, M = 5 and N symbolic: each of the 5 MV tasks makes 4·N MACs, each of the 4 OP tasks
+    5·N (one product per element of its N×M slice), Reduce adds them (4·5·N ops, K terms per output)."""
+    n = sympy.Symbol("N")
+    mv = extract(mmm.lower({"MatMul": "mv"}), symbols={"M": 5, "K": 4})
+    assert [mv.node(v).meta[MACS] for v in mv.tasks if mv.node(v).meta["map"] == "MV"] == [4 * n] * 5
+    op = extract(mmm.lower({"MatMul": "op"}), symbols={"M": 5, "K": 4})
+    assert [(op.node(v).meta[MACS], op.node(v).meta[OPS]) for v in op.tasks] == [(5 * n, 0)] * 4 + [(0, 20 * n)]
+    for dag in (mv, op):
+        evaluated = dag.evaluate(N=3)
+        assert sum(evaluated.node(v).meta[MACS] for v in evaluated.tasks) == 3 * 4 * 5
+
+
+def test_dag_files_hold_counts_as_integers_or_expressions(mmm):
+    """A DAG file keeps the counts (symbolic ones as text, read back by the safe parser); a count that is
+    not an integer >= 0 or an expression is refused naming the node."""
+    dag = extract(mmm.lower({"MatMul": "mv"}), symbols={"M": 5, "K": 4})
+    again = TaskDAG.from_json(dag.to_json())
+    assert [again.node(v).meta[MACS] for v in again.tasks] == [dag.node(v).meta[MACS] for v in dag.tasks]
+    assert sum(again.evaluate(N=2).node(v).meta[MACS] for v in again.tasks) == 2 * 4 * 5
+    data = dag.to_json()
+    for bad, message in ((-1, "must be an integer >= 0"), (1.5, "must be an integer >= 0"), ("N +", "'N +': not an")):
+        data["nodes"][2]["meta"][MACS] = bad
+        with pytest.raises(DcaccelError, match=f"^JSON data is not a DAG .*node 2: meta 'macs' .*{re.escape(message)}"):
+            TaskDAG.from_json(data)
