@@ -15,7 +15,10 @@ summary ranks by the cycles on the architecture, one table per architecture when
 ``--scheduler heft`` places tasks on the architecture's unit kinds (HEFT). ``--partition-policy
 greedy,min-region,cost`` (repeatable or a comma list; ``none`` is the plain pipeline) partitions every
 assignment between each architecture's host and its accelerator (``dcaccel partition``) and schedules it
-with HEFT (the default scheduler then); the summary has one table per architecture and policy.
+with HEFT (the default scheduler when a policy other than ``none`` is given; another scheduler gives
+points only with ``none``, and is refused otherwise); the summary has one table per architecture and
+policy. Beyond eight such tables it ranks them instead: the best point of each, the ten fewest cycles
+shown.
 
 Every argument is checked before the sweep starts (all but the ``--impl`` keys before the model is
 loaded): a sweep never runs and then fails on an output path, a number or an ``--impl`` key (a key
@@ -62,6 +65,12 @@ PLOT_SUFFIXES = (".png", ".svg")
 MAX_PES = 2**20
 #: How many other assignments a summary row names before "+N more".
 OTHERS_SHOWN = 3
+#: The most tables a summary prints, one per architecture and partition policy; beyond, one ranking.
+TABLES_SHOWN = 8
+#: How many rows that ranking shows before "+N more".
+DESIGNS_SHOWN = 10
+#: The values a summary groups results by, with how a table's heading and the ranking name them.
+GROUPS = {"architecture": ("on", "architectures"), "partition_policy": ("partition", "partition policies")}
 
 
 @dataclass(frozen=True)
@@ -110,7 +119,7 @@ def register(subparsers) -> None:
     parser.add_argument(
         "--partition-policy",
         action="append",
-        type=_names,
+        type=_policies,
         default=[],
         metavar="POLICY[,POLICY...]",
         help="partition each assignment between the architectures' host and accelerator: none (the plain "
@@ -214,7 +223,7 @@ def register(subparsers) -> None:
 def run(args: argparse.Namespace) -> int:
     """Check every argument, run the sweep, print the summary, write the requested files."""
     from dcaccel.exploration.executors import check_executor
-    from dcaccel.exploration.sweep import DEFAULT_PES, SweepError, architectures, explore
+    from dcaccel.exploration.sweep import DEFAULT_PES, NO_PARTITION, SweepError, architectures, explore
 
     if args.demo == bool(args.model):
         raise DcaccelError("give a MODEL or --demo (not both)")
@@ -228,7 +237,8 @@ def run(args: argparse.Namespace) -> int:
         raise DcaccelError("--strategy mapping: no --plot, --results or --partition-policy (its rows are mappings)")
     archs = architectures(args.arch or [DEFAULT_ARCHITECTURE], merge(args.arch_param))
     policies = [policy for policies in args.partition_policy for policy in policies] or None
-    schedulers = args.scheduler or ([SWEEP_SCHEDULERS[-1]] if policies else list(SCHEDULERS))
+    partitioned = any(policy != NO_PARTITION for policy in policies or ())
+    schedulers = args.scheduler or ([SWEEP_SCHEDULERS[-1]] if partitioned else list(SCHEDULERS))
     spec = DEMO_MODEL if args.demo else args.model
     implementations = dict(DEMO_IMPLEMENTATIONS) if args.demo and not args.impl else merge(args.impl) or None
     builtin = spec in workloads.names()
@@ -301,16 +311,63 @@ def failure_lines(failures) -> list[str]:
 
 def summary(results: pd.DataFrame) -> str:
     """The table of :func:`best_per_column`; one per architecture and partition policy, headed by them,
-    when the results hold several."""
-    keys = [key for key in ("architecture", "partition_policy") if key in results and results[key].nunique() > 1]
+    when the results hold several; beyond :data:`TABLES_SHOWN` of them, the ranking of :func:`best_designs`."""
+    keys = [key for key in GROUPS if key in results and results[key].nunique() > 1]
     if not keys:
         return format_table(best_per_column(results))
+    groups = list(results.groupby(keys, sort=False))
+    if len(groups) > TABLES_SHOWN:
+        return ranking(groups, keys)
     tables = []
-    for values, group in results.groupby(keys, sort=False):
-        prefixes = {"architecture": "on", "partition_policy": "partition"}
-        heading = ", ".join(f"{prefixes[key]} {value}" for key, value in zip(keys, values, strict=True))
+    for values, group in groups:
+        heading = ", ".join(f"{GROUPS[key][0]} {value}" for key, value in zip(keys, values, strict=True))
         tables.append(f"{heading}:\n{format_table(best_per_column(group))}")
     return "\n".join(tables)
+
+
+@dataclass(frozen=True)
+class BestDesign:
+    """The best point of one architecture and partition policy over every P and scheduler."""
+
+    architecture: str
+    partition_policy: str
+    pes: int
+    scheduler: str
+    best: str
+    cycles: int
+    energy_pj: float
+
+
+def best_designs(groups) -> list[BestDesign]:
+    """Per (architecture, partition policy) group of the results, its best point over every P and scheduler
+    at the smallest on-chip memory (as :func:`best_per_column` ranks), fewest cycles first (ties: less energy)."""
+    designs = []
+    for _, group in groups:
+        ranked, cycles = _ranked(group)
+        best = ranked.iloc[0]
+        designs.append(
+            BestDesign(
+                str(best["architecture"]),
+                str(best["partition_policy"]),
+                int(best["pes"]),
+                str(best["scheduler"]),
+                str(best["assignment"]),
+                int(best[cycles]),
+                float(best["energy_pj"]),
+            )
+        )
+    return sorted(designs, key=lambda design: (design.cycles, design.energy_pj))
+
+
+def ranking(groups, keys: list[str]) -> str:
+    """The :data:`DESIGNS_SHOWN` best of :func:`best_designs`, headed by what they rank, then "+N more"."""
+    designs = best_designs(groups)
+    kinds = " and ".join(GROUPS[key][1] for key in keys)
+    lines = [f"the best point of each of {len(designs)} {kinds}, fewest cycles first:"]
+    lines.append(format_table(designs[:DESIGNS_SHOWN]))
+    if len(designs) > DESIGNS_SHOWN:
+        lines.append(f"+{len(designs) - DESIGNS_SHOWN} more (--out writes every point)")
+    return "\n".join(lines)
 
 
 @dataclass(frozen=True)
@@ -343,11 +400,9 @@ def mapping_summary(results: pd.DataFrame) -> str:
 def best_per_column(results: pd.DataFrame) -> list[BestPoint]:
     """Per (P, scheduler), at the smallest on-chip memory swept: the assignment with the least makespan on
     the sweep's architecture (``makespan_cycles``; the abstract ``makespan`` where that column is absent)."""
-    data = results[results["onchip_memory"] == results["onchip_memory"].min()]
-    cycles = "makespan_cycles" if "makespan_cycles" in data else "makespan"
+    data, cycles = _ranked(results)
     rows = []
-    for (pes, scheduler), group in data.groupby(["pes", "scheduler"], sort=True):
-        ranked = group.sort_values([cycles, "makespan", "io_volume"], kind="stable")
+    for (pes, scheduler), ranked in data.groupby(["pes", "scheduler"], sort=True):
         best = ranked.iloc[0]
         others = [f"{row.assignment}: {getattr(row, cycles)}" for row in ranked.iloc[1 : 1 + OTHERS_SHOWN].itertuples()]
         if len(ranked) > 1 + OTHERS_SHOWN:
@@ -368,6 +423,15 @@ def best_per_column(results: pd.DataFrame) -> list[BestPoint]:
     return rows
 
 
+def _ranked(results: pd.DataFrame) -> tuple[pd.DataFrame, str]:
+    """The points of ``results`` at the smallest on-chip memory swept, best first: the least makespan on the
+    sweep's architecture (``makespan_cycles``; the abstract ``makespan`` where that column is absent), then
+    the least abstract makespan and I/O volume; and the name of the cycles column."""
+    data = results[results["onchip_memory"] == results["onchip_memory"].min()]
+    cycles = "makespan_cycles" if "makespan_cycles" in data else "makespan"
+    return data.sort_values([cycles, "makespan", "io_volume"], kind="stable"), cycles
+
+
 def _implementations(text: str) -> tuple[str, list[str]]:
     """One ``--impl KEY=NAME[,NAME...]``."""
     key, sep, names = text.partition("=")
@@ -378,6 +442,22 @@ def _implementations(text: str) -> tuple[str, list[str]]:
 
 def _names(text: str) -> list[str]:
     return [name.strip() for name in text.split(",") if name.strip()]
+
+
+def _policies(text: str) -> list[str]:
+    """``--partition-policy POLICY[,POLICY...]``, each one of the sweep's partition policies."""
+    from dcaccel.exploration.sweep import PARTITION_POLICIES
+
+    names = _names(text)
+    if not names:
+        raise argparse.ArgumentTypeError(f"expected one or more of {', '.join(PARTITION_POLICIES)}, got {text!r}")
+    for name in names:
+        if name not in PARTITION_POLICIES:
+            raise argparse.ArgumentTypeError(
+                f"unknown partition policy {name!r} (expected {', '.join(PARTITION_POLICIES)})"
+                f"{suggest(name, PARTITION_POLICIES)}"
+            )
+    return names
 
 
 def _schedulers(text: str) -> list[str]:

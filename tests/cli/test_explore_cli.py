@@ -143,6 +143,16 @@ def no_sweep(monkeypatch):
         (["--address", "tcp://127.0.0.1:1"], "address 'tcp://127.0.0.1:1' needs executor 'dask'"),
         (["--resume"], "--resume needs --results FILE"),
         (["--partition-policy", "fastest"], "unknown partition policy 'fastest' (expected none, greedy, min-region"),
+        (["--partition-policy", "Greedy"], "(did you mean 'greedy'?)"),
+        (
+            ["--partition-policy", ","],
+            "argument --partition-policy: expected one or more of none, greedy, min-region, cost, got ','",
+        ),
+        (
+            ["--partition-policy", "greedy", "--scheduler", "heft,list"],
+            "explore: scheduler list gives no points under partition policy greedy (a partition is scheduled with "
+            "heft): add partition policy none for the plain pipeline's points",
+        ),
         (["--partition-policy", "cost", "--scheduler", "list"], "only the heft scheduler honours"),
         (["--partition-policy", "min-region", "--min-work-share", "1.5"], "min_work_share must be between 0 and 1"),
         (["--min-nodes", "-1"], "argument --min-nodes: expected an integer of at least 0, got -1"),
@@ -340,3 +350,86 @@ def test_mapping_strategy_prints_each_layer_and_the_network(capsys):
     layer, network = lines[2].split(), lines[3].split()
     assert layer[:2] == ["tpu", "Conv_0"] and "Spatial(16," in lines[2]
     assert network[:2] == ["tpu", "network"] and network[2:4] == layer[2:4]
+
+
+def test_partition_policy_none_alone_is_the_plain_pipeline_with_its_schedulers(capsys):
+    status, out, _ = _run(
+        ["explore", "conv-seed", "--impl", "Conv=mv", "--pes", "4", "--partition-policy", "none"], capsys
+    )
+    rows = [line.split()[:2] for line in out.splitlines()[2:]]
+    assert status == 0 and rows == [["4", "list"], ["4", "streaming"]]
+
+
+@pytest.fixture(scope="module")
+def lstm_onnx(tmp_path_factory):
+    from tests.mapping.test_search import export_lstm
+
+    path = tmp_path_factory.mktemp("lstm") / "lstm.onnx"
+    export_lstm(path)
+    return str(path)
+
+
+def test_an_op_nothing_can_run_is_refused_before_the_sweep_as_dag_refuses_it(lstm_onnx, capsys, no_sweep):
+    """The LSTM has no canonical implementation and DaCe none that applies: no opaque-task warning, no sweep."""
+    refusal = "unsupported op LSTM (node 'lstm_LSTM'): no dcaccel implementation, and DaCe has none that applies"
+    assert _run(["dag", lstm_onnx], capsys) == (2, "", f"dcaccel dag: error: {refusal}\n")
+    assert _run(["explore", lstm_onnx, "--pes", "1"], capsys) == (2, "", f"dcaccel explore: error: {refusal}\n")
+
+
+def test_a_design_that_runs_no_conv_is_refused_before_the_sweep(tmp_path, capsys, no_sweep):
+    design = tmp_path / "gemm-only.yaml"
+    design.write_text(
+        "name: gemm-only\nelement_bytes: 4\nclock_mhz: 1000\n"
+        "units: {pe: {ops: [Gemm], elements_per_cycle: 1}}\nmemories: {offchip: {level: offchip}}\n"
+    )
+    status, out, err = _run(["explore", "conv-seed", "--pes", "4", "--arch", str(design)], capsys)
+    assert (status, out, err) == (2, "", "dcaccel explore: error: architecture gemm-only: no unit runs op 'Conv'\n")
+
+
+def _design_points(count: int) -> pd.DataFrame:
+    """Two schedulers' points on ``count`` architectures: design d takes 1000 - d cycles (list) and 2000 (streaming)."""
+    common = {"pes": 4, "onchip_memory": 0, "lower_bound": 1, "utilisation": 0.5, "io_volume": 7}
+    rows = []
+    for design in range(count):
+        for scheduler, cycles in (("list", 1000 - design), ("streaming", 2000)):
+            rows.append(
+                common
+                | {"assignment": "Conv=mv", "scheduler": scheduler, "makespan": 10, "makespan_cycles": cycles}
+                | {"architecture": f"abstract[x={design}]", "partition_policy": "none", "energy_pj": 5.0}
+            )
+    return pd.DataFrame(rows)
+
+
+def test_many_architectures_are_ranked_in_one_table():
+    """400 variants: one heading, the header, the 10 with the fewest cycles and how many more (not 1,602 lines)."""
+    from dcaccel.cli.explore import summary
+
+    lines = summary(_design_points(400)).splitlines()
+    assert len(lines) == 13
+    assert lines[0] == "the best point of each of 400 architectures, fewest cycles first:"
+    assert lines[1].split() == ["architecture", "partition_policy", "pes", "scheduler", "best", "cycles", "energy_pj"]
+    assert lines[2].split() == ["abstract[x=399]", "none", "4", "list", "Conv=mv", "601", "5"]
+    assert [line.split()[0] for line in lines[3:12]] == [f"abstract[x={d}]" for d in range(398, 389, -1)]
+    assert lines[12] == "+390 more (--out writes every point)"
+
+
+def test_a_few_architectures_keep_a_table_each():
+    from dcaccel.cli.explore import summary
+
+    lines = summary(_design_points(8)).splitlines()
+    assert [line for line in lines if line.startswith("on ")] == [f"on abstract[x={d}]:" for d in range(8)]
+
+
+def test_architecture_variants_are_summarised_from_the_command_line(capsys):
+    values = ",".join(str(v) for v in range(1, 13))
+    argv = ["explore", "conv-seed", "--impl", "Conv=mv", "--pes", "4", "--scheduler", "list"]
+    status, out, _ = _run([*argv, "--arch-param", f"units.pe.elements_per_cycle={values}"], capsys)
+    lines = out.splitlines()
+    assert status == 0 and lines[:2] == [
+        "conv-seed: 12 points",
+        "the best point of each of 12 architectures, fewest cycles first:",
+    ]
+    assert (
+        lines[3].startswith("abstract[units.pe.elements_per_cycle=12] ")
+        and lines[-1] == "+2 more (--out writes every point)"
+    )
