@@ -23,6 +23,8 @@ from collections.abc import Mapping
 from dataclasses import asdict, dataclass, field
 from typing import Any
 
+from tqdm import tqdm
+
 from dcaccel.architecture import Architecture
 from dcaccel.architecture import load as load_architecture
 from dcaccel.architecture.links import host_of, link_units
@@ -173,12 +175,15 @@ def partition(
     granularity: str | tuple = "task",
     edge_volume: str = "exact",
     objective: str = "makespan",
+    progress: bool | None = False,
 ) -> Partition:
     """Partition ``workload`` (a Workload or a built-in workload's name) on ``arch`` with ``policy``
     (``greedy``, ``min-region``, ``cost``), lower, extract, place and schedule it (see the module docstring).
     ``choices`` are implementation choices as for ``lower``; ``pes`` the count of unit kinds without one;
     ``granularity`` and ``edge_volume`` those of :func:`dcaccel.dag.extract`; ``objective`` what the
-    ``cost`` policy minimises: ``makespan`` (cycles), ``energy`` (pJ) or ``edp`` (their product)."""
+    ``cost`` policy minimises: ``makespan`` (cycles), ``energy`` (pJ) or ``edp`` (their product);
+    ``progress``: a progress bar over the regions the ``cost`` policy tries (None: when that takes longer
+    than a second)."""
     check_policy(policy, min_work_share)
     if objective not in OBJECTIVES:
         raise DcaccelError(f"unknown partition objective '{objective}' (choose from {', '.join(OBJECTIVES)})")
@@ -213,7 +218,14 @@ def partition(
         kept = too_small(groups, {name: w for name, (w, _) in work.items()}, min_nodes, min_work_share)
     elif policy == "cost" and host is not None:
         best = _objective(run(dag, target)[1].costs, objective)
-        for index in range(len(groups)):
+        tried = tqdm(
+            range(len(groups)),
+            desc=f"partition {workload.name}",
+            unit="region",
+            disable=progress is False,
+            delay=0 if progress else 1.0,
+        )
+        for index in tried:
             on_host = unsupported | {name for i in [*kept, index] for name in groups[i]}
             _, trial_dag, trial_target = build(on_host)
             value = _objective(run(trial_dag, trial_target)[1].costs, objective)

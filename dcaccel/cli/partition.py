@@ -4,7 +4,8 @@ Prints per operator where it runs and why (supported, pattern, unsupported op, v
 region too small), the number of regions, the shares of MACs and work offloaded, the volume crossing the
 host↔accelerator links, and the end-to-end makespan and energy split between host, accelerator and link
 (:mod:`dcaccel.partitioning`). ``--json`` prints one object instead; ``--dot`` writes the operator
-graph with nodes coloured by target.
+graph with nodes coloured by target. The ``cost`` policy shows its progress over the regions it tries
+when that takes longer than a second.
 """
 
 import argparse
@@ -74,6 +75,7 @@ def run(args: argparse.Namespace) -> int:
         min_nodes=args.min_nodes,
         min_work_share=args.min_work_share,
         objective=args.objective,
+        progress=None,
     )
     if args.dot:
         with open(args.dot, "w", encoding="utf-8") as out:

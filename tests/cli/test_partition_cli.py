@@ -113,3 +113,20 @@ def test_verify_arch_checks_the_partitioned_program(files, capsys, monkeypatch):
     assert seen["opaque"] == {"middle": "Resize"}
     assert main(["verify", model, "--arch", design, "--strict"]) == 2
     assert "--strict and --arch" in capsys.readouterr().err
+
+
+def test_the_cost_policy_shows_its_progress_over_the_regions(files, capsys, monkeypatch):
+    """The command asks for a bar when the regions take longer than a second; asked always, it shows both."""
+    import dcaccel.cli.partition
+
+    model, design, _ = files
+    asked = []
+
+    def partition(*arguments, progress, **options):
+        asked.append(progress)
+        return dcaccel.partition(*arguments, progress=True, **options)
+
+    monkeypatch.setattr(dcaccel.cli.partition, "partition", partition)
+    assert main(["partition", model, "--arch", design, "--policy", "cost"]) == 0
+    err = capsys.readouterr().err
+    assert asked == [None] and "partition chain: 100%|" in err and "| 2/2 " in err
