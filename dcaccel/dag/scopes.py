@@ -48,7 +48,8 @@ from typing import Any
 import dace
 import sympy
 from dace.sdfg import nodes as dnodes
-from dace.sdfg.state import ControlFlowRegion, SDFGState
+from dace.sdfg.state import ControlFlowRegion, LoopRegion, SDFGState
+from dace.transformation.passes.analysis.loop_analysis import get_init_assignment, get_loop_end, get_loop_stride
 
 from dcaccel.buffers import BufferReason, buffer_reason
 from dcaccel.dag import volume as vol
@@ -343,22 +344,49 @@ class _Reader:
         )
 
     def nested_arithmetic(self, node: dnodes.NestedSDFG, params: Mapping[str, sympy.Symbol]) -> Arithmetic:
-        """The arithmetic of a nested SDFG whose states run once each, its symbols mapped to the parent's."""
+        """The arithmetic of one execution of a nested SDFG, its symbols mapped to the parent's."""
         inner = _Reader(node.sdfg, None, self.positive, None)
-        total = NONE
-        for nested_state in inner.states(node.sdfg):
-            children = nested_state.scope_children()
-            for child in children[None]:
-                if isinstance(child, dnodes.MapEntry):
-                    names = {p: parameter_symbol(p) for p in child.map.params}
-                    ranges = [tuple(inner.expr(v, names) for v in rng) for rng in child.map.range.ranges]
-                    body = inner.body_arithmetic(nested_state, child, children, names)
-                    counts = (vol.summed(count, names.values(), ranges) for count in (body.macs, body.ops))
-                    total = total + Arithmetic(*counts)
-                elif not isinstance(child, dnodes.AccessNode):
-                    total = total + inner.node_arithmetic(nested_state, child, {}, None)
+        total = inner.region_arithmetic(node.sdfg)
         mapping = {name: self.expr(value, params) for name, value in node.symbol_mapping.items()}
         return Arithmetic(*(_substituted(count, mapping) for count in (total.macs, total.ops)))
+
+    def region_arithmetic(self, region: ControlFlowRegion) -> Arithmetic:
+        """The arithmetic of a control-flow region run once: each state once, a loop's body summed over
+        the loop's range; other control flow is refused."""
+        total = NONE
+        for block in dace.sdfg.utils.dfs_topological_sort(region, sources=[region.start_block]):
+            if isinstance(block, SDFGState):
+                total = total + self.state_arithmetic(block)
+            elif isinstance(block, LoopRegion):
+                bounds = (get_init_assignment(block), get_loop_end(block), get_loop_stride(block))
+                if any(bound is None for bound in bounds):
+                    raise DcaccelError(f"extract: loop '{block.label}' in SDFG '{self.sdfg.name}' has no static range")
+                variable = self.expr(block.loop_variable, {})
+                body = self.region_arithmetic(block)
+                ranges = [tuple(self.expr(bound, {}) for bound in bounds)]
+                total = total + Arithmetic(*(vol.summed(c, [variable], ranges) for c in (body.macs, body.ops)))
+            elif type(block) is ControlFlowRegion:
+                total = total + self.region_arithmetic(block)
+            else:
+                raise DcaccelError(
+                    f"extract: control-flow block '{block.label}' ({type(block).__name__}) in SDFG "
+                    f"'{self.sdfg.name}' has no countable arithmetic"
+                )
+        return total
+
+    def state_arithmetic(self, state: SDFGState) -> Arithmetic:
+        """The arithmetic of one execution of ``state`` (its top-level maps summed over their ranges)."""
+        total = NONE
+        children = state.scope_children()
+        for child in children[None]:
+            if isinstance(child, dnodes.MapEntry):
+                names = {p: parameter_symbol(p) for p in child.map.params}
+                ranges = [tuple(self.expr(v, names) for v in rng) for rng in child.map.range.ranges]
+                body = self.body_arithmetic(state, child, children, names)
+                total = total + Arithmetic(*(vol.summed(c, names.values(), ranges) for c in (body.macs, body.ops)))
+            elif not isinstance(child, dnodes.AccessNode | dnodes.ExitNode):
+                total = total + self.node_arithmetic(state, child, {}, None)
+        return total
 
     def opaque_arithmetic(self, state: SDFGState, node, op: str | None) -> Arithmetic:
         """An opaque task's arithmetic from its op and the shapes its connectors read and write."""

@@ -260,3 +260,20 @@ def test_dag_files_hold_counts_as_integers_or_expressions(mmm):
         data["nodes"][2]["meta"][MACS] = bad
         with pytest.raises(DcaccelError, match=f"^JSON data is not a DAG .*node 2: meta 'macs' .*{re.escape(message)}"):
             TaskDAG.from_json(data)
+
+
+def test_a_loop_in_a_nested_sdfg_multiplies_its_body():
+    """A map body with a loop stays a nested SDFG (as a per-subcarrier solver does); DaCe's frontend writes
+    s = s + a·a as two tasklets (the product, then its sum): per row 8 MACs and 8 adds, 4 rows."""
+    import dace
+
+    @dace.program
+    def row_norms(A: dace.float32[4, 8], B: dace.float32[4]):
+        for i in dace.map[0:4]:
+            s = dace.float32(0)
+            for j in range(8):
+                s = s + A[i, j] * A[i, j]
+            B[i] = s
+
+    dag = extract(row_norms.to_sdfg(simplify=True))
+    assert [(dag.node(v).meta[MACS], dag.node(v).meta[OPS]) for v in dag.tasks] == [(32, 32)]
