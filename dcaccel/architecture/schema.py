@@ -57,11 +57,14 @@ class Topology(_Strict):
     kind: TopologyKind = TopologyKind.ALL_TO_ALL
     rows: Units | None = None
     cols: Units | None = None
+    systolic: bool = Field(default=False, strict=True)  # a mesh whose operands shift along rows and cols
 
     @model_validator(mode="after")
     def _mesh_shape(self) -> Topology:
         if self.kind == TopologyKind.MESH and (self.rows is None or self.cols is None):
             raise ValueError("a mesh needs rows and cols")
+        if self.systolic and self.kind != TopologyKind.MESH:
+            raise ValueError(f"systolic applies to a mesh only, not to {self.kind.value}")
         if self.kind != TopologyKind.MESH and (self.rows is not None or self.cols is not None):
             raise ValueError(f"rows and cols apply to a mesh only, not to {self.kind.value}")
         return self
@@ -107,6 +110,12 @@ class MemoryLevel(StrEnum):
     OFFCHIP = "offchip"  # DRAM
 
 
+#: The operands of a multiply-accumulate layer a memory can hold.
+Operand = Literal["weights", "inputs", "outputs"]
+#: The dimensions of a unit kind's array: a mesh's ``rows`` and ``cols``, or its ``units``.
+ArrayDimension = Literal["rows", "cols", "units"]
+
+
 class Memory(_Strict):
     """A memory. ``bandwidth_bytes_per_cycle`` None: unlimited. ``capacity_bytes`` None: unlimited
     off chip, and for an on-chip memory the capacity the schedule is given (``onchip=``, the abstract
@@ -119,6 +128,10 @@ class Memory(_Strict):
     read_energy_pj: Energy = 0.0
     write_energy_pj: Energy = 0.0
     area_mm2: Area = 0.0
+    # Read by the loop-nest cost model (dcaccel.cost, docs/architecture_description.md "Operands"):
+    operands: list[Operand] | None = Field(default=None, min_length=1, max_length=3)  # None: all three
+    shared_along: list[ArrayDimension] = Field(default_factory=list, max_length=2)  # a local memory's sharing
+    separate_ports: bool = Field(default=False, strict=True)  # reads and writes each at the full bandwidth
 
     @model_validator(mode="after")
     def _level_fields(self) -> Memory:
@@ -126,6 +139,12 @@ class Memory(_Strict):
             raise ValueError("unit is required for a local memory and allowed for it only")
         if self.level == MemoryLevel.LOCAL and self.capacity_bytes is None:
             raise ValueError("capacity_bytes is required for a local memory")
+        if self.operands is not None and len(set(self.operands)) != len(self.operands):
+            raise ValueError("operands: each operand once")
+        if self.shared_along and self.level != MemoryLevel.LOCAL:
+            raise ValueError("shared_along applies to a local memory only (the others serve every unit)")
+        if len(set(self.shared_along)) != len(self.shared_along):
+            raise ValueError("shared_along: each dimension once")
         return self
 
 
@@ -145,6 +164,7 @@ class ArchitectureSpec(_Strict):
     name: Name
     description: Annotated[str, Field(strict=True)] = ""
     element_bytes: ElementBytes = 4
+    partial_sum_bytes: ElementBytes | None = None  # the loop-nest model's accumulators (None: 2 × element_bytes)
     clock_mhz: Clock = 1000.0
     units: dict[Name, Unit] = Field(min_length=1, max_length=MAX_KINDS)
     memories: dict[Name, Memory] = Field(default_factory=dict, max_length=MAX_KINDS)

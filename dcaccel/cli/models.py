@@ -5,14 +5,13 @@ MODEL is a built-in workload name (see :mod:`dcaccel.workloads`), an ONNX file, 
 """
 
 import argparse
-import os
 from collections.abc import Iterable
 
 from dcaccel import workloads
 from dcaccel.cli.arguments import suggest
 from dcaccel.errors import DcaccelError
-from dcaccel.frontend import Workload, load
-from dcaccel.frontend.python_file import is_python_spec
+from dcaccel.frontend import Workload
+from dcaccel.frontend.load import resolve
 
 MODEL_HELP = "a built-in workload ({}), an .onnx file, or path/to/file.py:attribute"
 
@@ -23,19 +22,8 @@ def add_model_argument(parser: argparse.ArgumentParser) -> None:
 
 
 def resolve_model(spec: str) -> Workload:
-    """The workload MODEL names: a built-in workload, an ONNX file, or an attribute of a Python file.
-
-    Raises :class:`DcaccelError` for a name that is none of these (listing the built-in names), a
-    missing file, or a file that is not a model.
-    """
-    if spec in workloads.names():
-        return workloads.get(spec)
-    if is_python_spec(spec) or spec.endswith(".onnx") or os.path.exists(spec):
-        return load(spec)
-    raise DcaccelError(
-        f"unknown model '{spec}': not a built-in workload ({', '.join(workloads.names())}), "
-        "an .onnx file or path/to/file.py:attribute"
-    )
+    """The workload MODEL names (:func:`dcaccel.frontend.load.resolve`)."""
+    return resolve(spec)
 
 
 def add_impl_argument(parser: argparse.ArgumentParser) -> None:

@@ -19,13 +19,18 @@ import onnx.shape_inference
 import pandas as pd
 
 from dcaccel.architecture import Architecture
+from dcaccel.architecture import load as load_architecture
+from dcaccel.architecture.support import annotate
 from dcaccel.cost.architecture import hierarchy
 from dcaccel.cost.evaluate import LayerCost
 from dcaccel.cost.hierarchy import Hierarchy
 from dcaccel.cost.nest import LayerNest, layer_nest
 from dcaccel.cost.search import best_mapping
 from dcaccel.errors import DcaccelError
-from dcaccel.mapping.layers import node_attributes, static_shapes
+from dcaccel.frontend.load import resolve
+from dcaccel.frontend.onnx_import import readable_node_names
+from dcaccel.mapping.layers import node_attributes, program_model, static_shapes
+from dcaccel.transforms.offload import op_instances
 
 #: The ONNX ops that have a loop nest here.
 MAC_OPS = ("Conv", "Gemm", "MatMul")
@@ -118,33 +123,43 @@ def _nest(node: onnx.NodeProto, shapes) -> LayerNest | str:
 
 
 def network_cost(
-    model: onnx.ModelProto,
-    arch: Architecture,
+    workload,
+    arch: Architecture | str,
     objective: str = "latency",
     *,
-    name: str = "model",
     progress: Callable[[int, int], None] | None = None,
 ) -> NetworkCost:
-    """The best mapping of every MAC layer of ``model`` on ``arch`` by ``objective``; ``progress(done,
-    total)`` is called after each layer."""
+    """The best mapping of every MAC layer of ``workload`` (a built-in workload's name, a model file, a
+    Workload or an ONNX proto) on ``arch`` by ``objective``, each on the accelerator unit kind its support
+    rules place it on (:func:`dcaccel.architecture.support.annotate`); a layer placed on the host, or on no
+    unit, is listed in ``uncounted`` with the reason. ``progress(done, total)`` is called after each node."""
     start = time.perf_counter()
-    target: Hierarchy = hierarchy(arch)
-    inferred = onnx.shape_inference.infer_shapes(model)
+    arch = arch if isinstance(arch, Architecture) else load_architecture(arch)
+    program = resolve(workload)
+    name, model = program_model(program)
+    inferred = readable_node_names(onnx.shape_inference.infer_shapes(model))
+    placement = annotate(arch.units, op_instances(program))
     shapes = static_shapes(inferred)
     nodes = [node for node in inferred.graph.node if node.op_type != "Constant"]
+    hierarchies: dict[str, Hierarchy] = {}
     searched: dict[tuple, LayerCost] = {}
     costs, uncounted = [], []
     for index, node in enumerate(nodes):
-        label = node.name or f"{node.op_type}_{index}"
         nest = _nest(node, shapes)
+        where = placement.get(node.name)
         if isinstance(nest, str):
-            uncounted.append((label, nest))
+            uncounted.append((node.name, nest))
+        elif where is None or where.target is None or not where.offloaded:
+            uncounted.append((node.name, f"not on the accelerator ({where.reason if where else 'not in the program'})"))
         else:
-            key = (tuple(nest.loops.items()), tuple(sorted(nest.accesses.items())))
+            if where.target not in hierarchies:
+                hierarchies[where.target] = hierarchy(arch, where.target)
+            key = (where.target, tuple(nest.loops.items()), tuple(sorted(nest.accesses.items())))
             if key not in searched:
-                searched[key] = best_mapping(nest, target, objective)
-            costs.append((label, node.op_type, dataclasses.replace(searched[key], layer=label)))
+                searched[key] = best_mapping(nest, hierarchies[where.target], objective)
+            costs.append((node.name, node.op_type, dataclasses.replace(searched[key], layer=node.name)))
         if progress is not None:
             progress(index + 1, len(nodes))
-    offchip = target.memories[-1].name
-    return NetworkCost(name, arch.name, objective, offchip, tuple(costs), tuple(uncounted), time.perf_counter() - start)
+    return NetworkCost(
+        name, arch.name, objective, arch.offchip, tuple(costs), tuple(uncounted), time.perf_counter() - start
+    )

@@ -59,14 +59,13 @@ def spatial_unrollings(
     options = []
     for dim, size in hierarchy.array.items():
         allowed = [loop for loop in (choices or {}).get(dim, nest.loops) if nest.loops.get(loop, 1) > 1]
-        options.append(
-            [(dim, loop, f) for loop in allowed for f in _divisors(min(nest.loops[loop], size))] or [(dim, None, 1)]
-        )
+        unrolled = [(dim, loop, f) for loop in allowed for f in _divisors(min(nest.loops[loop], size)) if f > 1]
+        options.append([*unrolled, (dim, None, 1)])
     found = []
     for combination in itertools.product(*options):
         loops = [loop for _, loop, _ in combination if loop is not None]
         if len(set(loops)) == len(loops):
-            found.append(tuple((d, loop, f) for d, loop, f in combination if loop is not None and f > 1))
+            found.append(tuple((d, loop, f) for d, loop, f in combination if loop is not None))
     unique = list(dict.fromkeys(found))
     unique.sort(key=lambda unrolling: -math.prod(f for _, _, f in unrolling))
     return unique[:candidates] or [()]

@@ -51,3 +51,24 @@ def load(model, example_inputs=None, *, symbols: Mapping[str, int] | None = None
         f"cannot load a {type(model).__name__}: expected a torch.nn.Module, an ONNX model or file, "
         "a @dace.program, an SDFG or 'file.py:attribute'"
     )
+
+
+def resolve(model) -> Workload:
+    """The workload a user names: a built-in workload's name (``"lenet"``), an ONNX file, a
+    ``"path/to/file.py:attribute"`` spec, or anything :func:`load` takes.
+
+    Raises :class:`DcaccelError` for a name that is none of these (listing the built-in names), a
+    missing file, or a file that is not a model.
+    """
+    if not isinstance(model, str):
+        return load(model)
+    from dcaccel import workloads
+
+    if model in workloads.names():
+        return workloads.get(model)
+    if is_python_spec(model) or model.endswith(".onnx") or os.path.exists(model):
+        return load(model)
+    raise DcaccelError(
+        f"unknown model '{model}': not a built-in workload ({', '.join(workloads.names())}), "
+        "an .onnx file or path/to/file.py:attribute"
+    )

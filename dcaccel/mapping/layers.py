@@ -137,6 +137,27 @@ def model_layers(model: onnx.ModelProto) -> list[Layer]:
     return layers
 
 
+def program_model(workload) -> tuple[str, onnx.ModelProto]:
+    """The name and ONNX model of ``workload`` (a built-in workload's name, a model file or spec, a Workload,
+    an ONNX proto), with its constants folded and inference no-ops removed as the frontend does before
+    import (:mod:`dcaccel.frontend.onnx_prepare`), so that its nodes are those of the workload's program:
+    an exporter's ``Shape`` → ``Gather`` → ``Concat`` chains are not layers."""
+    from dcaccel.frontend import onnx_prepare as prepare
+
+    if isinstance(workload, onnx.ModelProto):
+        name, model = "model", workload
+    else:
+        from dcaccel.frontend.load import resolve
+
+        workload = resolve(workload)
+        model = getattr(workload, "onnx_model", None)
+        if model is None:
+            label = getattr(workload, "name", workload)
+            raise DcaccelError(f"map {label}: the mapping search needs an ONNX or PyTorch model")
+        name = workload.name
+    return name, prepare.without_inference_noops(prepare.simplify(model, name), name)
+
+
 def mapped_layers(model: onnx.ModelProto) -> list[Layer]:
     """The Conv, Gemm and 2-D MatMul layers of ``model`` (:func:`model_layers` with a loop nest)."""
     return [layer for layer in model_layers(model) if layer.mapped]

@@ -33,7 +33,7 @@ from dcaccel.architecture import Architecture
 from dcaccel.architecture import load as load_architecture
 from dcaccel.dag.metrics import io_volume
 from dcaccel.errors import DcaccelError
-from dcaccel.mapping.layers import Layer, model_layers
+from dcaccel.mapping.layers import Layer, model_layers, program_model
 from dcaccel.mapping.notation import SCHEDULERS, Mapping
 from dcaccel.mapping.offchip import rank
 from dcaccel.mapping.onchip import Cost, check_objective, cost
@@ -237,39 +237,6 @@ def place_canonical(layer: Layer, arch: Architecture, capacity: int, pes: tuple[
     return row, mapping
 
 
-def _model(workload):
-    """The ONNX model of ``workload`` (a built-in workload's name, a Workload, an ONNX file or proto), with
-    its constants folded and inference no-ops removed as the frontend does before import
-    (:mod:`dcaccel.frontend.onnx_prepare`), so that its nodes are those of the workload's program: an
-    exporter's ``Shape`` → ``Gather`` → ``Concat`` chains are not layers."""
-
-    from dcaccel.frontend import onnx_prepare as prepare
-
-    name, model = _source_model(workload)
-    return name, prepare.without_inference_noops(prepare.simplify(model, name), name)
-
-
-def _source_model(workload):
-    import onnx
-
-    if isinstance(workload, onnx.ModelProto):
-        return "model", workload
-    if isinstance(workload, str):
-        from dcaccel import workloads
-
-        if workload in workloads.names():
-            workload = workloads.get(workload)
-        else:
-            from dcaccel.frontend import load
-
-            workload = load(workload)
-    model = getattr(workload, "onnx_model", None)
-    if model is None:
-        label = getattr(workload, "name", workload)
-        raise DcaccelError(f"map {label}: the mapping search needs an ONNX or PyTorch model")
-    return workload.name, model
-
-
 def map_workload(
     workload,
     arch: Architecture | str = "abstract",
@@ -301,7 +268,7 @@ def map_workload(
     capacity = architecture.onchip_capacity_elements if capacity is None else capacity
     if capacity < 1:
         raise DcaccelError(f"map: architecture {architecture.name} has no on-chip capacity; give capacity= (elements)")
-    name, model = _model(workload)
+    name, model = program_model(workload)
     layers = model_layers(model)
     if not any(layer.mapped for layer in layers):
         raise DcaccelError(f"map {name}: no Conv, Gemm or 2-D MatMul node to map")
