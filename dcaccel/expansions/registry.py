@@ -25,6 +25,7 @@ from dataclasses import dataclass
 MODULES = (
     "conv",
     "elementwise",
+    "gather",
     "gemm",
     "linalg",
     "normalization",
@@ -32,6 +33,7 @@ MODULES = (
     "pooling",
     "reduce",
     "resize",
+    "scan",
     "shape_ops",
     "softmax",
 )

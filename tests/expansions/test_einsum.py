@@ -33,6 +33,7 @@ EQUATIONS = {
     "ellipsis": ("...ij,...jk->...ik", (2, 3, 3, 4), (2, 3, 4, 5), False, False),
     "batch_one_inner_one": ("bij,bjk->bik", (1, 3, 1), (1, 1, 2), False, False),
     "row_vector_product": ("ij,kj->ik", (1, 4), (5, 4), False, True),
+    "ellipsis_batch_of_one": ("...ij,...kj->...ik", (4, 1, 3, 5), (4, 1, 2, 5), False, True),  # a head of size 1
 }
 
 
@@ -57,7 +58,9 @@ def test_equation_is_a_product(name):
 
 
 @pytest.mark.parametrize("shape", SHAPES)
-@pytest.mark.parametrize("name", ["batched", "attention_scores", "broadcast_weight", "transposed_a_implicit"])
+@pytest.mark.parametrize(
+    "name", ["batched", "attention_scores", "broadcast_weight", "transposed_a_implicit", "ellipsis_batch_of_one"]
+)
 def test_dag_has_one_task_per_mmm_task_and_batch_element(name, shape):
     equation, a, b, transpose_a, transpose_b = EQUATIONS[name]
     _, lowered = _lower(_cases({name: EQUATIONS[name]}, shapes=(shape,)))

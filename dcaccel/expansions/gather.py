@@ -1,0 +1,226 @@
+"""Canonical element gathers and scatters: GatherElements, ScatterElements and ScatterND.
+
+Their indices are data: each element of the output (a gather) or each update (a scatter) reads or writes
+one element of a container at a position known only when it runs, a dynamic memlet of volume 1 over the
+positions it may touch (the idiom of :class:`~dcaccel.expansions.shape_ops.CanonicalGather`). Negative
+indices count from the end of their axis. A container read at data-dependent positions and produced by
+another task is copied into a REUSE buffer first.
+
+A scatter is two flat maps: ``copy`` writes ``output = data`` row-major, then ``scatter`` writes every
+update into the copy. The scatter reads the element it writes (``prev``) and writes it back, the update
+combined with it by the ``reduction`` (``add``, ``mul``, ``max``, ``min``) or in its place (``none``).
+Two updates may address one element, so the scatter map is sequential: it takes the updates one after
+the other in row-major order, repeated indices accumulate, and with ``none`` the last update of an
+element stays (onnxruntime's choice; ONNX leaves it undefined).
+"""
+
+import math
+
+import dace
+from dace import SDFG, Memlet, SDFGState
+
+from dcaccel.buffers import BufferReason
+from dcaccel.expansions.builder import (
+    ExpansionBuilder,
+    connector,
+    index_params,
+    index_ranges,
+    subscript,
+)
+from dcaccel.expansions.node import CanonicalForward, input_shape, node_builder, normalize_axis, onnx_shape, unsupported
+from dcaccel.expansions.registry import CANONICAL, Implementation
+from dcaccel.expansions.shape_ops import add_copy
+
+REDUCTIONS = {
+    "none": "{update}",
+    "add": "{element} + {update}",
+    "mul": "{element} * {update}",
+    "max": "max({element}, {update})",
+    "min": "min({element}, {update})",
+}
+"""The new value of an element of the output, from the ``element`` and an ``update``, per ``reduction`` of
+ScatterElements and ScatterND."""
+
+
+def _element(name: str, indices: list[str], sizes) -> str:
+    """The tasklet expression of the element of connector ``name`` (a dynamic memlet over ranges of ``sizes``)
+    at ``indices``; DaCe drops the ranges of size 1 from the connector's dimensions."""
+    kept = [index for index, size in zip(indices, sizes, strict=True) if size != 1]
+    return f"{name}[{', '.join(kept)}]" if kept else name
+
+
+def _wrapped(index: str, size) -> str:
+    """The tasklet expression of ``index`` with a negative value counted from the end of an axis of ``size``."""
+    return f"({index} if {index} >= 0 else {index} + {size})"
+
+
+def _check_same_rank(node, state: SDFGState, sdfg: SDFG, *connectors: str) -> tuple:
+    """The shape of ``data``; :class:`UnsupportedOpError` unless ``connectors`` have its rank and ``axis`` is in it."""
+    shape = input_shape(node, state, sdfg, "data")
+    for name in connectors:
+        other = input_shape(node, state, sdfg, name)
+        if len(other) != len(shape):
+            raise unsupported(node, f"{name} {other} and data {shape} differ in rank")
+    normalize_axis(node.axis, len(shape), node)
+    return shape
+
+
+def _check_reduction(node) -> str:
+    """The formula of the ``reduction`` of a scatter (see :data:`REDUCTIONS`)."""
+    reduction = getattr(node, "reduction", None) or "none"
+    if reduction not in REDUCTIONS:
+        raise unsupported(node, f"reduction='{reduction}'")
+    return REDUCTIONS[reduction]
+
+
+def _data_dependent(source: str, indices: list[str]) -> Memlet:
+    """A dynamic memlet of volume 1 into ``source`` at ``indices`` (ranges where the position is data)."""
+    return Memlet(data=source, subset=subscript(indices), volume=1, dynamic=True)
+
+
+def _scatter(steps: ExpansionBuilder, updates_shape: tuple, target: list, inputs: dict, formula: str) -> None:
+    """``output = data`` (``copy``), then the sequential ``scatter`` map over the updates: each reads one element
+    of the output and writes it back, combined with its update by ``formula``. ``target`` gives, per dimension
+    of the output, the tasklet expression of the element's index and the size of the dimension where the index
+    is data (a range of the dynamic memlet), None where it is a map parameter."""
+    add_copy(steps, "copy", "data", "output")
+    params = index_params(len(updates_shape))
+    position = [index if size is None else f"0:{size}" for index, size in target]
+    data_dependent = [index for index, size in target if size is not None]
+    sizes = [size for _, size in target if size is not None]
+    tasklet = steps.flat_map(
+        "scatter",
+        index_ranges(params, updates_shape),
+        {**inputs, "u": Memlet(f"updates[{subscript(params)}]"), "prev": _data_dependent("output", position)},
+        f"{_element('out', data_dependent, sizes)} = "
+        + formula.format(element=_element("prev", data_dependent, sizes), update="u"),
+        {"out": _data_dependent("output", position)},
+    )
+    pointer = dace.pointer(steps.desc("output").dtype)
+    tasklet.in_connectors[connector("prev")] = pointer
+    tasklet.out_connectors[connector("out")] = pointer
+    steps.state.entry_node(tasklet).map.schedule = dace.ScheduleType.Sequential
+
+
+class CanonicalGatherElements(CanonicalForward):
+    """Canonical GatherElements along ``axis``: ``output[i] = data[i with i[axis] = indices[i]]``.
+
+    One flat map over the output (the shape of ``indices``), produced row-major; each element reads its
+    index in order and one element of its row of ``data`` along ``axis`` (a dynamic memlet).
+    """
+
+    @staticmethod
+    def check(node, state: SDFGState, sdfg: SDFG) -> None:
+        _check_same_rank(node, state, sdfg, "indices")
+
+    @staticmethod
+    def forward(node, state: SDFGState, sdfg: SDFG) -> SDFG:
+        steps = node_builder(node, state, sdfg)
+        shape = onnx_shape(steps.desc("data"))
+        out_shape = onnx_shape(steps.desc("output"))
+        if math.prod(out_shape) == 0:
+            return steps.sdfg
+        axis = normalize_axis(node.axis, len(shape), node)
+        params = index_params(len(out_shape))
+        source = steps.operand("data", reused=True)
+        row = [f"0:{shape[axis]}" if d == axis else p for d, p in enumerate(params)]
+        tasklet = steps.flat_map(
+            "gather_elements",
+            index_ranges(params, out_shape),
+            {"row": _data_dependent(source, row), "j": Memlet(f"indices[{subscript(params)}]")},
+            f"out = {_element('row', [_wrapped('j', shape[axis])], [shape[axis]])}",
+            {"out": Memlet(f"output[{subscript(params)}]")},
+        )
+        tasklet.in_connectors[connector("row")] = dace.pointer(steps.desc(source).dtype)
+        return steps.sdfg
+
+
+class CanonicalScatterElements(CanonicalForward):
+    """Canonical ScatterElements along ``axis``: ``output = data``, then for every update position ``i``,
+    ``output[i with i[axis] = indices[i]] = updates[i]`` (or combined by ``reduction``).
+
+    Two flat maps (see the module docstring): ``copy``, produced row-major, then ``scatter`` over the
+    updates, which reads ``indices`` and ``updates`` in order and writes one element of its row of the
+    output along ``axis`` each.
+    """
+
+    @staticmethod
+    def check(node, state: SDFGState, sdfg: SDFG) -> None:
+        _check_same_rank(node, state, sdfg, "indices", "updates")
+        _check_reduction(node)
+
+    @staticmethod
+    def forward(node, state: SDFGState, sdfg: SDFG) -> SDFG:
+        formula = _check_reduction(node)
+        steps = node_builder(node, state, sdfg)
+        shape = onnx_shape(steps.desc("data"))
+        updates_shape = onnx_shape(steps.desc("updates"))
+        if math.prod(updates_shape) == 0:
+            add_copy(steps, "copy", "data", "output")
+            return steps.sdfg
+        axis = normalize_axis(node.axis, len(shape), node)
+        params = index_params(len(updates_shape))
+        target = [(_wrapped("j", shape[axis]), shape[axis]) if d == axis else (p, None) for d, p in enumerate(params)]
+        _scatter(steps, updates_shape, target, {"j": Memlet(f"indices[{subscript(params)}]")}, formula)
+        return steps.sdfg
+
+
+class CanonicalScatterND(CanonicalForward):
+    """Canonical ScatterND: ``output = data``, then for every index tuple ``indices[b]`` (of length ``k``, the
+    last dimension of ``indices``) ``output[indices[b], r] = updates[b, r]`` for every position ``r`` of the
+    slice it addresses (or combined by ``reduction``). Three flat maps:
+
+    1. ``copy``: ``output = data``, produced row-major;
+    2. ``offset``: ``offset[b]``, the row-major position of tuple ``b`` among the first ``k`` dimensions (its
+       ``k`` indices read in order, negative ones wrapped), produced in the order of the tuples;
+    3. ``scatter`` over the updates (``b``, then ``r``, row-major; see the module docstring): one offset and
+       one update read, one element of the output written (a dynamic memlet over the first ``k``
+       dimensions). ``offset`` is re-read for every element of its slice: a REUSE buffer when a slice has
+       more than one element.
+    """
+
+    @staticmethod
+    def check(node, state: SDFGState, sdfg: SDFG) -> None:
+        shape = input_shape(node, state, sdfg, "data")
+        indices = input_shape(node, state, sdfg, "indices")
+        if not indices or not 1 <= indices[-1] <= len(shape):
+            raise unsupported(node, f"indices {indices} for data {shape} (index tuples of 1 to {len(shape)})")
+        _check_reduction(node)
+
+    @staticmethod
+    def forward(node, state: SDFGState, sdfg: SDFG) -> SDFG:
+        formula = _check_reduction(node)
+        steps = node_builder(node, state, sdfg)
+        shape = onnx_shape(steps.desc("data"))
+        *tuples, k = onnx_shape(steps.desc("indices"))
+        updates_shape = onnx_shape(steps.desc("updates"))
+        if math.prod(updates_shape) == 0:
+            add_copy(steps, "copy", "data", "output")
+            return steps.sdfg
+        params = index_params(len(updates_shape))
+        batch = params[: len(tuples)]
+        strides = [math.prod(shape[d + 1 : k]) for d in range(k)]
+        entries = [f"j[{d}]" for d in range(k)] if k > 1 else ["j"]  # one index: a scalar connector
+        linear = " + ".join(
+            f"{_wrapped(e, size)} * {stride}" for e, size, stride in zip(entries, shape[:k], strides, strict=True)
+        )
+        reason = BufferReason.REUSE if math.prod(shape[k:]) > 1 else None
+        offset = steps.transient("offset", tuples, dace.int64, reason)
+        steps.flat_map(
+            "offset",
+            index_ranges(batch, tuples),
+            {"j": Memlet(f"indices[{subscript([*batch, f'0:{k}'])}]")},
+            f"o = {linear}",
+            {"o": Memlet(f"{offset}[{subscript(batch)}]")},
+        )
+        target = [(f"(o // {stride}) % {size}", size) for stride, size in zip(strides, shape[:k], strict=True)]
+        target += [(p, None) for p in params[len(tuples) :]]
+        _scatter(steps, updates_shape, target, {"o": Memlet(f"{offset}[{subscript(batch)}]")}, formula)
+        return steps.sdfg
+
+
+IMPLEMENTATIONS = (
+    Implementation("GatherElements", CANONICAL, CanonicalGatherElements),
+    Implementation("ScatterElements", CANONICAL, CanonicalScatterElements),
+    Implementation("ScatterND", CANONICAL, CanonicalScatterND),
+)
