@@ -12,7 +12,8 @@ the order :func:`dcaccel.frontend.onnx_import.from_onnx` runs them:
 3. :func:`simplify`: onnx-simplifier folds every value computable from initializers and constants
    (``ConstantOfShape``, ``Shape`` → ``Gather`` → ``Concat`` → ``Reshape`` chains, ``Cast`` of
    constants...) and infers shapes, with its graph optimizations (fusions) off; onnx-ir's pass makes
-   the folded ``Constant`` nodes initializers;
+   the folded ``Constant`` nodes initializers. What its C++ core prints on standard error (a node it
+   could not fold) is a debug record of the ``dcaccel`` logger;
 4. :func:`without_inference_noops`: inference no-ops removed (``Dropout`` becomes ``Identity``, and
    ``Identity`` nodes are eliminated by onnx-ir's pass), then what nothing uses. After folding, so
    that a weight an exporter wrote as ``Identity`` of an equal weight (PyTorch's exporter shares
@@ -26,7 +27,12 @@ tools save large models with external ``<uuid>.data`` files): the caller runs th
 scratch directory.
 """
 
+import contextlib
+import logging
+import os
 import re
+import sys
+import tempfile
 
 import onnx
 import onnx.version_converter
@@ -53,6 +59,9 @@ _ASSERTION = re.compile(r"^\S+:\d+: \w+: Assertion `.*` failed: ")
 
 #: The IR version from which initializers need not be graph inputs.
 _INITIALIZERS_NOT_INPUTS_IR = 4
+
+#: Detail of the preparation: what onnx-simplifier and onnxruntime printed while folding constants.
+logger = logging.getLogger(__name__)
 
 
 def normalize(proto: onnx.ModelProto, source: str) -> onnx.ModelProto:
@@ -181,11 +190,33 @@ def simplify(proto: onnx.ModelProto, source: str) -> onnx.ModelProto:
     import onnxsim
 
     try:
-        simplified, _ = onnxsim.simplify(proto, skip_fuse_bn=True, perform_optimization=False)
+        with _native_stderr_logged(f"onnx-simplifier on {source}"):
+            simplified, _ = onnxsim.simplify(proto, skip_fuse_bn=True, perform_optimization=False)
     except Exception as err:  # onnxsim runs onnxruntime and its C++ core, which raise assorted types
         raise DcaccelError(f"cannot simplify {source}: {first_line(err)}") from err
     constants_lifted = LiftConstantsToInitializersPass(lift_all_constants=True, size_limit=0)
     return _run_passes(simplified, source, constants_lifted)
+
+
+@contextlib.contextmanager
+def _native_stderr_logged(what: str):
+    """Run the block with the process's standard error (file descriptor 2, where C++ libraries write: a
+    constant onnx-simplifier could not fold, ``WARNING: failed to run "Where" op ...``, is left to be
+    computed at run time) going to a temporary file, then log what was written there at debug level."""
+    sys.stderr.flush()
+    saved = os.dup(2)
+    with tempfile.TemporaryFile() as captured:
+        os.dup2(captured.fileno(), 2)
+        try:
+            yield
+        finally:
+            sys.stderr.flush()
+            os.dup2(saved, 2)
+            os.close(saved)
+            captured.seek(0)
+            text = captured.read().decode(errors="replace").strip()
+            if text:
+                logger.debug("%s: %s", what, text)
 
 
 def check_shapes(proto: onnx.ModelProto, source: str) -> None:
