@@ -231,10 +231,10 @@ def run_zigzag(zigzag_python: str, model: str, design: str, command: str) -> dic
     return result
 
 
-def run_dcaccel(model: str, arch_file: Path) -> dict:
-    """``dcaccel map MODEL --arch ARCH_FILE --json`` (a subprocess: as a user runs it)."""
+def run_dcaccel(model: str, arch_file: Path, pes: str | None = None) -> dict:
+    """``dcaccel map MODEL --arch ARCH_FILE --json [--pes PES]`` (a subprocess: as a user runs it)."""
     out = subprocess.run(
-        [*DCACCEL, "map", model, "--arch", str(arch_file), "--json"],
+        [*DCACCEL, "map", model, "--arch", str(arch_file), "--json", *(["--pes", pes] if pes else [])],
         check=True,
         capture_output=True,
         text=True,
@@ -340,6 +340,7 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--models", default=",".join(MODELS), help=f"comma-separated, of {', '.join(MODELS)}")
     parser.add_argument("--designs", default=",".join(DESIGNS), help=f"comma-separated, of {', '.join(DESIGNS)}")
     parser.add_argument("--skip-dcaccel", action="store_true", help="ZigZag's numbers only")
+    parser.add_argument("--pes", help="the PE counts of dcaccel map (default: its own, 16; ZigZag uses every MAC)")
     args = parser.parse_args(argv)
     models = [m for m in args.models.split(",") if m]
     designs = [d for d in args.designs.split(",") if d]
@@ -355,7 +356,7 @@ def main(argv: list[str] | None = None) -> int:
                 zigzag = json.loads(_data_file(design, model).read_text(encoding="utf-8"))
             else:
                 zigzag = run_zigzag(args.zigzag_python, model, design, command)
-            dcaccel = None if arch_file is None else run_dcaccel(model, arch_file)
+            dcaccel = None if arch_file is None else run_dcaccel(model, arch_file, args.pes)
             mine = "" if dcaccel is None else f", dcaccel map ({dcaccel['seconds']:.0f} s)"
             peer = f"ZigZag {zigzag['versions']['zigzag-dse']} ({zigzag['wall_seconds']:.0f} s)"
             sys.stdout.write(f"\n{model} on {design}: {peer}{mine}\n")
