@@ -111,7 +111,10 @@ def _effective(nest: LayerNest, spatial, temporal) -> tuple[tuple[str, str, floa
     for loop, factor in unrolled.items():
         iterations = math.ceil(nest.loops[loop] / factor)
         scale[loop] = nest.loops[loop] / iterations / factor
-    return tuple((dim, loop, factor * scale[loop]) for dim, loop, factor in spatial)
+    effective = []
+    for dim, loop, factor in spatial:  # a loop over several dimensions is scaled once, on its first
+        effective.append((dim, loop, factor * scale.pop(loop, 1.0)))
+    return tuple(effective)
 
 
 class Tiles:

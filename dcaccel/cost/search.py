@@ -5,8 +5,9 @@ the same mappings (``docs/validation.md``):
 
 - *Spatial*: each array dimension unrolls one of the loops its ``spatial`` choices allow (by default every
   loop) by a divisor of min(loop extent, dimension size) (so a 112-long loop takes 32 on a 32-wide
-  dimension and leaves ⌈112/32⌉ = 4 iterations); of the assignments of distinct loops to dimensions the
-  ``spatial_candidates`` with the most units in use are searched.
+  dimension and leaves ⌈112/32⌉ = 4 iterations); a loop may spread over several dimensions while its
+  unrolling stays within its extent (C = 84 as 14 × 6); of these assignments the ``spatial_candidates``
+  with the most units in use are searched.
 - *Temporal*: what the unrolling leaves of each loop is split into its prime factors; while there are more
   than ``lpf_limit`` factors, the two smallest factors of the loop with the most factors are merged
   (LOMA's rule); every distinct order of the factors is tried.
@@ -54,8 +55,8 @@ def spatial_unrollings(
     choices: Mapping[str, Sequence[str]] | None = None,
     candidates: int = 3,
 ) -> list[tuple[tuple[str, str, int], ...]]:
-    """The ``candidates`` unrollings of distinct loops onto the array's dimensions that use the most units
-    (ties: the order of the choices, larger factors first)."""
+    """The ``candidates`` unrollings of loops onto the array's dimensions that use the most units (ties: the
+    order of the choices, larger factors first)."""
     options = []
     for dim, size in hierarchy.array.items():
         allowed = [loop for loop in (choices or {}).get(dim, nest.loops) if nest.loops.get(loop, 1) > 1]
@@ -63,8 +64,11 @@ def spatial_unrollings(
         options.append([*unrolled, (dim, None, 1)])
     found = []
     for combination in itertools.product(*options):
-        loops = [loop for _, loop, _ in combination if loop is not None]
-        if len(set(loops)) == len(loops):
+        unrolled: dict[str, int] = {}
+        for _, loop, factor in combination:
+            if loop is not None:
+                unrolled[loop] = unrolled.get(loop, 1) * factor
+        if all(factor <= nest.loops[loop] for loop, factor in unrolled.items()):
             found.append(tuple((d, loop, f) for d, loop, f in combination if loop is not None))
     unique = list(dict.fromkeys(found))
     unique.sort(key=lambda unrolling: -math.prod(f for _, _, f in unrolling))
