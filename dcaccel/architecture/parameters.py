@@ -27,7 +27,7 @@ import pydantic
 import yaml
 
 from dcaccel.architecture.graph import Architecture, ArchitectureError
-from dcaccel.architecture.reader import read_yaml
+from dcaccel.architecture.reader import read_yaml, shown
 from dcaccel.architecture.schema import ArchitectureSpec, Link, Memory, MemoryLevel, Unit
 
 #: Top-level fields that are not a parameter: the name (a variant keeps it) and the components.
@@ -53,7 +53,9 @@ def parse_parameter(text: str) -> tuple[str, tuple[Scalar, ...]]:
         except ArchitectureError:  # not YAML: the text itself
             value = piece
         if not isinstance(value, Scalar):
-            raise ArchitectureError(f"architecture parameter {path}: {piece!r} is not a number, text or null")
+            raise ArchitectureError(
+                f"architecture parameter {shown(path)}: {_quoted(piece)} is not a number, text or null"
+            )
         parsed.append(value)
     return path, tuple(parsed)
 
@@ -65,7 +67,7 @@ def locate(arch: Architecture, path: str) -> tuple[str | int, ...]:
     head = parts[0]
 
     def fail(reason: str) -> typing.NoReturn:
-        raise ArchitectureError(f"architecture {arch.label}: parameter {path}: {reason}")
+        raise ArchitectureError(f"architecture {arch.label}: parameter {shown(path)}: {reason}")
 
     if len(parts) == 1:
         if head in _NOT_PARAMETERS or head not in ArchitectureSpec.model_fields:
@@ -81,7 +83,7 @@ def locate(arch: Architecture, path: str) -> tuple[str | int, ...]:
         if len(parts) < 3:
             fail(f"expected {head}.NAME.FIELD")
         if parts[1] not in components:
-            fail(f"no {'unit' if head == 'units' else 'memory'} '{parts[1]}' ({head}: {', '.join(components)})")
+            fail(f"no {'unit' if head == 'units' else 'memory'} {_quoted(parts[1])} ({head}: {', '.join(components)})")
         return (head, parts[1], *_field(Unit if head == "units" else Memory, parts[2:], fail))
     if head == "links":
         if len(parts) < 4:
@@ -91,11 +93,16 @@ def locate(arch: Architecture, path: str) -> tuple[str | int, ...]:
                 if parts[3] == "between":
                     fail("the ends of a link are not a parameter")
                 return ("links", index, *_field(Link, parts[3:], fail))
-        fail(f"no link between {parts[1]} and {parts[2]}")
+        fail(f"no link between {shown(parts[1])} and {shown(parts[2])}")
     fail(
         f"expected units.NAME.FIELD, memories.NAME.FIELD, links.A.B.FIELD, {'|'.join(_LEVELS)}.FIELD "
         "or a top-level field"
     )
+
+
+def _quoted(text: str) -> str:
+    """``text`` in quotes for a one-line message (cut, its line breaks escaped, when it is not a plain name)."""
+    return f"'{text}'" if shown(text) == text else shown(text)
 
 
 def _top_level() -> list[str]:
@@ -106,7 +113,7 @@ def _field(model: type[pydantic.BaseModel], parts: Sequence[str], fail) -> tuple
     """``parts`` as the path of a scalar field of ``model``, going into nested models."""
     for index, part in enumerate(parts):
         if part not in model.model_fields:
-            fail(f"no field '{part}' (fields: {', '.join(model.model_fields)})")
+            fail(f"no field {_quoted(part)} (fields: {', '.join(model.model_fields)})")
         nested = _model_of(model.model_fields[part].annotation)
         if index == len(parts) - 1:
             if nested is not None:
@@ -128,7 +135,7 @@ def value_text(value: Scalar) -> str:
     """A value as a label writes it (YAML's spelling: ``null``, ``true``)."""
     if value is None or isinstance(value, bool):
         return yaml.safe_dump(value).removesuffix("\n...\n").strip()
-    return str(value)
+    return shown(value)
 
 
 def with_parameters(arch: Architecture, settings: Mapping[str, Scalar]) -> Architecture:

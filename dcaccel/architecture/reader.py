@@ -27,7 +27,7 @@ MAX_DEPTH = 32
 MAX_NODES = 100_000
 
 #: A key shown in a message: as written when it is a plain name, else quoted and cut.
-_PLAIN = re.compile(r"[][A-Za-z0-9_*+\-]{1,64}")
+_PLAIN = re.compile(r"[][A-Za-z0-9_.*+\-]{1,64}")
 _SHOWN_CHARACTERS = 40
 
 _Base = getattr(yaml, "CSafeLoader", yaml.SafeLoader)

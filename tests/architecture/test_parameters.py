@@ -172,3 +172,15 @@ def test_parameter_values_in_range():
     assert variant.offchip_bandwidth == 1e-3
     (variant,) = variants(load("abstract"), dict([parse_parameter("offchip.read_energy_pj=-0.0")]))
     assert str(variant.memories["offchip"].read_energy_pj) == "0.0"
+
+
+def test_line_breaks_never_reach_a_label_or_a_message():
+    """A path or a value is shown escaped and cut: a label and every error stay on one line."""
+    assert with_parameters(load("eyeriss"), {"description": "a\nb"}).label == "eyeriss[description='a\\nb']"
+    with pytest.raises(ArchitectureError) as raised:
+        with_parameters(load("eyeriss"), {"units.p\ne.count": 3})
+    assert str(raised.value) == "architecture eyeriss: parameter 'units.p\\ne.count': no unit 'p\\ne' (units: pe)"
+    with pytest.raises(ArchitectureError) as raised:
+        with_parameters(load("eyeriss"), {"units.pe.count": "x\n" * 50})
+    assert str(raised.value).startswith("architecture eyeriss[units.pe.count='x\\nx\\nx\\n")
+    assert "\n" not in str(raised.value)
