@@ -20,6 +20,7 @@ schema's one-line error under the variant's label, e.g.
 from __future__ import annotations
 
 import itertools
+import math
 import typing
 from collections.abc import Mapping, Sequence
 
@@ -32,6 +33,9 @@ from dcaccel.architecture.schema import ArchitectureSpec, Link, Memory, MemoryLe
 
 #: Top-level fields that are not a parameter: the name (a variant keeps it) and the components.
 _NOT_PARAMETERS = ("name", "units", "memories", "links")
+
+#: The most variants one architecture's parameters may give (the product of their values).
+MAX_VARIANTS = 4096
 
 #: Level aliases of a memory path.
 _LEVELS = (MemoryLevel.OFFCHIP.value, MemoryLevel.ONCHIP.value)
@@ -160,6 +164,11 @@ def variants(arch: Architecture, parameters: Mapping[str, Sequence[Scalar]]) -> 
         locate(arch, path)
         if not values:
             raise ArchitectureError(f"architecture {arch.label}: parameter {path}: no value")
+    count = math.prod(len(values) for values in parameters.values())
+    if count > MAX_VARIANTS:
+        raise ArchitectureError(
+            f"architecture {arch.label}: the parameters give {count} variants, more than {MAX_VARIANTS}"
+        )
     paths = list(parameters)
     return [
         with_parameters(arch, dict(zip(paths, combination, strict=True)))

@@ -184,3 +184,13 @@ def test_line_breaks_never_reach_a_label_or_a_message():
         with_parameters(load("eyeriss"), {"units.pe.count": "x\n" * 50})
     assert str(raised.value).startswith("architecture eyeriss[units.pe.count='x\\nx\\nx\\n")
     assert "\n" not in str(raised.value)
+
+
+def test_the_product_of_values_is_bounded():
+    """Two parameters of 10,000 values each would be 10**8 variants: refused before any is built."""
+    values = list(range(1, 10_001))
+    with pytest.raises(
+        ArchitectureError, match=r"^architecture abstract: the parameters give 100000000 variants, more"
+    ):
+        variants(load("abstract"), {"units.pe.count": values, "element_bytes": values})
+    assert len(variants(load("abstract"), {"units.pe.count": values[:16], "element_bytes": values[:16]})) == 256
