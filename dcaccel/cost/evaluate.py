@@ -272,7 +272,7 @@ def _links(walk: _Walk, bits: Mapping[str, int], buffered: Mapping[str, bool]) -
         fan = walk.fan(lower, upper)
         visits = walk.visits(bounds[below])
         upper_copies = max(1, walk.copies(upper))
-        per_upper = max(1, tile * fan // upper_copies)
+        per_upper = tile * fan / upper_copies
         double = buffered.get(lower.name, True) if lower is not None else True
         window = _window(walk, bounds[below])
         if not output:
