@@ -54,6 +54,8 @@ PARAMETER_INPUTS = {
     "ReduceMax": (1,),
     "ReduceMin": (1,),
     "ReduceL2": (1,),
+    "CumSum": (1,),
+    "TopK": (1,),
 }
 """Input positions per op that the canonical implementations need as constants (shape parameters)."""
 

@@ -121,12 +121,19 @@ def _softplus(value: str, T: str) -> str:
 
 
 def _shift(x: Operands, T: str, node) -> str:
-    """BitShift of unsigned integers: the shifted value converted back to ``T`` (C++ shifts the promoted ``int``,
-    the conversion drops the bits shifted out); a shift by the width of the type or more is not defined."""
+    """BitShift as opset 28 defines it (opset 11's, on unsigned types, is the same): the shifted value converted
+    back to ``T`` (C++ shifts the promoted value, the conversion drops the bits shifted out; a right shift of a
+    signed value extends its sign); a shift by a negative amount or by the width of ``T`` or more leaves what the
+    sign extension alone gives, -1 for a right shift of a negative value, else 0."""
     operators = {"LEFT": "<<", "RIGHT": ">>"}
     if node.direction not in operators:
         raise unsupported(node, f"direction='{node.direction}'")
-    return f"{T}({x['X']} {operators[node.direction]} {x['Y']})"
+    value, amount = x["X"], x["Y"]
+    typed = T.startswith("dace.")  # else the placeholder of check_elementwise
+    bits = 8 * getattr(dace, T.removeprefix("dace.")).bytes if typed else 64
+    outside = f"{T}(-1) if {value} < 0 else {T}(0)" if node.direction == "RIGHT" else f"{T}(0)"
+    shifted = f"{T}({value} {operators[node.direction]} {amount})"
+    return f"({shifted} if {amount} >= 0 and {amount} < {bits} else ({outside}))"
 
 
 def _mean(x: Operands, T: str, node) -> str:

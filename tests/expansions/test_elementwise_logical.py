@@ -1,8 +1,8 @@
 """Canonical logical and bitwise element-wise ops: And, Or, Xor, Not, BitwiseAnd/Or/Xor/Not and BitShift.
 
-Values against onnxruntime (every case in one compiled SDFG), over shapes with numpy broadcasting (size-1
-axes, rank 0) and every integer width; each op lowers to one task of the task DAG reading each data input
-once per output element.
+Values against onnxruntime (every case in one compiled SDFG; the signed shifts of BitShift-28 in a second),
+over shapes with numpy broadcasting (size-1 axes, rank 0) and every integer width; each op lowers to one
+task of the task DAG reading each data input once per output element.
 """
 
 import math
@@ -11,6 +11,7 @@ import numpy as np
 import pytest
 
 from tests.expansions.canonical_onnx import (
+    OPSET,
     OpCase,
     assert_flat_maps,
     assert_output_matches,
@@ -53,11 +54,18 @@ CASES = [
     _binary("BitShift", "left_bcast", [(2, 1, 3), (4, 1)], np.uint8, direction="LEFT"),
     _binary("BitShift", "right_scalar", [(5,), ()], np.uint32, direction="RIGHT"),
 ]
+OPSET_SIGNED_SHIFTS = 28
+SIGNED_SHIFTS = [
+    _binary("BitShift", f"{direction.lower()}_{np.dtype(t).name}_signed", [(4, 6), (6,)], t, direction=direction)
+    for direction in ("LEFT", "RIGHT")
+    for t in (*SIGNED, np.uint16)
+]
+"""BitShift-28: signed types, and shift amounts that are negative or at least the width of the type."""
 
 
 def feed(cases, seed: int = 0) -> dict[str, np.ndarray]:
     """Random booleans, and integers over the whole range of their type; shift amounts below the type's width
-    (wider shifts are not defined), so that bits are shifted out of every left shift of 8-bit values."""
+    (BitShift-11 leaves wider shifts undefined), from -3 to the width + 3 for BitShift-28."""
     rng = np.random.default_rng(seed)
     values = {}
     for case in cases:
@@ -65,7 +73,9 @@ def feed(cases, seed: int = 0) -> dict[str, np.ndarray]:
             if case.dtype is np.bool_:
                 value = rng.random(shape) < 0.5
             elif case.op_type == "BitShift" and name == "b":
-                value = rng.integers(0, 8 * np.dtype(case.dtype).itemsize, size=shape, endpoint=False)
+                bits = 8 * np.dtype(case.dtype).itemsize
+                low, high = (-3, bits + 3) if case.name.endswith("_signed") else (0, bits - 1)
+                value = rng.integers(low, high, size=shape, endpoint=True)
             else:
                 info = np.iinfo(case.dtype)
                 value = rng.integers(info.min, info.max, size=shape, endpoint=True, dtype=case.dtype)
@@ -76,13 +86,17 @@ def feed(cases, seed: int = 0) -> dict[str, np.ndarray]:
 @pytest.fixture(scope="module")
 def results():
     """Outputs of every case, from onnxruntime and from the canonical implementations (one compile)."""
-    model = build_model(CASES)
-    inputs = feed(CASES)
-    return run_reference(model, inputs), run_canonical(model, inputs, "test_elementwise_logical")
+    reference, canonical = {}, {}
+    for cases, opset in ((CASES, OPSET), (SIGNED_SHIFTS, OPSET_SIGNED_SHIFTS)):
+        model = build_model(cases, opset=opset)
+        inputs = feed(cases)
+        reference.update(run_reference(model, inputs))
+        canonical.update(run_canonical(model, inputs, f"test_elementwise_logical_{opset}"))
+    return reference, canonical
 
 
 @pytest.mark.slow
-@pytest.mark.parametrize("case", CASES, ids=lambda c: c.name)
+@pytest.mark.parametrize("case", CASES + SIGNED_SHIFTS, ids=lambda c: c.name)
 def test_matches_onnxruntime(case, results):
     assert_output_matches(results, case.tensor("y"), same_dtype=True)
 
@@ -92,6 +106,9 @@ def test_feed_shifts_bits_out_and_covers_both_truth_values():
     shifted = next(c for c in CASES if c.name == "BitShift_left_uint8")
     x, y = (inputs[shifted.tensor(n)].astype(np.int64) for n in "ab")
     assert ((x << y) > np.iinfo(np.uint8).max).any()
+    signed = feed(SIGNED_SHIFTS)
+    amounts = np.concatenate([signed[c.tensor("b")] for c in SIGNED_SHIFTS])
+    assert amounts.min() < 0 and amounts.max() >= 64
     booleans = inputs[next(c for c in CASES if c.name == "And_same").tensor("a")]
     assert booleans.any() and not booleans.all()
 
