@@ -55,6 +55,11 @@ OPERAND_ROLES = {"I1": "I", "I2": "W", "O": "O"}
 #: The W/I/O naming of the memory operands, accepted in ``operands`` and ``allocation``.
 ALIASES = {"I": "I1", "W": "I2"}
 
+#: Layer operands (W, I, O) as dcaccel's schema names them.
+OPERAND_NAMES = {"W": "weights", "I": "inputs", "O": "outputs"}
+#: ZigZag's array dimensions as dcaccel's mesh names them, by the array's number of dimensions.
+ARRAY_DIMENSIONS = {1: {"D1": "cols"}, 2: {"D1": "rows", "D2": "cols"}}
+
 #: The width of the comment lines that head an imported description.
 COMMENT_WIDTH = 100
 
@@ -287,15 +292,16 @@ def to_architecture(design: ZigZagDesign, element_bytes: int = 1) -> Imported:
     element_bits = 8 * element_bytes
     unexpressed = [
         f"operand precision: ZigZag takes it from the workload (8-bit by default, partial sums 16-bit); "
-        f"dcaccel has one element size, {element_bytes} B",
+        f"here every element is {element_bytes} B and partial sums {2 * element_bytes} B",
         "the clock: ZigZag counts cycles only; the clock here is dcaccel's default",
         "areas: ZigZag gives them without a unit; copied as mm2",
         "ops: ZigZag costs Conv, Gemm and MatMul layers only (every other node is free); here the array runs every op",
     ]
-    if array.systolic_dimensions:
+    systolic = bool(array.systolic_dimensions) and len(array.sizes) <= 2
+    if array.systolic_dimensions and set(array.systolic_dimensions) != set(array.dimensions):
         unexpressed.append(
-            f"systolic dimensions {', '.join(array.systolic_dimensions)}: ZigZag adds (unrolling - 1) drain cycles "
-            "per systolic dimension; dcaccel has no links in the array"
+            f"systolic dimensions {', '.join(array.systolic_dimensions)} of {', '.join(array.dimensions)}: "
+            "dcaccel's systolic mesh drains along both"
         )
     if len(array.dimensions) > 2:
         unexpressed.append(
@@ -313,11 +319,14 @@ def to_architecture(design: ZigZagDesign, element_bytes: int = 1) -> Imported:
         unexpressed += notes
     rows, cols = (1, array.sizes[0]) if len(array.sizes) == 1 else array.sizes[:2]
     topology = {"kind": "mesh", "rows": rows, "cols": cols} if len(array.sizes) <= 2 else {"kind": "all-to-all"}
+    if systolic:
+        topology["systolic"] = True
     data = {
         "name": design.name,
         "description": f"imported from ZigZag {design.name}: {'x'.join(map(str, array.sizes))} MAC array, "
         f"{len(design.memories)} memories",
         "element_bytes": element_bytes,
+        "partial_sum_bytes": 2 * element_bytes,
         "units": {
             UNIT: {
                 "count": array.unit_count,
@@ -340,50 +349,54 @@ def _memory(
 ) -> tuple[dict, list[str]]:
     """One memory in dcaccel's schema, and the notes on what it loses."""
     dimensions = design.operational_array.dimensions
-    instances = design.instances(memory)
     capacity = math.ceil(memory.size / 8)
-    area = memory.area
+    served = set(memory.served_dimensions)
+    notes = []
     if offchip:
         level = "offchip"
-    elif set(memory.served_dimensions) == set(dimensions):
+    elif served == set(dimensions):
         level = "onchip"
     else:
         level = "local"
-    notes = []
-    if level == "local" and instances < design.operational_array.unit_count:
-        sharing = design.operational_array.unit_count // instances
+    shared_along = [ARRAY_DIMENSIONS[len(dimensions)][d] for d in dimensions if d in served] if level == "local" else []
+    if level == "local" and served and len(dimensions) > 2:
+        sharing = design.operational_array.unit_count // design.instances(memory)
         notes.append(
-            f"{name}: {instances} instances, each shared by {sharing} units "
-            f"(serves {', '.join(memory.served_dimensions)}); here each unit has 1/{sharing} of its capacity and area"
+            f"{name}: {design.instances(memory)} instances, each shared by {sharing} units of a "
+            f"{len(dimensions)}-D array; here one per unit"
         )
-        capacity = max(1, capacity // sharing)
-        area = area / sharing
+        shared_along = []
+    reads = [port for port in memory.ports if port.type != PortType.WRITE]
+    writes = [port for port in memory.ports if port.type != PortType.READ]
+    separate = not any(port.type == PortType.READ_WRITE for port in memory.ports)
+    if separate:
+        bandwidth = min(max(port.bandwidth_max for port in reads), max(port.bandwidth_max for port in writes))
+        if len({port.bandwidth_max for port in memory.ports}) > 1:
+            notes.append(f"{name}: read and write ports of different widths; both at the narrower, {bandwidth} b/cycle")
+    else:
+        bandwidth = sum(port.bandwidth_max for port in memory.ports if port.type == PortType.READ_WRITE)
+        if len(memory.ports) > 1:
+            notes.append(f"{name}: a read/write port beside others; one shared port of {bandwidth} b/cycle")
     read_bits = memory.word_bits(Direction.TO_LOW) or memory.word_bits(Direction.TO_HIGH)
     write_bits = memory.word_bits(Direction.FROM_HIGH) or memory.word_bits(Direction.FROM_LOW)
     entry = {
         "level": level,
         **({"unit": UNIT} if level == "local" else {}),
-        "capacity_bytes": capacity,
-        "bandwidth_bytes_per_cycle": sum(port.bandwidth_max for port in memory.ports) / 8,
+        **({} if offchip else {"capacity_bytes": capacity}),
+        "bandwidth_bytes_per_cycle": bandwidth / 8,
         "read_energy_pj": memory.r_cost * element_bits / read_bits if read_bits else 0.0,
         "write_energy_pj": memory.w_cost * element_bits / write_bits if write_bits else 0.0,
-        "area_mm2": area,
+        "area_mm2": memory.area,
+        **(
+            {"operands": [OPERAND_NAMES[role] for role in memory.roles]} if set(memory.roles) != {"W", "I", "O"} else {}
+        ),
+        **({"shared_along": shared_along} if shared_along else {}),
+        **({"separate_ports": True} if separate else {}),
     }
-    if tuple(OPERAND_ROLES) != memory.operands:
-        held = ", ".join(f"{role} ({operand})" for operand, role in zip(memory.operands, memory.roles, strict=True))
-        notes.append(f"{name} holds {held} only; dcaccel's memories hold every operand")
-    ports = "; ".join(
-        f"{port.name} {port.type.value} {port.bandwidth_min}..{port.bandwidth_max} b/cycle for "
-        + ", ".join(f"{operand} {direction.value}" for operand, direction in port.allocation)
-        for port in memory.ports
-    )
-    notes.append(
-        f"{name} ports: {ports}; dcaccel has one bandwidth per memory (their sum) and energy per element "
-        f"(per word of {read_bits or 0} b read, {write_bits or 0} b written, scaled to {element_bits} b)"
-    )
-    if memory.latency != 1 or memory.force_double_buffering or memory.mem_type != "sram":
+    minimum = sorted({port.bandwidth_min for port in memory.ports if port.bandwidth_min != port.bandwidth_max})
+    if minimum:
         notes.append(
-            f"{name}: latency {memory.latency}, mem_type {memory.mem_type}, "
-            f"force_double_buffering {memory.force_double_buffering}"
+            f"{name}: transfers in steps of {', '.join(map(str, minimum))} b (bandwidth_min); here in whole words "
+            f"of {read_bits or 0} b read, {write_bits or 0} b written"
         )
     return entry, notes

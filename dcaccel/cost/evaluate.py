@@ -15,8 +15,10 @@ level takes them all). The counts follow the rules of loop-nest cost models (Zig
 - outputs move as partial sums: each visit of an output tile at a level is written to the level above,
   and every visit but the first reads the partial sum back; what reaches the outermost level the last
   time is final and moves at the output precision, partial sums at ``psum`` precision;
-- the MAC units form the level below the innermost memory: each unit's operand registers keep an operand
-  while the innermost loops that do not index it iterate.
+- the MAC units form the level below the innermost memory: each unit's input registers keep a weight or
+  an input while the innermost loops that do not index it iterate; a unit keeps no partial sum, every MAC
+  reads and writes it in the innermost memory holding outputs (declare a small output register to
+  model an accumulator in the unit), as ZigZag counts it.
 
 Energy is word accesses × word energy for every memory (bits rounded up to words per memory and
 direction) plus MACs × MAC energy. Cycles are the temporal iterations (one MAC per unit per cycle) or,
@@ -270,7 +272,8 @@ def _links(walk: _Walk, bits: Mapping[str, int], buffered: Mapping[str, bool]) -
         lower, upper = memories[below], memories[below + 1]
         tile = walk.tile(below - 1, bounds[below])
         fan = walk.fan(lower, upper)
-        visits = walk.visits(bounds[below])
+        # the units hold no partial sum: each MAC reads and writes it in the innermost output memory
+        visits = walk.tiles.iterations(0) if output and lower is None else walk.visits(bounds[below])
         upper_copies = max(1, walk.copies(upper))
         per_upper = tile * fan / upper_copies
         double = buffered.get(lower.name, True) if lower is not None else True

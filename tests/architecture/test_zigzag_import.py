@@ -151,8 +151,13 @@ def test_mapping_onto_the_schema():
     assert memories["rf_w"].unit == "pe" and memories["rf_w"].capacity_bytes == 8
     assert memories["rf_o"].capacity_bytes == 3  # ⌈20 bits / 8⌉
     assert memories["buffer"].capacity_bytes == 65536
-    assert memories["buffer"].bandwidth_bytes_per_cycle == (256 + 256) / 8
-    assert memories["dram"].bandwidth_bytes_per_cycle == 8
+    # a read port and a write port of 256 b each; DRAM's one read/write port of 64 b, shared
+    assert (memories["buffer"].bandwidth_bytes_per_cycle, memories["buffer"].separate_ports) == (256 / 8, True)
+    assert (memories["dram"].bandwidth_bytes_per_cycle, memories["dram"].separate_ports) == (8, False)
+    # what each memory holds, and partial sums twice the element
+    assert memories["rf_w"].operands == ["weights"] and memories["rf_o"].operands == ["outputs"]
+    assert memories["buffer"].operands == ["inputs", "outputs"] and memories["dram"].operands is None
+    assert spec.partial_sum_bytes == 2 and pe.topology.systolic
     # energy per 8-bit element: the word access cost × 8 / the word bits of the port
     assert memories["rf_w"].read_energy_pj == pytest.approx(0.1)
     assert memories["rf_o"].write_energy_pj == pytest.approx(0.04 * 8 / 16)
@@ -176,18 +181,18 @@ def test_partly_served_memory_is_shared_local():
     data["memories"]["rf_w"]["area"] = 0.5
     imported = to_architecture(parse(text(data), "tiny.yaml"))
     memory = imported.architecture.spec.memories["rf_w"]
-    assert (memory.level.value, memory.capacity_bytes, memory.area_mm2) == ("local", 4, 0.25)
-    assert any(item.startswith("rf_w: 4 instances, each shared by 2 units") for item in imported.unexpressed)
+    assert (memory.level.value, memory.capacity_bytes, memory.area_mm2) == ("local", 8, 0.5)
+    assert memory.shared_along == ["cols"]  # D2 is the mesh's cols: one instance per row, shared by its 2 units
 
 
 def test_unexpressed_properties_are_listed():
     imported = to_architecture(parse(text(design()), "tiny.yaml"))
     items = imported.unexpressed
-    assert "rf_w holds W (I2) only; dcaccel's memories hold every operand" in items
-    assert "buffer holds I (I1), O (O) only; dcaccel's memories hold every operand" in items
-    assert not any(item.startswith("dram holds") for item in items)
-    assert any(item.startswith("buffer ports: r_port_1 read 64..256 b/cycle for I1 tl, O tl, O th;") for item in items)
-    assert any(item.startswith("systolic dimensions D1:") for item in items)
+    assert not any("holds" in item for item in items)  # the operands each memory holds are expressed
+    assert (
+        "buffer: transfers in steps of 64 b (bandwidth_min); here in whole words of 256 b read, 256 b written" in items
+    )
+    assert any(item.startswith("systolic dimensions D1 of D1, D2:") for item in items)
     assert any(item.startswith("operand precision:") for item in items)
 
 

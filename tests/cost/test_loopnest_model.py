@@ -69,8 +69,9 @@ def test_everything_on_chip_moves_each_operand_once():
     # the register file feeds every MAC its weight and its input (C, inner, indexes both)
     rf = {op: cost.traffic[("rf", op)] for op in "WIO"}
     assert rf["W"].read_elements == 32 and rf["I"].read_elements == 32
-    # the output stays in the MAC's accumulator while C (irrelevant to it) iterates: one write per output
-    assert rf["O"].write_elements == 4
+    # the unit keeps no partial sum: every MAC writes it to the register file, and all but the first of
+    # each output's 8 MACs read it back
+    assert rf["O"].write_elements == 32 and rf["O"].read_elements == 28 + 4  # and the 4 finals read to go up
 
 
 def test_stationarity_and_refetch_by_hand():
