@@ -1,4 +1,6 @@
-"""``dcaccel map MODEL --arch X``: the best mapping of every layer, searched off-chip first, then on-chip."""
+"""``dcaccel map MODEL --arch X``: the best mapping of every layer, searched off-chip first, then on-chip
+(``--search decoupled``/``exhaustive``, ``docs/mapping.md``), or as a loop nest on the design's array and
+operand-aware memories (``--search loopnest``, ``docs/validation.md``)."""
 
 import json
 import sys
@@ -6,6 +8,9 @@ import sys
 from dcaccel.cli.arguments import bounded_int, bounded_ints
 from dcaccel.cli.table import format_table
 from dcaccel.errors import DcaccelError
+
+#: ``--search loopnest``: the loop-nest model of :mod:`dcaccel.cost`.
+LOOPNEST = "loopnest"
 
 
 def register(subparsers) -> None:
@@ -18,9 +23,17 @@ def register(subparsers) -> None:
     parser.add_argument("model", help="a built-in workload name, an ONNX file or a Python model spec")
     parser.add_argument("--arch", default="abstract", help="a shipped architecture or a YAML file")
     parser.add_argument("--objective", choices=OBJECTIVES, default="edp")
-    parser.add_argument("--search", choices=SEARCHES, default="decoupled")
+    parser.add_argument(
+        "--search",
+        choices=[*SEARCHES, LOOPNEST],
+        default="decoupled",
+        help="decoupled/exhaustive: schedule realised programs on --pes PEs; loopnest: the loop-nest model "
+        "with data reuse on every unit of the design (its memories give the capacities)",
+    )
     parser.add_argument("--top-k", type=bounded_int(1), default=4, help="off-chip choices the on-chip stage schedules")
-    parser.add_argument("--pes", type=bounded_ints(1), default=[16], help="PE counts to place on, e.g. 16,64")
+    parser.add_argument(
+        "--pes", type=bounded_ints(1), default=None, help="PE counts to place on, e.g. 16,64 (default 16)"
+    )
     parser.add_argument(
         "--capacity",
         type=bounded_int(1),
@@ -37,6 +50,8 @@ def run(args) -> int:
     from dcaccel.mapping import map_workload
 
     architecture = load_architecture(args.arch)
+    if args.search == LOOPNEST:
+        return _loopnest(args, architecture)
     if args.capacity is None and architecture.onchip_capacity_elements < 1:
         raise DcaccelError(
             f"--arch {args.arch}: architecture {architecture.name} has no on-chip capacity; give --capacity ELEMENTS"
@@ -47,7 +62,7 @@ def run(args) -> int:
         args.objective,
         search=args.search,
         top_k=args.top_k,
-        pes=tuple(args.pes),
+        pes=tuple(args.pes or [16]),
         capacity=args.capacity,
     )
     if args.json:
@@ -61,4 +76,36 @@ def run(args) -> int:
     )
     for node, reason in result.uncounted.items():
         sys.stdout.write(f"not counted: {node}: {reason}\n")
+    return 0
+
+
+def _loopnest(args, architecture) -> int:
+    from tqdm import tqdm
+
+    from dcaccel.cost.network import network_cost
+
+    for flag, value in (("--pes", args.pes), ("--capacity", args.capacity)):
+        if value is not None:
+            raise DcaccelError(
+                f"{flag} does not apply to --search loopnest: every unit and memory of the design is used"
+            )
+    with tqdm(desc=f"map {args.model}", unit="node", delay=1.0) as bar:
+
+        def progress(done: int, total: int) -> None:
+            bar.total = total
+            bar.update(done - bar.n)
+
+        result = network_cost(args.model, architecture, args.objective, progress=progress)
+    if args.json:
+        sys.stdout.write(json.dumps(result.to_json()) + "\n")
+        return 0
+    sys.stdout.write(format_table(result.rows()) + "\n")
+    sys.stdout.write(
+        f"{result.workload} on {result.architecture}, loop-nest search by {result.objective}: "
+        f"{result.total('cycles'):,.0f} cycles, {result.total('energy_pj') / 1e6:.4g} µJ, "
+        f"{result.total('offchip_bytes'):,.0f} off-chip bytes over {len(result.costs)} layers, {result.seconds:.1f} s\n"
+    )
+    for node, reason in result.uncounted:
+        if not reason.endswith("is not a multiply-accumulate layer"):
+            sys.stdout.write(f"not counted: {node}: {reason}\n")
     return 0

@@ -125,7 +125,7 @@ def _nest(node: onnx.NodeProto, shapes) -> LayerNest | str:
 def network_cost(
     workload,
     arch: Architecture | str,
-    objective: str = "latency",
+    objective: str = "makespan",
     *,
     progress: Callable[[int, int], None] | None = None,
 ) -> NetworkCost:

@@ -15,7 +15,7 @@ the same mappings (``docs/validation.md``):
   outermost memory of an operand takes what is left.
 
 Each candidate is evaluated (:func:`dcaccel.cost.evaluate.evaluate`) and the best by ``objective``
-(``latency``, ``energy`` or ``edp``; ties: the other two) is kept.
+(``makespan``: cycles, ZigZag's "latency"; ``energy``; ``edp``; ties: the other two) is kept.
 """
 
 from __future__ import annotations
@@ -29,8 +29,7 @@ from dcaccel.cost.evaluate import LayerCost, LayerMapping, Tiles, evaluate, stor
 from dcaccel.cost.hierarchy import Hierarchy
 from dcaccel.cost.nest import OPERANDS, LayerNest
 from dcaccel.errors import DcaccelError
-
-OBJECTIVES = ("latency", "energy", "edp")
+from dcaccel.mapping.onchip import check_objective
 
 
 def _prime_factors(n: int) -> list[int]:
@@ -159,7 +158,7 @@ def allocate(hierarchy: Hierarchy, tiles: Tiles) -> LayerMapping | None:
 def _key(cost: LayerCost, objective: str) -> tuple:
     energy, cycles = cost.energy_total_pj, cost.cycles
     return {
-        "latency": (cycles, energy),
+        "makespan": (cycles, energy),
         "energy": (energy, cycles),
         "edp": (energy * cycles, cycles, energy),
     }[objective]
@@ -168,14 +167,13 @@ def _key(cost: LayerCost, objective: str) -> tuple:
 def best_mapping(
     nest: LayerNest,
     hierarchy: Hierarchy,
-    objective: str = "latency",
+    objective: str = "makespan",
     spatial_choices: Mapping[str, Sequence[str]] | None = None,
     spatial_candidates: int = 3,
     lpf_limit: int = 6,
 ) -> LayerCost:
     """The best :class:`LayerCost` of ``nest`` on ``hierarchy`` by ``objective`` over the space above."""
-    if objective not in OBJECTIVES:
-        raise DcaccelError(f"unknown objective '{objective}' (expected one of {', '.join(OBJECTIVES)})")
+    check_objective(objective)
     best, best_key = None, None
     for spatial in spatial_unrollings(nest, hierarchy, spatial_choices, spatial_candidates):
         for temporal in _distinct_orders(loop_factors(nest, spatial, lpf_limit)):

@@ -45,3 +45,21 @@ def test_a_model_with_an_lstm_in_the_middle_lists_it_as_not_counted(tmp_path, ca
         "and DaCe has none that applies"
     )
     assert "over 6 nodes" in out
+
+
+def test_loopnest_search_on_an_imported_design(capsys):
+    """``--search loopnest`` on ZigZag's tpu_like as ``dcaccel arch import zigzag`` wrote it: the seed's
+    convolution on the 32×32 array, its MACs exact and its off-chip traffic the compulsory one (weights,
+    the input and the output cross once: 150 + 784 + 3,456 bytes)."""
+    from pathlib import Path
+
+    design = Path(__file__).parents[2] / "benchmarks" / "data" / "zigzag_tpu_like.arch.yaml"
+    assert main(["map", "conv-seed", "--arch", str(design), "--search", "loopnest", "--json"]) == 0
+    out = json.loads(capsys.readouterr().out)
+    (layer,) = out["layers"]
+    assert layer["macs"] == 6 * 25 * 24 * 24 and out["totals"]["macs"] == layer["macs"]
+    assert layer["offchip_bytes"] == 150 + 784 + 3456
+    assert layer["cycles"] >= layer["ideal_cycles"] == -(-layer["macs"] // 1024)
+    assert set(layer["energy_by_memory_pj"]) == {"mac", "rf_128B", "rf_2B", "sram_2MB", "dram"}
+    assert main(["map", "conv-seed", "--arch", str(design), "--search", "loopnest", "--pes", "4"]) == 2
+    assert "--pes does not apply to --search loopnest" in capsys.readouterr().err

@@ -62,7 +62,7 @@ def _model() -> onnx.ModelProto:
 
 @pytest.fixture(scope="module")
 def result():
-    return network_cost(_model(), _design(), "latency")
+    return network_cost(_model(), _design(), "makespan")
 
 
 def test_hierarchy_reads_the_operand_fields():
