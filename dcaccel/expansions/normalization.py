@@ -109,7 +109,7 @@ class CanonicalBatchNormalization(CanonicalForward):
 
     @staticmethod
     def check(node, state: SDFGState, sdfg: SDFG) -> None:
-        statistics = [connector for connector in _read_outputs(node, state, sdfg) if connector != "Y"]
+        statistics = _read_statistics(node, state, sdfg)
         if statistics:
             raise unsupported(node, f"training mode (statistics outputs {', '.join(statistics)} are read)")
         if getattr(node, "training_mode", 0) or not getattr(node, "is_test", 1):
@@ -150,13 +150,13 @@ class CanonicalBatchNormalization(CanonicalForward):
         return steps.sdfg
 
 
-def _read_outputs(node, state: SDFGState, sdfg: SDFG) -> list[str]:
-    """The output connectors of ``node`` whose data is read: by a node of ``sdfg``, or outside it (a
-    non-transient container)."""
+def _read_statistics(node, state: SDFGState, sdfg: SDFG) -> list[str]:
+    """The statistics outputs of a BatchNormalization (every output but ``Y``) whose data is read: by a node of
+    ``sdfg``, or outside it (a non-transient container)."""
     return sorted(
         edge.src_conn
         for edge in state.out_edges(node)
-        if not sdfg.arrays[edge.data.data].transient or _is_read(sdfg, edge.data.data)
+        if edge.src_conn != "Y" and (not sdfg.arrays[edge.data.data].transient or _is_read(sdfg, edge.data.data))
     )
 
 
