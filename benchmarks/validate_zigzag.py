@@ -12,14 +12,16 @@ MACs, the chosen mappings and ZigZag's wall time. The dcaccel side exports the b
 to ONNX at batch 1 (dcaccel's own export, node names as dcaccel names them), runs the ZigZag side,
 stores its numbers in ``benchmarks/data/zigzag_<design>_<model>.json`` with the command and the
 versions, imports the design (``dcaccel arch import zigzag``, kept as
-``benchmarks/data/zigzag_<design>.arch.yaml``), runs ``dcaccel map MODEL --arch THAT --json`` and
-prints one table per pair with dcaccel's cycles and energy beside ZigZag's.
+``benchmarks/data/zigzag_<design>.arch.yaml``), runs ``dcaccel map MODEL --arch THAT --search loopnest
+--objective makespan --json`` (the loop-nest model with data reuse, best cycles per layer as ZigZag's
+search) and prints one table per pair with dcaccel's cycles, energy and DRAM bytes beside ZigZag's.
 
     python benchmarks/validate_zigzag.py --zigzag-python /work/venvs/zigzag/bin/python   # ZigZag and dcaccel
     python benchmarks/validate_zigzag.py --from-data        # ZigZag's committed numbers, dcaccel run again
     python benchmarks/validate_zigzag.py --from-data --skip-dcaccel   # the committed table only
 
-ZigZag on ResNet-18 takes about 80 s per design; ``dcaccel map resnet18`` a few minutes.
+ZigZag on ResNet-18 takes 5 to 26 minutes per design here (its wall time per layer is in the files);
+``dcaccel map resnet18 --search loopnest`` well under a minute.
 """
 
 from __future__ import annotations
@@ -231,14 +233,11 @@ def run_zigzag(zigzag_python: str, model: str, design: str, command: str) -> dic
     return result
 
 
-def run_dcaccel(model: str, arch_file: Path, pes: str | None = None) -> dict:
-    """``dcaccel map MODEL --arch ARCH_FILE --json [--pes PES]`` (a subprocess: as a user runs it)."""
-    out = subprocess.run(
-        [*DCACCEL, "map", model, "--arch", str(arch_file), "--json", *(["--pes", pes] if pes else [])],
-        check=True,
-        capture_output=True,
-        text=True,
-    )
+def run_dcaccel(model: str, arch_file: Path) -> dict:
+    """``dcaccel map MODEL --arch ARCH_FILE --search loopnest --objective makespan --json`` (a subprocess: as
+    a user runs it)."""
+    command = [*DCACCEL, "map", model, "--arch", str(arch_file), "--search", "loopnest", "--objective", "makespan"]
+    out = subprocess.run([*command, "--json"], check=True, capture_output=True, text=True)
     return json.loads(out.stdout)
 
 
@@ -275,8 +274,9 @@ def summary(zigzag: dict, dcaccel: dict | None = None) -> list[dict]:
         if dcaccel:
             if layer["layer"] not in mine:
                 raise SystemExit(f"dcaccel map {dcaccel['workload']} has no layer {layer['layer']}")
-            row["dc_cycles"] = mine[layer["layer"]]["makespan_cycles"]
+            row["dc_cycles"] = mine[layer["layer"]]["cycles"]
             row["dc_energy_pj"] = mine[layer["layer"]]["energy_pj"]
+            row["dc_dram"] = mine[layer["layer"]]["offchip_bytes"]
         rows.append(row)
     total = {key: sum(row[key] for row in rows) for key in rows[0] if key != "layer"}
     return [*rows, {"layer": "total", **total}]
@@ -286,7 +286,7 @@ def table(zigzag: dict, dcaccel: dict | None = None) -> str:
     """:func:`summary` as text, with dcaccel's ratios to ZigZag (``x``) when dcaccel is given."""
     header = ["layer", "MACs", "zz cycles", "zz energy pJ", "zz DRAM B (W/I/O)", "zz s"]
     if dcaccel:
-        header += ["dc cycles", "x", "dc energy pJ", "x"]
+        header += ["dc cycles", "x", "dc energy pJ", "x", "dc DRAM B", "x"]
     lines = [header]
     for row in summary(zigzag, dcaccel):
         cells = [
@@ -303,6 +303,8 @@ def table(zigzag: dict, dcaccel: dict | None = None) -> str:
                 f"{row['dc_cycles'] / row['cycles']:.2f}",
                 f"{row['dc_energy_pj']:.4g}",
                 f"{row['dc_energy_pj'] / row['energy_pj']:.2f}",
+                f"{row['dc_dram']:,.0f}",
+                f"{row['dc_dram'] / sum(row[f'dram_{operand}'] for operand in OPERANDS):.2f}",
             ]
         lines.append(cells)
     widths = [max(len(line[i]) for line in lines) for i in range(len(header))]
@@ -340,7 +342,6 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--models", default=",".join(MODELS), help=f"comma-separated, of {', '.join(MODELS)}")
     parser.add_argument("--designs", default=",".join(DESIGNS), help=f"comma-separated, of {', '.join(DESIGNS)}")
     parser.add_argument("--skip-dcaccel", action="store_true", help="ZigZag's numbers only")
-    parser.add_argument("--pes", help="the PE counts of dcaccel map (default: its own, 16; ZigZag uses every MAC)")
     args = parser.parse_args(argv)
     models = [m for m in args.models.split(",") if m]
     designs = [d for d in args.designs.split(",") if d]
@@ -356,8 +357,8 @@ def main(argv: list[str] | None = None) -> int:
                 zigzag = json.loads(_data_file(design, model).read_text(encoding="utf-8"))
             else:
                 zigzag = run_zigzag(args.zigzag_python, model, design, command)
-            dcaccel = None if arch_file is None else run_dcaccel(model, arch_file, args.pes)
-            mine = "" if dcaccel is None else f", dcaccel map ({dcaccel['seconds']:.0f} s)"
+            dcaccel = None if arch_file is None else run_dcaccel(model, arch_file)
+            mine = "" if dcaccel is None else f", dcaccel map --search loopnest ({dcaccel['seconds']:.0f} s)"
             peer = f"ZigZag {zigzag['versions']['zigzag-dse']} ({zigzag['wall_seconds']:.0f} s)"
             sys.stdout.write(f"\n{model} on {design}: {peer}{mine}\n")
             sys.stdout.write(table(zigzag, dcaccel) + "\n")
