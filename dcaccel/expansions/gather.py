@@ -6,12 +6,13 @@ positions it may touch (the idiom of :class:`~dcaccel.expansions.shape_ops.Canon
 indices count from the end of their axis. A container read at data-dependent positions and produced by
 another task is copied into a REUSE buffer first.
 
-A scatter is two flat maps: ``copy`` writes ``output = data`` row-major, then ``scatter`` writes every
-update into the copy. The scatter reads the element it writes (``prev``) and writes it back, the update
-combined with it by the ``reduction`` (``add``, ``mul``, ``max``, ``min``) or in its place (``none``).
-Two updates may address one element, so the scatter map is sequential: it takes the updates one after
-the other in row-major order, repeated indices accumulate, and with ``none`` the last update of an
-element stays (onnxruntime's choice; ONNX leaves it undefined).
+A scatter is two flat maps (ScatterND computes the offsets of its index tuples in between): ``copy``
+writes ``output = data`` row-major, then ``scatter`` writes every update into the copy. The scatter reads
+the element it writes (``prev``) and writes it back, the update combined with it by the ``reduction``
+(``add``, ``mul``, ``max``, ``min``) or in its place (``none``). Two updates may address one element, so
+the scatter map is sequential: it takes the updates one after the other in row-major order, repeated
+indices accumulate, and with ``none`` the last update of an element stays (onnxruntime's choice; ONNX
+leaves it undefined).
 """
 
 import math
