@@ -12,7 +12,8 @@ The task keys of ``TaskDAG`` metadata that hold arithmetic are defined here, and
   exp, a comparison, a negation... one per operator or call; ``max(a, b, c)`` is two), including the
   operation of a write-conflict resolution that is not fused into a MAC (``m = v`` with a max WCR is one);
 * ``meta["elements"]`` (:data:`ELEMENTS`): a transfer task's elements moved between host and
-  accelerator (:mod:`dcaccel.dag.placement`); a transfer has no arithmetic.
+  accelerator (:mod:`dcaccel.dag.placement`); a transfer has no MACs (:func:`task_arithmetic` says how
+  the costs read all three keys).
 
 Counts are per execution of a tasklet (its Python code read with ``ast``, never evaluated; a C++
 tasklet is read by :mod:`dcaccel.dag.cpp`) times the iterations of the maps around it, exact for
@@ -65,11 +66,11 @@ class Arithmetic:
     ops: vol.Volume = 0
 
     def __add__(self, other: Arithmetic) -> Arithmetic:
-        return Arithmetic(vol.total([self.macs, other.macs]), vol.total([self.ops, other.ops]))
+        return Arithmetic(self.macs + other.macs, self.ops + other.ops)  # ints, or SymPy as soon as one is
 
     def times(self, count: vol.Volume) -> Arithmetic:
         """The arithmetic of ``count`` executions."""
-        return Arithmetic(vol.product([self.macs, count]), vol.product([self.ops, count]))
+        return Arithmetic(self.macs * count, self.ops * count)
 
     def costlier(self, other: Arithmetic) -> Arithmetic:
         """Per count, the larger of the two (the costlier branch of a condition)."""
@@ -118,7 +119,7 @@ class _Counter:
         return cost
 
     def statement(self, node: ast.stmt) -> Arithmetic:
-        if isinstance(node, ast.Assign | ast.AnnAssign):
+        if isinstance(node, (ast.Assign, ast.AnnAssign)):
             value = self.expr(node.value) if node.value is not None else _INDEX
             for target in node.targets if isinstance(node, ast.Assign) else [node.target]:
                 self.assign(target, value)
@@ -256,22 +257,26 @@ def count_statements(
     counter = _Counter(label, connectors)
     cost = counter.block(statements)
     for connector, function in wcr:
-        body, arguments = _lambda(function, counter)
+        parsed = _lambda(function)
+        if parsed is None:
+            raise counter.fail(f"write-conflict resolution '{function}'")
+        body, arguments = parsed
         if isinstance(body, ast.BinOp) and isinstance(body.op, ast.Add) and counter.products.get(connector, False):
             continue  # c = a * b accumulated with a sum: the addition is part of the MAC
         cost = cost + _Counter(label, arguments).expr(body).cost
     return cost
 
 
-def _lambda(function: str, counter: _Counter) -> tuple[ast.expr, list[str]]:
-    """The body and the arguments of a write-conflict resolution ``lambda a, b: ...``."""
+@lru_cache(maxsize=256)
+def _lambda(function: str) -> tuple[ast.expr, tuple[str, ...]] | None:
+    """The body and the arguments of a write-conflict resolution ``lambda a, b: ...`` (None if it is not one)."""
     try:
         node = ast.parse(function, mode="eval").body
     except SyntaxError:
-        node = None
+        return None
     if not isinstance(node, ast.Lambda):
-        raise counter.fail(f"write-conflict resolution '{function}'")
-    return node.body, [argument.arg for argument in node.args.args]
+        return None
+    return node.body, tuple(argument.arg for argument in node.args.args)
 
 
 #: Ops whose opaque arithmetic is MACs from shapes: op -> the input connectors the count reads.

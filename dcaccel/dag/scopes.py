@@ -43,6 +43,7 @@ from __future__ import annotations
 
 from collections.abc import Mapping
 from dataclasses import dataclass, field
+from functools import lru_cache
 from typing import Any
 
 import dace
@@ -53,7 +54,7 @@ from dace.transformation.passes.analysis.loop_analysis import get_init_assignmen
 
 from dcaccel.buffers import BufferReason, buffer_reason
 from dcaccel.dag import volume as vol
-from dcaccel.dag.arithmetic import NONE, Arithmetic, opaque_arithmetic, tasklet_arithmetic
+from dcaccel.dag.arithmetic import NONE, Arithmetic, count_statements, opaque_arithmetic, tasklet_arithmetic
 from dcaccel.dag.cpp import cpp_arithmetic
 from dcaccel.errors import DcaccelError
 from dcaccel.transforms.opaque import is_opaque
@@ -150,6 +151,7 @@ def program_symbol(name: str, positive: bool = False) -> sympy.Symbol:
     return sympy.Symbol(name, integer=True, positive=True) if positive else sympy.Symbol(name)
 
 
+@lru_cache(maxsize=1024)
 def parameter_symbol(name: str) -> sympy.Symbol:
     """The plain SymPy symbol standing for the map parameter ``name``."""
     return sympy.Symbol(name, integer=True, nonnegative=True)
@@ -174,6 +176,8 @@ class _Reader:
     # -- expressions -------------------------------------------------------------------------
     def expr(self, value, params: Mapping[str, sympy.Symbol]) -> sympy.Expr:
         """``value`` as a SymPy expression over plain symbols, with known sizes substituted."""
+        if isinstance(value, sympy.Integer):
+            return value
         expr = vol.as_expr(dace.symbolic.pystr_to_symbolic(value) if isinstance(value, str) else value)
         replacements = {}
         for sym in expr.free_symbols:
@@ -333,9 +337,13 @@ class _Reader:
         if isinstance(node, dnodes.Tasklet):
             wcr = tuple(sorted((e.src_conn, e.data.wcr) for e in state.out_edges(node) if e.data.wcr is not None))
             connectors = frozenset(node.in_connectors) | frozenset(node.out_connectors)
-            count = tasklet_arithmetic if node.code.language == dace.Language.Python else cpp_arithmetic
-            counted = count(node.label, node.code.as_string, connectors, wcr)
-            return Arithmetic(*(self.count(count, params) for count in (counted.macs, counted.ops)))
+            if node.code.language != dace.Language.Python:
+                counted = cpp_arithmetic(node.label, node.code.as_string, connectors, wcr)
+            elif isinstance(node.code.code, list):  # DaCe keeps the parsed statements: no text round trip
+                counted = count_statements(node.label, node.code.code, connectors, wcr)
+            else:
+                counted = tasklet_arithmetic(node.label, node.code.as_string, connectors, wcr)
+            return Arithmetic(*(self.count(value, params) for value in (counted.macs, counted.ops)))
         if isinstance(node, dnodes.NestedSDFG):
             return self.nested_arithmetic(node, params)
         where = f"in map '{scope.map.label}'" if scope is not None else f"in state '{state.label}'"

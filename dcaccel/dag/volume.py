@@ -93,6 +93,8 @@ def summed(value, params: Sequence[sympy.Symbol], ranges: Sequence[tuple[Volume,
     """Σ of ``value`` over the points of a map's range (its ``params`` over their inclusive ``ranges``):
     ``value`` times the number of points when it does not depend on them, else a SymPy sum per parameter
     that does (innermost first); an int when concrete."""
+    if value == 0:
+        return 0
     if not isinstance(value, sympy.Basic) or not value.free_symbols & set(params):
         return concrete(product([concrete(value), iterations(ranges)]))
     expr = as_expr(value)
