@@ -7,7 +7,8 @@ the parser's events, which builds nothing, and refuses text longer than :data:`M
 than :data:`MAX_DEPTH` and more than :data:`MAX_NODES` nodes once every alias is expanded (an alias counts
 as the nodes and depth of what it names; an alias inside the collection it names is refused). It then
 builds the data with the safe constructor (no tag runs code), refusing a key that appears twice in one
-mapping. A number in exponent notation without a dot (``1e-3``) is a float, as in YAML 1.2, not text.
+mapping. A number in exponent notation without a dot (``1e-3``) is a float, as in YAML 1.2, not text;
+a number YAML 1.1 and 1.2 read differently (``010``, ``1:30``) is refused.
 """
 
 from __future__ import annotations
@@ -68,7 +69,29 @@ class _Loader(_Base):
                 seen.add(key)
         return super().construct_mapping(node, deep=deep)
 
+    def construct_yaml_int(self, node):
+        """An integer, refusing the forms YAML 1.1 and 1.2 read differently (``010``: octal 8 or ten;
+        ``1:30``: sexagesimal 90 or text)."""
+        _refuse_ambiguous(self.construct_scalar(node), node)
+        return super().construct_yaml_int(node)
 
+    def construct_yaml_float(self, node):
+        _refuse_ambiguous(self.construct_scalar(node), node)
+        return super().construct_yaml_float(node)
+
+
+def _refuse_ambiguous(text: str, node) -> None:
+    if ":" in text or re.fullmatch(r"[-+]?0[0-9_]+", text):
+        raise yaml.constructor.ConstructorError(
+            None,
+            None,
+            f"{shown(text)} is read differently by YAML 1.1 and 1.2: write it in plain decimals",
+            node.start_mark,
+        )
+
+
+_Loader.add_constructor("tag:yaml.org,2002:int", _Loader.construct_yaml_int)
+_Loader.add_constructor(_FLOAT, _Loader.construct_yaml_float)
 _Loader.add_implicit_resolver(
     _FLOAT, re.compile(r"^[-+]?(?:[0-9][0-9_]*(?:\.[0-9_]*)?|\.[0-9_]+)[eE][-+]?[0-9]+$"), list("-+.0123456789")
 )

@@ -152,3 +152,10 @@ def test_shown_keys_stay_on_one_line(value, expected):
 def test_a_bad_key_is_named_on_one_line():
     text = 'name: t\nunits: {"p\\ne": {}}\nmemories: {d: {level: offchip}}\n'
     assert refused(text).startswith("architecture f.yaml: units.'p\\ne'.[key]: String should match pattern")
+
+
+@pytest.mark.parametrize("text", ["count: 010", "count: 1:30", "clock_mhz: 1:30.5", "count: -007"])
+def test_numbers_yaml_versions_read_differently_are_refused(text):
+    """YAML 1.1 reads ``010`` as 8 and ``1:30`` as 90 (YAML 1.2: ten and text): never silently."""
+    with pytest.raises(ArchitectureError, match=r"line 1: not valid YAML \(.* is read differently by YAML 1.1 and 1.2"):
+        read_yaml(text, "f.yaml")
