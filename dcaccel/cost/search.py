@@ -30,6 +30,7 @@ from dcaccel.cost.hierarchy import Hierarchy
 from dcaccel.cost.nest import OPERANDS, LayerNest
 from dcaccel.errors import DcaccelError
 from dcaccel.mapping.onchip import check_objective
+from dcaccel.mapping.space import divisors
 
 
 def _prime_factors(n: int) -> list[int]:
@@ -44,10 +45,6 @@ def _prime_factors(n: int) -> list[int]:
     return factors
 
 
-def _divisors(n: int) -> list[int]:
-    return [d for d in range(n, 0, -1) if n % d == 0]
-
-
 def spatial_unrollings(
     nest: LayerNest,
     hierarchy: Hierarchy,
@@ -59,7 +56,9 @@ def spatial_unrollings(
     options = []
     for dim, size in hierarchy.array.items():
         allowed = [loop for loop in (choices or {}).get(dim, nest.loops) if nest.loops.get(loop, 1) > 1]
-        unrolled = [(dim, loop, f) for loop in allowed for f in _divisors(min(nest.loops[loop], size)) if f > 1]
+        unrolled = [
+            (dim, loop, f) for loop in allowed for f in reversed(divisors(min(nest.loops[loop], size))) if f > 1
+        ]
         options.append([*unrolled, (dim, None, 1)])
     found = []
     for combination in itertools.product(*options):
