@@ -7,9 +7,10 @@ operand is an affine form Σ a·loop of the loops (a Conv's input row is ``strid
 
 - a loop is *relevant* to an operand when some index of it has a non-zero coefficient on the loop;
 - the *footprint* of an operand over a tile (an extent per loop) is the number of elements the tile
-  touches: per index, Σ |a|·(extent − 1) + 1 (the sliding window of a Conv's input included), the
-  product over its indices — exact for a box of the loops when every index's coefficients are steps of
-  one another, as they are in every layer built here (padding rows are counted as read).
+  touches: per index, the smaller of its span Σ |a|·(extent − 1) + 1 (the sliding window of a Conv's
+  input) and the number of points of the loops it sums (a stride larger than the window skips
+  columns), the product over its indices — exact for every index of the layers built here, never
+  below the elements touched (padding rows are counted as read).
 
 :func:`layer_nest` builds the nest of an ONNX ``Conv``, ``Gemm`` or ``MatMul`` node from its attributes and
 its operands' shapes (:mod:`dcaccel.mapping.layers` reads them).
@@ -29,6 +30,12 @@ OPERANDS = ("W", "I", "O")
 
 #: One index of an operand: (loop, coefficient) pairs of its affine form.
 Index = tuple[tuple[str, int], ...]
+
+
+def _distinct(span, points):
+    """Values an affine index takes over a box: at most its span (max − min + 1) and at most the box's points
+    (a 1×1 Conv of stride 2 reads every other column: its 14 columns span 27)."""
+    return min(span, points)
 
 
 @dataclass(frozen=True)
@@ -76,16 +83,21 @@ class LayerNest:
         """Elements of ``operand`` touched by a tile of ``extents`` (loops not named: extent 1)."""
         size = 1
         for index in self.accesses[operand]:
-            size *= 1 + sum(abs(coefficient) * (extents.get(loop, 1) - 1) for loop, coefficient in index)
+            size *= _distinct(
+                1 + sum(abs(coefficient) * (extents.get(loop, 1) - 1) for loop, coefficient in index),
+                math.prod(extents.get(loop, 1) for loop, _ in index),
+            )
         return size
 
     def footprints(self, operand: str, start: Mapping[str, int], steps) -> list[int]:
         """The footprint over ``start`` and then after each ``(loop, factor)`` of ``steps`` multiplies its loop's
         extent: ``len(steps) + 1`` values, computed incrementally."""
         extents = dict(start)
-        spans = [1 + sum(abs(c) * (extents.get(loop, 1) - 1) for loop, c in index) for index in self.accesses[operand]]
+        indices = self.accesses[operand]
+        spans = [1 + sum(abs(c) * (extents.get(loop, 1) - 1) for loop, c in index) for index in indices]
+        points = [math.prod(extents.get(loop, 1) for loop, _ in index) for index in indices]
         touches = self._touches
-        table = [math.prod(spans)]
+        table = [math.prod(map(_distinct, spans, points))]
         for loop, factor in steps:
             touched = touches.get((operand, loop), ())
             if not touched:
@@ -95,7 +107,8 @@ class LayerNest:
             extents[loop] = old * factor
             for position, coefficient in touched:
                 spans[position] += coefficient * (old * factor - old)
-            table.append(math.prod(spans))
+                points[position] *= factor
+            table.append(math.prod(map(_distinct, spans, points)))
         return table
 
     def size(self, operand: str) -> int:

@@ -28,7 +28,9 @@ def _hierarchy(units: int, rf_bits: int | None, dram_bandwidth=math.inf) -> Hier
 
 @pytest.mark.parametrize(
     ("extents", "expected"),
-    [({}, 3), ({"OX": 4}, 3 * 7), ({"OX": 4, "FX": 3}, 3 * 9), ({"OY": 2, "FY": 2, "OX": 1}, 3 * 4)],
+    # stride 2: four output columns of a one-column window read every other input column (4, not 7);
+    # with a three-column window they read the 9 columns they span
+    [({}, 3), ({"OX": 4}, 3 * 4), ({"OX": 4, "FX": 3}, 3 * 9), ({"OY": 2, "FY": 2, "OX": 1}, 3 * 4)],
 )
 def test_input_footprint_is_the_sliding_window(extents, expected):
     nest = conv_nest("c", {"strides": [2, 2]}, (8, 3, 3, 3), (1, 8, 5, 5))
