@@ -28,5 +28,15 @@ class ShapeError(DcaccelError):
         super().__init__(f"tensor '{tensor}': expected shape {tuple(expected)}, got {tuple(got)}")
 
 
+class UnboundSymbolError(DcaccelError):
+    """A symbolic dimension of a tensor that was given no value; ``how`` says how to give it."""
+
+    def __init__(self, tensor: str, symbol: str, how: str = ""):
+        self.tensor = tensor
+        self.symbol = symbol
+        how = how or f"symbols={{'{symbol}': ...}}"
+        super().__init__(f"tensor '{tensor}': dimension '{symbol}' has no value (give it with {how})")
+
+
 class DAGContractError(DcaccelError):
     """A task DAG that violates the canonical contract (see ``TaskDAG.validate``)."""

@@ -18,6 +18,7 @@ def check_output(flag: str, path: str | os.PathLike | None, suffixes: Iterable[s
     does not exist or is not writable (None: the flag was not given)."""
     if path is None:
         return
+    folder_text = os.fspath(path).endswith(("/", os.sep))  # Path() drops the separator, open() refuses the path
     path = Path(path)
     suffixes = tuple(suffixes)
     if path.suffix.lower() not in suffixes:
@@ -25,7 +26,7 @@ def check_output(flag: str, path: str | os.PathLike | None, suffixes: Iterable[s
     folder = path.parent if str(path.parent) else Path(".")
     if not folder.is_dir():
         raise DcaccelError(f"{flag} {path}: no such folder '{folder}'")
-    if path.is_dir():
+    if path.is_dir() or folder_text:
         raise DcaccelError(f"{flag} {path}: is a folder")
     if not os.access(folder, os.W_OK) or (path.exists() and not os.access(path, os.W_OK)):
         raise DcaccelError(f"{flag} {path}: not writable")

@@ -40,7 +40,13 @@ from dcaccel import workloads
 from dcaccel.architecture import DEFAULT as DEFAULT_ARCHITECTURE
 from dcaccel.architecture import parse_parameter
 from dcaccel.cli.arguments import bounded_int, bounded_ints, check_output, non_negative_float, suggest
-from dcaccel.cli.models import MODEL_HELP, add_strict_argument, check_choice_keys, resolve_model
+from dcaccel.cli.models import (
+    MODEL_HELP,
+    add_strict_argument,
+    add_symbols_argument,
+    check_choice_keys,
+    resolve_model,
+)
 from dcaccel.cli.table import format_table
 from dcaccel.dag.extract import Granularity
 from dcaccel.errors import DcaccelError
@@ -92,6 +98,7 @@ def register(subparsers) -> None:
     """Add the ``explore`` sub-command."""
     parser = subparsers.add_parser("explore", help="sweep implementations, PEs and schedulers; tables and plots")
     parser.add_argument("model", nargs="?", metavar="MODEL", help=MODEL_HELP.format("see dcaccel info"))
+    add_symbols_argument(parser)
     parser.add_argument("--demo", action="store_true", help=f"explore {DEMO_MODEL} with Conv=mv,op,lmv")
     parser.add_argument(
         "--impl",
@@ -241,8 +248,8 @@ def run(args: argparse.Namespace) -> int:
     schedulers = args.scheduler or ([SWEEP_SCHEDULERS[-1]] if partitioned else list(SCHEDULERS))
     spec = DEMO_MODEL if args.demo else args.model
     implementations = dict(DEMO_IMPLEMENTATIONS) if args.demo and not args.impl else merge(args.impl) or None
-    builtin = spec in workloads.names()
-    workload = spec if builtin else resolve_model(spec)
+    builtin = spec in workloads.names() and not args.symbols  # a sized built-in goes to the workers built
+    workload = spec if builtin else resolve_model(spec, args.symbols)
     if implementations:
         check_choice_keys(workloads.get(spec) if builtin else workload, implementations)
     status = 0

@@ -6,6 +6,7 @@ import json
 import sys
 
 from dcaccel.cli.arguments import bounded_int, bounded_ints
+from dcaccel.cli.models import add_symbols_argument, resolve_model
 from dcaccel.cli.table import format_table
 from dcaccel.errors import DcaccelError
 
@@ -21,6 +22,7 @@ def register(subparsers) -> None:
         "map", help="search the mapping of every Conv/Gemm/MatMul layer, place the other nodes (docs/mapping.md)"
     )
     parser.add_argument("model", help="a built-in workload name, an ONNX file or a Python model spec")
+    add_symbols_argument(parser)
     parser.add_argument("--arch", default="abstract", help="a shipped architecture or a YAML file")
     parser.add_argument("--objective", choices=OBJECTIVES, default="edp")
     parser.add_argument(
@@ -57,7 +59,7 @@ def run(args) -> int:
             f"--arch {args.arch}: architecture {architecture.name} has no on-chip capacity; give --capacity ELEMENTS"
         )
     result = map_workload(
-        args.model,
+        resolve_model(args.model, args.symbols),
         architecture,
         args.objective,
         search=args.search,
@@ -89,13 +91,14 @@ def _loopnest(args, architecture) -> int:
             raise DcaccelError(
                 f"{flag} does not apply to --search loopnest: every unit and memory of the design is used"
             )
+    workload = resolve_model(args.model, args.symbols)
     with tqdm(desc=f"map {args.model}", unit="node", delay=1.0) as bar:
 
         def progress(done: int, total: int) -> None:
             bar.total = total
             bar.update(done - bar.n)
 
-        result = network_cost(args.model, architecture, args.objective, progress=progress)
+        result = network_cost(workload, architecture, args.objective, progress=progress)
     if args.json:
         sys.stdout.write(json.dumps(result.to_json()) + "\n")
         return 0

@@ -1,4 +1,5 @@
-"""What a sub-command needs to build the workload it works on: the MODEL argument and ``--impl`` choices.
+"""What a sub-command needs to build the workload it works on: the MODEL argument, ``--symbols`` and ``--impl``
+choices.
 
 MODEL is a built-in workload name (see :mod:`dcaccel.workloads`), an ONNX file, or
 ``path/to/file.py:attribute`` (see :mod:`dcaccel.frontend.python_file`).
@@ -9,21 +10,50 @@ from collections.abc import Iterable
 
 from dcaccel import workloads
 from dcaccel.cli.arguments import suggest
-from dcaccel.errors import DcaccelError
+from dcaccel.errors import DcaccelError, UnboundSymbolError
 from dcaccel.frontend import Workload
 from dcaccel.frontend.load import resolve
+from dcaccel.frontend.shapes import positive_size
 
 MODEL_HELP = "a built-in workload ({}), an .onnx file, or path/to/file.py:attribute"
 
 
 def add_model_argument(parser: argparse.ArgumentParser) -> None:
-    """Add the positional MODEL argument."""
+    """Add the positional MODEL argument and ``--symbols``."""
     parser.add_argument("model", metavar="MODEL", help=MODEL_HELP.format(", ".join(workloads.names())))
+    add_symbols_argument(parser)
 
 
-def resolve_model(spec: str) -> Workload:
-    """The workload MODEL names (:func:`dcaccel.frontend.load.resolve`)."""
-    return resolve(spec)
+def add_symbols_argument(parser: argparse.ArgumentParser) -> None:
+    """Add ``--symbols NAME=VALUE[,NAME=VALUE...]`` (repeatable): the values of the model's symbolic sizes."""
+    parser.add_argument(
+        "--symbols",
+        metavar="NAME=VALUE[,...]",
+        action="extend",
+        type=_symbols,
+        default=[],
+        help="values of the model's symbolic sizes, e.g. batch=2 (a built-in workload: its size options)",
+    )
+
+
+def resolve_model(spec: str, symbols: Iterable[tuple[str, int]] = ()) -> Workload:
+    """The workload MODEL names (:func:`dcaccel.frontend.load.resolve`), its symbolic sizes given by the
+    ``--symbols`` pairs; a dimension left without a value is named with the flag that gives it."""
+    values = symbol_values(symbols)
+    try:
+        return resolve(spec, symbols=values or None)
+    except UnboundSymbolError as err:
+        raise UnboundSymbolError(err.tensor, err.symbol, f"--symbols {err.symbol}=VALUE") from err
+
+
+def symbol_values(pairs: Iterable[tuple[str, int]]) -> dict[str, int]:
+    """The ``--symbols`` pairs as a mapping; raises :class:`DcaccelError` for a name given two values."""
+    values: dict[str, int] = {}
+    for name, value in pairs:
+        if values.get(name, value) != value:
+            raise DcaccelError(f"--symbols {name}: given twice, as {values[name]} and {value} (choose one)")
+        values[name] = value
+    return values
 
 
 def add_impl_argument(parser: argparse.ArgumentParser) -> None:
@@ -84,6 +114,23 @@ def check_choice_keys(workload: Workload, keys: Iterable[str]) -> None:
     for key in keys:
         if key not in known:
             raise DcaccelError(f"--impl {key}: no node or op type '{key}' in {workload.name}{suggest(key, known)}")
+
+
+def _symbols(text: str) -> list[tuple[str, int]]:
+    """Parse ``NAME=VALUE[,NAME=VALUE...]``: names are identifiers, values positive integers (read as
+    digits, never evaluated)."""
+    pairs = []
+    for entry in (part.strip() for part in text.split(",")):
+        name, separator, value = entry.partition("=")
+        if not separator or not name:
+            raise argparse.ArgumentTypeError(f"expected NAME=VALUE, got '{entry}'")
+        if not name.isidentifier():
+            raise argparse.ArgumentTypeError(f"{entry}: a name must be an identifier")
+        try:
+            pairs.append((name, positive_size(entry, int(value) if value.isascii() and value.isdigit() else value)))
+        except DcaccelError as err:
+            raise argparse.ArgumentTypeError(str(err)) from None
+    return pairs
 
 
 def _choice(text: str) -> tuple[str, str]:

@@ -53,21 +53,23 @@ def load(model, example_inputs=None, *, symbols: Mapping[str, int] | None = None
     )
 
 
-def resolve(model) -> Workload:
+def resolve(model, *, symbols: Mapping[str, int] | None = None) -> Workload:
     """The workload a user names: a built-in workload's name (``"lenet"``), an ONNX file, a
     ``"path/to/file.py:attribute"`` spec, or anything :func:`load` takes.
 
-    Raises :class:`DcaccelError` for a name that is none of these (listing the built-in names), a
-    missing file, or a file that is not a model.
+    ``symbols`` gives values of symbolic sizes as :func:`load` takes them; for a built-in workload they
+    are its size options (:func:`dcaccel.workloads.get`). Raises :class:`DcaccelError` for a name that is
+    none of these (listing the built-in names), a missing file, a file that is not a model, or a symbol
+    the model has no size of that name for.
     """
     if not isinstance(model, str):
-        return load(model)
+        return load(model, symbols=symbols)
     from dcaccel import workloads
 
     if model in workloads.names():
-        return workloads.get(model)
+        return workloads.get(model, **(check_symbols(symbols) or {}))
     if is_python_spec(model) or model.endswith(".onnx") or os.path.exists(model):
-        return load(model)
+        return load(model, symbols=symbols)
     raise DcaccelError(
         f"unknown model '{model}': not a built-in workload ({', '.join(workloads.names())}), "
         "an .onnx file or path/to/file.py:attribute"

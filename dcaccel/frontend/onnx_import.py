@@ -27,7 +27,7 @@ from google.protobuf.message import DecodeError
 from dcaccel.errors import DcaccelError, UnsupportedOpError
 from dcaccel.frontend import onnx_prepare as prepare
 from dcaccel.frontend.naming import identifier
-from dcaccel.frontend.shapes import bind_symbols, concrete_shape, dimension_str
+from dcaccel.frontend.shapes import bind_symbols, check_symbol_names, concrete_shape, dimension_str
 from dcaccel.frontend.workload import Origin, TensorSpec, Workload
 
 #: Domains whose ops DaCe's ONNX importer knows (the default ONNX domain).
@@ -46,7 +46,7 @@ def from_onnx(
 
     ``example_inputs`` (arrays in graph-input order, or by name) and ``symbols`` give the values of
     dynamic input dimensions. Raises :class:`DcaccelError` for a missing or invalid file, an
-    unsupported op, or a dynamic dimension without a value.
+    unsupported op, a dynamic dimension without a value, or a symbol that names none.
     """
     from dace.ml import ONNXModel
 
@@ -60,6 +60,8 @@ def from_onnx(
         prepare.check_consistent(proto, source)
 
         specs = [_value_spec(value) for value in proto.graph.input]  # weights are no longer inputs
+        if symbols:
+            check_symbol_names(symbols, _dimension_names(proto), source)
         symbols = _bind_dimensions(specs, example_inputs, symbols or {})
         fixed = specialize(proto, symbols)
         if fixed.graph.input != proto.graph.input:
@@ -208,6 +210,16 @@ def _default_name(model, proto: onnx.ModelProto) -> str:
 def _dimension_name(tensor: str, index: int, dim: onnx.TensorShapeProto.Dimension) -> str:
     """The symbol of a dynamic dimension: its ``dim_param``, or ``<tensor>_dim<index>`` when it has none."""
     return dim.dim_param if dim.HasField("dim_param") else f"{clean_onnx_name(tensor)}_dim{index}"
+
+
+def _dimension_names(proto: onnx.ModelProto) -> set[str]:
+    """The symbols of the dynamic dimensions of the graph inputs and outputs of ``proto``."""
+    return {
+        _dimension_name(value.name, index, dim)
+        for value in [*proto.graph.input, *proto.graph.output]
+        for index, dim in enumerate(value.type.tensor_type.shape.dim)
+        if not dim.HasField("dim_value")
+    }
 
 
 def _value_spec(value: onnx.ValueInfoProto) -> TensorSpec:

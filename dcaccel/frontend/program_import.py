@@ -16,7 +16,7 @@ from dace import data as dt
 from dace.frontend.python.parser import DaceProgram
 
 from dcaccel.errors import DcaccelError
-from dcaccel.frontend.shapes import bind_symbols, dimension_str
+from dcaccel.frontend.shapes import bind_symbols, check_symbol_names, dimension_str
 from dcaccel.frontend.workload import Origin, TensorSpec, Workload
 
 _RETURN = re.compile(r"__return(_(\d+))?$")
@@ -64,6 +64,8 @@ def from_sdfg(
 
     ``parameters`` orders the inputs (default: the SDFG's ``arg_names``, then the other containers by name).
     """
+    if symbols:
+        check_symbol_names(symbols, sdfg.free_symbols, f"SDFG '{sdfg.name}'")
     read, written = sdfg.read_and_write_sets()
     containers = [k for k, desc in sdfg.arrays.items() if not desc.transient]
     names = list(parameters or sdfg.arg_names)

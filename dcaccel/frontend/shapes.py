@@ -9,7 +9,7 @@ from collections.abc import Iterable, Mapping
 import dace
 import numpy as np
 
-from dcaccel.errors import DcaccelError, ShapeError
+from dcaccel.errors import DcaccelError, ShapeError, UnboundSymbolError
 
 
 def dimension_str(dim) -> int | str:
@@ -36,6 +36,16 @@ def check_symbols(symbols: Mapping[str, int] | None) -> dict[str, int] | None:
     if not isinstance(symbols, Mapping):
         raise DcaccelError(f"symbols: expected a mapping from names to sizes, got a {type(symbols).__name__}")
     return {str(name): positive_size(f"symbol '{name}'", value) for name, value in symbols.items()}
+
+
+def check_symbol_names(symbols: Mapping[str, int], known: Iterable[str], source: str) -> None:
+    """Raise :class:`DcaccelError` naming the first of ``symbols`` that is none of the ``known`` symbolic
+    sizes of ``source`` (a value for a size the model does not have is a mistake, not a default)."""
+    known = sorted(known)
+    unknown = sorted(set(symbols) - set(known))
+    if unknown:
+        has = f"its symbolic sizes: {', '.join(known)}" if known else "it has none"
+        raise DcaccelError(f"symbol '{unknown[0]}': not a symbolic size of {source} ({has})")
 
 
 def concrete_shape(tensor: str, shape: Iterable[int | str], symbols: Mapping[str, int]) -> tuple[int, ...]:
@@ -83,9 +93,7 @@ def _evaluate(tensor: str, dim: int | str, symbols: Mapping[str, int]) -> int:
     expr = dace.symbolic.pystr_to_symbolic(dim)
     unbound = sorted(str(s) for s in expr.free_symbols if str(s) not in symbols)
     if unbound:
-        raise DcaccelError(
-            f"tensor '{tensor}': dimension '{unbound[0]}' has no value (give it with symbols={{'{unbound[0]}': ...}})"
-        )
+        raise UnboundSymbolError(tensor, unbound[0])
     return int(expr.subs({s: symbols[str(s)] for s in expr.free_symbols}))
 
 

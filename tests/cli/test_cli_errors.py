@@ -211,7 +211,9 @@ def prepared(tmp_path, monkeypatch, conv_seed, mmm):
     resolve = dcaccel.cli.models.resolve_model
     built = {"conv-seed": conv_seed, "mmm": mmm}
     for command in (dcaccel.cli.info, dcaccel.cli.verify, dcaccel.cli.dag):
-        monkeypatch.setattr(command, "resolve_model", lambda spec: built[spec] if spec in built else resolve(spec))
+        monkeypatch.setattr(
+            command, "resolve_model", lambda spec, *rest: built[spec] if spec in built else resolve(spec, *rest)
+        )
     passed = VerifyReport("w", "unlowered", "python", 1e-4, 1e-5, 0, (OutputCheck("y", (1,), 0.0, 0.0, True),))
     monkeypatch.setattr(dcaccel.cli.verify, "verify", lambda *args, **kwargs: passed)
     monkeypatch.setattr(Workload, "lower", lambda self, choices=None: None)

@@ -74,7 +74,7 @@ def test_out_file(capsys, tmp_path, suffix):
     ],
 )
 def test_bad_out_is_refused_before_any_work(capsys, monkeypatch, tmp_path, out, message):
-    def no_work(spec):
+    def no_work(spec, symbols=()):
         raise AssertionError("the model was loaded before --out was checked")
 
     monkeypatch.setattr(dcaccel.cli.dag, "resolve_model", no_work)
@@ -94,7 +94,7 @@ def test_an_invalid_dag_is_neither_written_nor_summarised(capsys, monkeypatch, t
     invalid.add_edge(source, first, 4)
     invalid.add_edge(source, second, 4)
     invalid.add_edge(first, second, 5)
-    monkeypatch.setattr(dcaccel.cli.dag, "resolve_model", lambda spec: conv_seed)
+    monkeypatch.setattr(dcaccel.cli.dag, "resolve_model", lambda spec, *_: conv_seed)
     monkeypatch.setattr(Workload, "lower", lambda self, choices: None)
     monkeypatch.setattr(dcaccel.cli.dag, "extract", lambda *args, **kwargs: invalid)
     argv = [] if out is None else ["--out", str(tmp_path / out)]

@@ -15,7 +15,7 @@ from dcaccel.expansions import implementations
 @pytest.fixture
 def use_lenet(monkeypatch, lenet):
     """Make MODEL resolve to the session's lenet workload (no re-export)."""
-    monkeypatch.setattr(dcaccel.cli.info, "resolve_model", lambda spec: lenet)
+    monkeypatch.setattr(dcaccel.cli.info, "resolve_model", lambda spec, *_: lenet)
 
 
 def test_op_type_rows(lenet):
