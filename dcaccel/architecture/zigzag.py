@@ -57,8 +57,8 @@ ALIASES = {"I": "I1", "W": "I2"}
 
 #: Layer operands (W, I, O) as dcaccel's schema names them.
 OPERAND_NAMES = {"W": "weights", "I": "inputs", "O": "outputs"}
-#: ZigZag's array dimensions as dcaccel's mesh names them, by the array's number of dimensions.
-ARRAY_DIMENSIONS = {1: {"D1": "cols"}, 2: {"D1": "rows", "D2": "cols"}}
+#: The mesh dimensions of a 1-D and a 2-D array, in the order the array lists its dimensions.
+ARRAY_DIMENSIONS = {1: ("cols",), 2: ("rows", "cols")}
 
 #: The width of the comment lines that head an imported description.
 COMMENT_WIDTH = 100
@@ -157,6 +157,9 @@ class ZigZagMemory(_ZigZag):
             for operand, _ in port.allocation:
                 if operand not in self.operands:
                     raise ValueError(f"ports.{index}.allocation: operand {operand} is not in operands")
+        for missing in (PortType.WRITE, PortType.READ):
+            if all(port.type == missing for port in self.ports):
+                raise ValueError(f"ports: no port {'reads' if missing == PortType.WRITE else 'writes'} it")
         return self
 
     @property
@@ -358,14 +361,16 @@ def _memory(
         level = "onchip"
     else:
         level = "local"
-    shared_along = [ARRAY_DIMENSIONS[len(dimensions)][d] for d in dimensions if d in served] if level == "local" else []
+    shared_along = []
     if level == "local" and served and len(dimensions) > 2:
         sharing = design.operational_array.unit_count // design.instances(memory)
         notes.append(
             f"{name}: {design.instances(memory)} instances, each shared by {sharing} units of a "
             f"{len(dimensions)}-D array; here one per unit"
         )
-        shared_along = []
+    elif level == "local" and served:
+        mesh = ARRAY_DIMENSIONS[len(dimensions)]
+        shared_along = [mesh[position] for position, d in enumerate(dimensions) if d in served]
     reads = [port for port in memory.ports if port.type != PortType.WRITE]
     writes = [port for port in memory.ports if port.type != PortType.READ]
     separate = not any(port.type == PortType.READ_WRITE for port in memory.ports)

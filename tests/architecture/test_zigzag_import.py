@@ -185,6 +185,27 @@ def test_partly_served_memory_is_shared_local():
     assert memory.shared_along == ["cols"]  # D2 is the mesh's cols: one instance per row, shared by its 2 units
 
 
+def test_sharing_follows_the_order_the_array_lists_its_dimensions():
+    data = design()
+    data["operational_array"]["dimensions"] = ["D2", "D1"]  # D2 (4) the mesh's rows, D1 (2) its cols
+    data["memories"]["rf_w"]["served_dimensions"] = ["D1"]
+    spec = to_architecture(parse(text(data), "tiny.yaml")).architecture.spec
+    assert (spec.units["pe"].topology.rows, spec.units["pe"].topology.cols) == (4, 2)
+    assert spec.memories["rf_w"].shared_along == ["cols"]
+
+
+def test_a_partly_served_memory_of_a_3d_array_is_one_per_unit():
+    data = design()
+    data["operational_array"].update(dimensions=["D1", "D2", "D3"], sizes=[2, 2, 2], systolic_dimensions=[])
+    for memory in ("buffer", "dram"):
+        data["memories"][memory]["served_dimensions"] = ["D1", "D2", "D3"]
+    data["memories"]["rf_w"]["served_dimensions"] = ["D3"]
+    imported = to_architecture(parse(text(data), "tiny.yaml"))
+    memory = imported.architecture.spec.memories["rf_w"]
+    assert (memory.level.value, memory.shared_along) == ("local", [])
+    assert "rf_w: 4 instances, each shared by 2 units of a 3-D array; here one per unit" in imported.unexpressed
+
+
 def test_unexpressed_properties_are_listed():
     imported = to_architecture(parse(text(design()), "tiny.yaml"))
     items = imported.unexpressed
@@ -275,6 +296,8 @@ _DELETE = object()
             "memories.rf_w: ports.0.allocation: operand O is not in operands",
         ),
         ("memories.rf_w.served_dimensions", ["D3"], "memories.rf_w.served_dimensions: D3 is not an array dimension"),
+        ("memories.rf_w.ports", [port("r_port_1", "read", 8, 8, "I2, tl")], "memories.rf_w: ports: no port writes it"),
+        ("memories.rf_w.ports", [port("w_port_1", "write", 8, 8, "I2, fh")], "memories.rf_w: ports: no port reads it"),
         ("operational_array.sizes", [4], "operational_array: 2 dimensions but 1 sizes"),
         ("operational_array.sizes", [4, 0], "operational_array.sizes.1: Input should be greater than 0"),
         ("operational_array.is_imc", True, "operational_array: in-memory computing arrays (is_imc) are not supported"),
