@@ -16,6 +16,7 @@ leaves it undefined).
 """
 
 import math
+from collections.abc import Callable
 
 import dace
 from dace import SDFG, Memlet, SDFGState
@@ -103,6 +104,54 @@ def _scatter(steps: ExpansionBuilder, updates_shape: tuple, target: list, inputs
     steps.state.entry_node(tasklet).map.schedule = dace.ScheduleType.Sequential
 
 
+def _expand_scatter(node, state: SDFGState, sdfg: SDFG, targets: Callable) -> SDFG:
+    """The nested SDFG of a scatter: ``output = data`` alone (``copy``) when there are no updates, else the steps
+    of :func:`_scatter` where ``targets(steps, node, shape, updates_shape)`` (``shape`` that of ``data``) gives
+    its ``target`` and the inputs its tasklet reads them from, after adding any step that computes them."""
+    formula = _check_reduction(node)
+    steps = node_builder(node, state, sdfg)
+    shape = onnx_shape(steps.desc("data"))
+    updates_shape = onnx_shape(steps.desc("updates"))
+    if math.prod(updates_shape) == 0:
+        add_copy(steps, "copy", "data", "output")
+    else:
+        _scatter(steps, updates_shape, *targets(steps, node, shape, updates_shape), formula)
+    return steps.sdfg
+
+
+def _elements_target(steps: ExpansionBuilder, node, shape: tuple, updates_shape: tuple) -> tuple[list, dict]:
+    """ScatterElements: update ``i`` goes to ``i`` with ``i[axis]`` = ``indices[i]`` (wrapped)."""
+    axis = normalize_axis(node.axis, len(shape), node)
+    params = index_params(len(updates_shape))
+    target = [(_wrapped("j", shape[axis]), shape[axis]) if d == axis else (p, None) for d, p in enumerate(params)]
+    return target, {"j": Memlet(f"indices[{subscript(params)}]")}
+
+
+def _nd_target(steps: ExpansionBuilder, node, shape: tuple, updates_shape: tuple) -> tuple[list, dict]:
+    """ScatterND: the ``offset`` step (see :class:`CanonicalScatterND`); update ``[b, r]`` goes to ``r`` of the
+    slice at ``offset[b]``, split into the first ``k`` dimensions."""
+    *tuples, k = onnx_shape(steps.desc("indices"))
+    params = index_params(len(updates_shape))
+    batch = params[: len(tuples)]
+    strides = [math.prod(shape[d + 1 : k]) for d in range(k)]
+    entries = [f"j[{d}]" for d in range(k)] if k > 1 else ["j"]  # one index: a scalar connector
+    linear = " + ".join(
+        f"{_wrapped(e, size)} * {stride}" for e, size, stride in zip(entries, shape[:k], strides, strict=True)
+    )
+    reason = BufferReason.REUSE if math.prod(shape[k:]) > 1 else None
+    offset = steps.transient("offset", tuples, dace.int64, reason)
+    steps.flat_map(
+        "offset",
+        index_ranges(batch, tuples),
+        {"j": Memlet(f"indices[{subscript([*batch, f'0:{k}'])}]")},
+        f"o = {linear}",
+        {"o": Memlet(f"{offset}[{subscript(batch)}]")},
+    )
+    target = [(f"(o // {stride}) % {size}", size) for stride, size in zip(strides, shape[:k], strict=True)]
+    target += [(p, None) for p in params[len(tuples) :]]
+    return target, {"o": Memlet(f"{offset}[{subscript(batch)}]")}
+
+
 class CanonicalGatherElements(CanonicalForward):
     """Canonical GatherElements along ``axis``: ``output[i] = data[i with i[axis] = indices[i]]``.
 
@@ -152,18 +201,7 @@ class CanonicalScatterElements(CanonicalForward):
 
     @staticmethod
     def forward(node, state: SDFGState, sdfg: SDFG) -> SDFG:
-        formula = _check_reduction(node)
-        steps = node_builder(node, state, sdfg)
-        shape = onnx_shape(steps.desc("data"))
-        updates_shape = onnx_shape(steps.desc("updates"))
-        if math.prod(updates_shape) == 0:
-            add_copy(steps, "copy", "data", "output")
-            return steps.sdfg
-        axis = normalize_axis(node.axis, len(shape), node)
-        params = index_params(len(updates_shape))
-        target = [(_wrapped("j", shape[axis]), shape[axis]) if d == axis else (p, None) for d, p in enumerate(params)]
-        _scatter(steps, updates_shape, target, {"j": Memlet(f"indices[{subscript(params)}]")}, formula)
-        return steps.sdfg
+        return _expand_scatter(node, state, sdfg, _elements_target)
 
 
 class CanonicalScatterND(CanonicalForward):
@@ -190,34 +228,7 @@ class CanonicalScatterND(CanonicalForward):
 
     @staticmethod
     def forward(node, state: SDFGState, sdfg: SDFG) -> SDFG:
-        formula = _check_reduction(node)
-        steps = node_builder(node, state, sdfg)
-        shape = onnx_shape(steps.desc("data"))
-        *tuples, k = onnx_shape(steps.desc("indices"))
-        updates_shape = onnx_shape(steps.desc("updates"))
-        if math.prod(updates_shape) == 0:
-            add_copy(steps, "copy", "data", "output")
-            return steps.sdfg
-        params = index_params(len(updates_shape))
-        batch = params[: len(tuples)]
-        strides = [math.prod(shape[d + 1 : k]) for d in range(k)]
-        entries = [f"j[{d}]" for d in range(k)] if k > 1 else ["j"]  # one index: a scalar connector
-        linear = " + ".join(
-            f"{_wrapped(e, size)} * {stride}" for e, size, stride in zip(entries, shape[:k], strides, strict=True)
-        )
-        reason = BufferReason.REUSE if math.prod(shape[k:]) > 1 else None
-        offset = steps.transient("offset", tuples, dace.int64, reason)
-        steps.flat_map(
-            "offset",
-            index_ranges(batch, tuples),
-            {"j": Memlet(f"indices[{subscript([*batch, f'0:{k}'])}]")},
-            f"o = {linear}",
-            {"o": Memlet(f"{offset}[{subscript(batch)}]")},
-        )
-        target = [(f"(o // {stride}) % {size}", size) for stride, size in zip(strides, shape[:k], strict=True)]
-        target += [(p, None) for p in params[len(tuples) :]]
-        _scatter(steps, updates_shape, target, {"o": Memlet(f"{offset}[{subscript(batch)}]")}, formula)
-        return steps.sdfg
+        return _expand_scatter(node, state, sdfg, _nd_target)
 
 
 IMPLEMENTATIONS = (
