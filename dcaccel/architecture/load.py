@@ -7,7 +7,7 @@ from importlib import resources
 from pathlib import Path
 
 from dcaccel.architecture.graph import Architecture, ArchitectureError
-from dcaccel.architecture.reader import MAX_BYTES
+from dcaccel.architecture.reader import read_file
 
 #: The architecture every schedule assumes when none is given (the seed's model).
 DEFAULT = "abstract"
@@ -31,17 +31,8 @@ def load(name_or_path: str | Path | Architecture) -> Architecture:
     text = str(name_or_path)
     if text in shipped:
         return Architecture.from_yaml(shipped[text].read_text(encoding="utf-8"), text)
-    path = Path(text)
-    if path.suffix not in (".yaml", ".yml"):
+    if Path(text).suffix not in (".yaml", ".yml"):
         raise ArchitectureError(
             f"unknown architecture '{text}' (shipped: {', '.join(sorted(shipped))}; or a .yaml file)"
         )
-    if not path.is_file():
-        raise ArchitectureError(f"architecture file {text} does not exist")
-    if path.stat().st_size > MAX_BYTES:
-        raise ArchitectureError(f"architecture file {text} is larger than {MAX_BYTES} bytes")
-    try:
-        content = path.read_text(encoding="utf-8")
-    except (OSError, UnicodeDecodeError) as err:
-        raise ArchitectureError(f"architecture file {text} cannot be read ({type(err).__name__})") from None
-    return Architecture.from_yaml(content, text)
+    return Architecture.from_yaml(read_file(text, "architecture file"), text)

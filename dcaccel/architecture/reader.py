@@ -14,6 +14,7 @@ a number YAML 1.1 and 1.2 read differently (``010``, ``1:30``) is refused.
 from __future__ import annotations
 
 import re
+from pathlib import Path
 from typing import Any
 
 import yaml
@@ -95,6 +96,21 @@ _Loader.add_constructor(_FLOAT, _Loader.construct_yaml_float)
 _Loader.add_implicit_resolver(
     _FLOAT, re.compile(r"^[-+]?(?:[0-9][0-9_]*(?:\.[0-9_]*)?|\.[0-9_]+)[eE][-+]?[0-9]+$"), list("-+.0123456789")
 )
+
+
+def read_file(path: str | Path, what: str) -> str:
+    """The UTF-8 text of the file ``path`` (a ``what``, e.g. ``architecture file``), read as data; raises
+    :class:`ArchitectureError` in one line naming it when it does not exist, is larger than :data:`MAX_BYTES`
+    or cannot be read."""
+    file = Path(path)
+    if not file.is_file():
+        raise ArchitectureError(f"{what} {path} does not exist")
+    if file.stat().st_size > MAX_BYTES:
+        raise ArchitectureError(f"{what} {path} is larger than {MAX_BYTES} bytes")
+    try:
+        return file.read_text(encoding="utf-8")
+    except (OSError, UnicodeDecodeError) as err:
+        raise ArchitectureError(f"{what} {path} cannot be read ({type(err).__name__})") from None
 
 
 def read_yaml(text: str, source: str) -> Any:

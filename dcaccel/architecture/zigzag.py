@@ -45,10 +45,8 @@ import yaml
 from pydantic import BaseModel, ConfigDict, Field, NonNegativeFloat, NonNegativeInt, PositiveInt
 
 from dcaccel.architecture.graph import Architecture, ArchitectureError
+from dcaccel.architecture.reader import read_file
 from dcaccel.architecture.schema import describe_error
-
-#: A ZigZag description larger than this is refused before it is parsed.
-MAX_FILE_BYTES = 1 << 20
 
 #: ZigZag's memory operands and the layer operands its shipped mappings link them to.
 OPERAND_ROLES = {"I1": "I", "I2": "W", "O": "O"}
@@ -277,15 +275,7 @@ def parse(text: str, source: str) -> ZigZagDesign:
 def read(path: str | Path) -> ZigZagDesign:
     """:func:`parse` of a file."""
     path = Path(path)
-    if not path.is_file():
-        raise ArchitectureError(f"ZigZag hardware file {path} does not exist")
-    if path.stat().st_size > MAX_FILE_BYTES:
-        raise ArchitectureError(f"ZigZag hardware file {path} is larger than {MAX_FILE_BYTES} bytes")
-    try:
-        text = path.read_text(encoding="utf-8")
-    except (OSError, UnicodeDecodeError) as err:
-        raise ArchitectureError(f"ZigZag hardware file {path} cannot be read ({type(err).__name__})") from None
-    return parse(text, str(path))
+    return parse(read_file(path, "ZigZag hardware file"), str(path))
 
 
 def to_architecture(design: ZigZagDesign, element_bytes: int = 1) -> Imported:

@@ -9,7 +9,8 @@ import tracemalloc
 import pytest
 
 from dcaccel.architecture import Architecture, ArchitectureError, load
-from dcaccel.architecture.reader import MAX_BYTES, MAX_DEPTH, MAX_NODES, read_yaml, shown
+from dcaccel.architecture.reader import MAX_BYTES, MAX_DEPTH, MAX_NODES, read_file, read_yaml, shown
+from dcaccel.architecture.zigzag import read as read_zigzag
 
 VALID = "name: t\nunits: {pe: {count: 2}}\nmemories: {dram: {level: offchip}}\n"
 
@@ -129,6 +130,24 @@ def test_non_utf8_file(tmp_path):
     path.write_bytes(b"name: caf\xe9\n")
     with pytest.raises(ArchitectureError, match=r"cannot be read \(UnicodeDecodeError\)$"):
         load(path)
+
+
+def test_files_are_read_within_bounds_naming_what_they_are(tmp_path):
+    (tmp_path / "ok.yaml").write_text("name: t\n")
+    assert read_file(tmp_path / "ok.yaml", "architecture file") == "name: t\n"
+    (tmp_path / "big.yaml").write_text("#" * (MAX_BYTES + 1))
+    (tmp_path / "latin.yaml").write_bytes(b"name: caf\xe9\n")
+    refusals = {
+        "nothing.yaml": "does not exist",
+        "big.yaml": f"is larger than {MAX_BYTES} bytes",
+        "latin.yaml": "cannot be read (UnicodeDecodeError)",
+    }
+    for name, refusal in refusals.items():
+        path = tmp_path / name
+        for reader, what in ((load, "architecture file"), (read_zigzag, "ZigZag hardware file")):
+            with pytest.raises(ArchitectureError) as raised:
+                reader(path)
+            assert str(raised.value) == f"{what} {path} {refusal}"
 
 
 @pytest.mark.parametrize(
