@@ -451,6 +451,15 @@ def _names(text: str) -> list[str]:
     return [name.strip() for name in text.split(",") if name.strip()]
 
 
+def _check_known(names: list[str], what: str, known) -> None:
+    """Refuse the first of ``names`` that is not one of ``known`` (a ``what``), suggesting the closest."""
+    for name in names:
+        if name not in known:
+            raise argparse.ArgumentTypeError(
+                f"unknown {what} {name!r} (expected {', '.join(known)}){suggest(name, known)}"
+            )
+
+
 def _policies(text: str) -> list[str]:
     """``--partition-policy POLICY[,POLICY...]``, each one of the sweep's partition policies."""
     from dcaccel.exploration.sweep import PARTITION_POLICIES
@@ -458,12 +467,7 @@ def _policies(text: str) -> list[str]:
     names = _names(text)
     if not names:
         raise argparse.ArgumentTypeError(f"expected one or more of {', '.join(PARTITION_POLICIES)}, got {text!r}")
-    for name in names:
-        if name not in PARTITION_POLICIES:
-            raise argparse.ArgumentTypeError(
-                f"unknown partition policy {name!r} (expected {', '.join(PARTITION_POLICIES)})"
-                f"{suggest(name, PARTITION_POLICIES)}"
-            )
+    _check_known(names, "partition policy", PARTITION_POLICIES)
     return names
 
 
@@ -472,11 +476,7 @@ def _schedulers(text: str) -> list[str]:
     names = _names(text)
     if not names:
         raise argparse.ArgumentTypeError(f"expected {','.join(SCHEDULERS)} or one of them, got {text!r}")
-    for name in names:
-        if name not in SWEEP_SCHEDULERS:
-            raise argparse.ArgumentTypeError(
-                f"unknown scheduler {name!r} (expected {', '.join(SWEEP_SCHEDULERS)}){suggest(name, SWEEP_SCHEDULERS)}"
-            )
+    _check_known(names, "scheduler", SWEEP_SCHEDULERS)
     return list(dict.fromkeys(names))
 
 

@@ -6,7 +6,8 @@ MODEL is a built-in workload name (see :mod:`dcaccel.workloads`), an ONNX file, 
 """
 
 import argparse
-from collections.abc import Iterable
+from collections.abc import Callable, Iterable
+from typing import Any
 
 from dcaccel import workloads
 from dcaccel.cli.arguments import suggest
@@ -48,11 +49,17 @@ def resolve_model(spec: str, symbols: Iterable[tuple[str, int]] = ()) -> Workloa
 
 def symbol_values(pairs: Iterable[tuple[str, int]]) -> dict[str, int]:
     """The ``--symbols`` pairs as a mapping; raises :class:`DcaccelError` for a name given two values."""
-    values: dict[str, int] = {}
-    for name, value in pairs:
-        if values.get(name, value) != value:
-            raise DcaccelError(f"--symbols {name}: given twice, as {values[name]} and {value} (choose one)")
-        values[name] = value
+    return _one_value_each(pairs, "--symbols", str)
+
+
+def _one_value_each(pairs: Iterable[tuple[str, Any]], flag: str, shown: Callable[[Any], str]) -> dict[str, Any]:
+    """The ``flag`` pairs as a mapping; raises :class:`DcaccelError` for a key given two different values
+    (each written by ``shown``)."""
+    values: dict[str, Any] = {}
+    for key, value in pairs:
+        if values.get(key, value) != value:
+            raise DcaccelError(f"{flag} {key}: given twice, as {shown(values[key])} and {shown(value)} (choose one)")
+        values[key] = value
     return values
 
 
@@ -94,12 +101,7 @@ def implementation_choices(pairs: list[tuple[str, str]]) -> dict[str, str]:
 
     Raises :class:`DcaccelError` when a key is given twice with different implementations.
     """
-    choices: dict[str, str] = {}
-    for key, value in pairs:
-        if choices.get(key, value) != value:
-            raise DcaccelError(f"--impl {key}: given twice, as '{choices[key]}' and '{value}' (choose one)")
-        choices[key] = value
-    return choices
+    return _one_value_each(pairs, "--impl", lambda value: f"'{value}'")
 
 
 def check_choice_keys(workload: Workload, keys: Iterable[str]) -> None:
