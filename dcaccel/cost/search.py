@@ -7,7 +7,8 @@ the same mappings (``docs/validation.md``):
   loop) by a divisor of min(loop extent, dimension size) (so a 112-long loop takes 32 on a 32-wide
   dimension and leaves ⌈112/32⌉ = 4 iterations); a loop may spread over several dimensions while its
   unrolling stays within its extent (C = 84 as 14 × 6); of these assignments the ``spatial_candidates``
-  with the most units in use are searched.
+  with the most units in use whose tiles fit the memories (with every temporal loop outside them) are
+  searched, so a unit whose lanes share a small register still finds the unrollings it can hold.
 - *Temporal*: what the unrolling leaves of each loop is split into its prime factors; while there are more
   than ``lpf_limit`` factors, the two smallest factors of the loop with the most factors are merged
   (LOMA's rule); every distinct order of the factors is tried.
@@ -25,7 +26,7 @@ import math
 from collections import Counter
 from collections.abc import Iterator, Mapping, Sequence
 
-from dcaccel.cost.evaluate import LayerCost, LayerMapping, Tiles, evaluate, stored_bits
+from dcaccel.cost.evaluate import LayerCost, LayerMapping, Tiles, evaluate, fits, stored_bits
 from dcaccel.cost.hierarchy import Hierarchy
 from dcaccel.cost.nest import OPERANDS, LayerNest
 from dcaccel.errors import DcaccelError
@@ -51,8 +52,8 @@ def spatial_unrollings(
     choices: Mapping[str, Sequence[str]] | None = None,
     candidates: int = 3,
 ) -> list[tuple[tuple[str, str, int], ...]]:
-    """The ``candidates`` unrollings of loops onto the array's dimensions that use the most units (ties: the
-    order of the choices, larger factors first)."""
+    """The ``candidates`` unrollings of loops onto the array's dimensions that use the most units and whose
+    tiles fit (ties: the order of the choices, larger factors first); ``[()]`` when none fits."""
     options = []
     for dim, size in hierarchy.array.items():
         allowed = [loop for loop in (choices or {}).get(dim, nest.loops) if nest.loops.get(loop, 1) > 1]
@@ -70,7 +71,16 @@ def spatial_unrollings(
             found.append(tuple((d, loop, f) for d, loop, f in combination if loop is not None))
     unique = list(dict.fromkeys(found))
     unique.sort(key=lambda unrolling: -math.prod(f for _, _, f in unrolling))
-    return unique[:candidates] or [()]
+    if not _holds(nest, hierarchy, ()):  # the smallest tiles: if they do not fit, no unrolling's do
+        return [()]
+    return list(itertools.islice((u for u in unique if _holds(nest, hierarchy, u)), candidates)) or [()]
+
+
+def _holds(nest: LayerNest, hierarchy: Hierarchy, spatial) -> bool:
+    """Whether the memories hold the tiles of ``spatial`` with every temporal loop outside them."""
+    temporal = tuple(loop_factors(nest, spatial))
+    bounds = {op: (*[0] * (len(hierarchy.levels(op)) - 1), len(temporal)) for op in OPERANDS}
+    return fits(nest, hierarchy, LayerMapping(tuple(spatial), temporal, bounds)) is None
 
 
 def loop_factors(nest: LayerNest, spatial, lpf_limit: int = 6) -> list[tuple[str, int]]:

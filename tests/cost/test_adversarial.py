@@ -1,0 +1,30 @@
+"""Adversarial designs and layers for the loop-nest model (issue 22, "Trust, round two"): each ends in a
+one-line error or a right number, never a traceback or a silently wrong figure."""
+
+import math
+
+from dcaccel.architecture import Architecture
+from dcaccel.cost.architecture import hierarchy
+from dcaccel.cost.nest import product_nest
+from dcaccel.cost.search import best_mapping, spatial_unrollings
+
+#: One unit of 16 MAC lanes sharing a 4-byte weight register: at most 4 weights in the lanes at once.
+LANES = """
+name: lanes
+element_bytes: 1
+units:
+  pe: {count: 1, macs_per_cycle: 16, energy_per_mac_pj: 1}
+memories:
+  wreg: {level: local, unit: pe, capacity_bytes: 4, operands: [weights], read_energy_pj: 0.1, write_energy_pj: 0.1}
+  dram: {level: offchip, read_energy_pj: 100, write_energy_pj: 100}
+"""
+
+
+def test_lanes_that_overflow_a_shared_register_leave_unrollings_that_fit():
+    nest = product_nest("fc", 8, 8, 1)  # K 8, C 8, D 1: 64 MACs, 64 weights
+    target = hierarchy(Architecture.from_yaml(LANES), "pe")
+    unrollings = spatial_unrollings(nest, target)
+    assert unrollings == [(("lanes", "K", 4),), (("lanes", "C", 4),), (("lanes", "K", 2),)]
+    cost = best_mapping(nest, target)
+    assert cost.macs == 64 and cost.cycles >= math.ceil(64 / 4)
+    assert cost.bits("dram") / 8 >= 64 + 8 + 8  # every weight, input and output at least once
