@@ -81,6 +81,22 @@ def random_feed(cases: Sequence[OpCase], seed: int = 0) -> dict[str, np.ndarray]
     return feed
 
 
+def batchnorm_case(name: str, shape: tuple, seed: int, parameter_shape=None, outputs=("y",), **attributes) -> OpCase:
+    """A BatchNormalization case of input ``x`` of ``shape``: constants ``scale``, ``bias``, ``mean`` (standard
+    normal) and ``var`` (uniform in [0.5, 2)) of ``parameter_shape`` (default: the channels), float32, drawn in
+    that order from ``seed``."""
+    parameter_shape = parameter_shape or shape[1:2]
+    rng = np.random.default_rng(seed)
+    constants = {
+        "scale": rng.standard_normal(parameter_shape).astype(np.float32),
+        "bias": rng.standard_normal(parameter_shape).astype(np.float32),
+        "mean": rng.standard_normal(parameter_shape).astype(np.float32),
+        "var": rng.uniform(0.5, 2, parameter_shape).astype(np.float32),
+    }
+    inputs = ["x", "scale", "bias", "mean", "var"]
+    return OpCase(name, "BatchNormalization", inputs, {"x": shape}, constants, attributes, outputs)
+
+
 def run_reference(model: onnx.ModelProto, feed: Mapping[str, np.ndarray]) -> dict[str, np.ndarray]:
     """The outputs of ``model`` computed by onnxruntime, by output name."""
     import onnxruntime

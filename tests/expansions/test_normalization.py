@@ -7,6 +7,7 @@ from tests.expansions.canonical_onnx import (
     OpCase,
     assert_flat_maps,
     assert_output_matches,
+    batchnorm_case,
     build_model,
     canonical_model,
     reference_and_canonical,
@@ -14,16 +15,7 @@ from tests.expansions.canonical_onnx import (
 
 
 def _batchnorm(name, shape, epsilon=1e-5):
-    channels = shape[1]
-    rng = np.random.default_rng(len(shape))
-    constants = {
-        "scale": rng.standard_normal(channels).astype(np.float32),
-        "bias": rng.standard_normal(channels).astype(np.float32),
-        "mean": rng.standard_normal(channels).astype(np.float32),
-        "var": rng.uniform(0.5, 2, channels).astype(np.float32),
-    }
-    inputs = ["x", "scale", "bias", "mean", "var"]
-    return OpCase(name, "BatchNormalization", inputs, {"x": shape}, constants, {"epsilon": epsilon})
+    return batchnorm_case(name, shape, len(shape), epsilon=epsilon)
 
 
 def _layernorm(name, shape, axis, scale_shape, bias=True, statistics=False):

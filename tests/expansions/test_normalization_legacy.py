@@ -15,9 +15,9 @@ import pytest
 
 from dcaccel.frontend.onnx_prepare import normalize
 from tests.expansions.canonical_onnx import (
-    OpCase,
     assert_flat_maps,
     assert_output_matches,
+    batchnorm_case,
     build_model,
     canonical_model,
     random_feed,
@@ -31,16 +31,7 @@ training mode only)."""
 
 
 def _batchnorm(name, shape, parameter_shape=None, outputs=("y",), **attributes):
-    parameter_shape = parameter_shape or shape[1:2]
-    rng = np.random.default_rng(len(name))
-    constants = {
-        "scale": rng.standard_normal(parameter_shape).astype(np.float32),
-        "bias": rng.standard_normal(parameter_shape).astype(np.float32),
-        "mean": rng.standard_normal(parameter_shape).astype(np.float32),
-        "var": rng.uniform(0.5, 2, parameter_shape).astype(np.float32),
-    }
-    inputs = ["x", "scale", "bias", "mean", "var"]
-    return OpCase(name, "BatchNormalization", inputs, {"x": shape}, constants, {"epsilon": 1e-3, **attributes}, outputs)
+    return batchnorm_case(name, shape, len(name), parameter_shape, outputs, **{"epsilon": 1e-3, **attributes})
 
 
 CASES = {
