@@ -12,6 +12,7 @@
   serves the whole array.
 - Bandwidth: ``bandwidth_bytes_per_cycle`` is one port reads and writes share, or, with
   ``separate_ports``, a read port and a write port of that width each; none is unlimited.
+- Cycles are of the architecture's ``clock_mhz``: a unit kind at another ``frequency_mhz`` is refused.
 - Energies are the description's, per element read or written; partial sums are
   ``partial_sum_bytes`` wide (twice the element by default) and cost in proportion.
 
@@ -24,6 +25,7 @@ from __future__ import annotations
 import math
 
 from dcaccel.architecture import Architecture, MemoryLevel
+from dcaccel.architecture.schema import ArchitectureSpec
 from dcaccel.architecture.support import UnitRole
 from dcaccel.cost.hierarchy import Hierarchy, Memory
 from dcaccel.errors import DcaccelError
@@ -34,14 +36,19 @@ LANES = "lanes"
 OPERAND_NAMES = {"weights": "W", "inputs": "I", "outputs": "O"}
 
 
-def _array(name: str, kind: str, unit) -> dict[str, int]:
+def _array(spec: ArchitectureSpec, kind: str, unit) -> dict[str, int]:
     topology = unit.topology
     if topology.rows is not None and topology.cols is not None:
         array = {"rows": topology.rows, "cols": topology.cols}
     elif unit.count is None:
-        raise DcaccelError(f"units.{kind}.count: the loop-nest model needs the number of units of {name}")
+        raise DcaccelError(f"units.{kind}.count: the loop-nest model needs the number of units of {spec.name}")
     else:
         array = {"units": unit.count}
+    if unit.clock_ratio(spec.clock_mhz) != 1:
+        raise DcaccelError(
+            f"units.{kind}.frequency_mhz: the loop-nest model counts one clock; {unit.frequency_mhz:g} MHz is not "
+            f"the architecture's clock_mhz {spec.clock_mhz:g}"
+        )
     lanes = unit.macs_per_cycle or 1
     if lanes != int(lanes):
         raise DcaccelError(f"units.{kind}.macs_per_cycle: the loop-nest model needs a whole number, got {lanes:g}")
@@ -60,7 +67,7 @@ def hierarchy(arch: Architecture, kind: str) -> Hierarchy:
     unit = spec.units.get(kind)
     if unit is None or unit.role == UnitRole.HOST:
         raise DcaccelError(f"architecture {spec.name}: '{kind}' is not an accelerator unit kind")
-    array = _array(spec.name, kind, unit)
+    array = _array(spec, kind, unit)
     element_bits = 8 * spec.element_bytes
     ordered = [
         *[(n, m) for n, m in spec.memories.items() if m.level == MemoryLevel.LOCAL and m.unit == kind],

@@ -3,10 +3,13 @@ one-line error or a right number, never a traceback or a silently wrong figure."
 
 import math
 
+import pytest
+
 from dcaccel.architecture import Architecture
 from dcaccel.cost.architecture import hierarchy
 from dcaccel.cost.nest import product_nest
 from dcaccel.cost.search import best_mapping, spatial_unrollings
+from dcaccel.errors import DcaccelError
 
 #: One unit of 16 MAC lanes sharing a 4-byte weight register: at most 4 weights in the lanes at once.
 LANES = """
@@ -28,3 +31,10 @@ def test_lanes_that_overflow_a_shared_register_leave_unrollings_that_fit():
     cost = best_mapping(nest, target)
     assert cost.macs == 64 and cost.cycles >= math.ceil(64 / 4)
     assert cost.bits("dram") / 8 >= 64 + 8 + 8  # every weight, input and output at least once
+
+
+def test_a_unit_at_another_clock_is_refused():
+    faster = LANES.replace("energy_per_mac_pj: 1}", "energy_per_mac_pj: 1, frequency_mhz: 2000}")
+    message = r"^units\.pe\.frequency_mhz: .* 2000 MHz is not the architecture's clock_mhz 1000$"
+    with pytest.raises(DcaccelError, match=message):
+        hierarchy(Architecture.from_yaml(faster), "pe")
