@@ -64,6 +64,15 @@ def input_shape(node: nodes.Node, state: SDFGState, sdfg: SDFG, connector: str) 
     return onnx_shape(in_desc_with_name(node, state, sdfg, connector))
 
 
+def axis_input_shape(node: nodes.Node, state: SDFGState, sdfg: SDFG, connector: str) -> tuple:
+    """The ONNX shape of the input on ``connector`` of an op along an axis; :class:`UnsupportedOpError` for a
+    rank-0 input (it has no axis)."""
+    shape = input_shape(node, state, sdfg, connector)
+    if not shape:
+        raise unsupported(node, "a rank-0 input has no axis")
+    return shape
+
+
 def output_shape(node: nodes.Node, state: SDFGState, sdfg: SDFG, connector: str) -> tuple:
     """The ONNX shape of the output on ``connector``."""
     return onnx_shape(out_desc_with_name(node, state, sdfg, connector))

@@ -28,6 +28,7 @@ from dcaccel.expansions.builder import (
 )
 from dcaccel.expansions.node import (
     CanonicalForward,
+    axis_input_shape,
     constant_ints,
     input_edge,
     input_shape,
@@ -208,9 +209,7 @@ class CanonicalArgMax(CanonicalForward):
 
     @staticmethod
     def check(node, state: SDFGState, sdfg: SDFG) -> None:
-        shape = input_shape(node, state, sdfg, "data")
-        if not shape:
-            raise unsupported(node, "a rank-0 input has no axis")
+        shape = axis_input_shape(node, state, sdfg, "data")
         axis = normalize_axis(node.axis, len(shape), node)
         if shape[axis] == 0:
             raise unsupported(node, f"axis {axis} is empty: no index to return")

@@ -15,9 +15,9 @@ from dcaccel.buffers import BufferReason
 from dcaccel.expansions.builder import WCR_SUM, index_params, index_ranges, literal, subscript, whole
 from dcaccel.expansions.node import (
     CanonicalForward,
+    axis_input_shape,
     constant_ints,
     input_edge,
-    input_shape,
     node_builder,
     normalize_axis,
     onnx_shape,
@@ -68,9 +68,7 @@ class CanonicalTopK(CanonicalForward):
 
     @staticmethod
     def check(node, state: SDFGState, sdfg: SDFG) -> None:
-        shape = input_shape(node, state, sdfg, "X")
-        if not shape:
-            raise unsupported(node, "a rank-0 input has no axis")
+        shape = axis_input_shape(node, state, sdfg, "X")
         size = shape[normalize_axis(node.axis, len(shape), node)]
         k = _topk_k(node, state, sdfg)
         if not 0 <= k <= size:
@@ -144,9 +142,7 @@ class CanonicalCumSum(CanonicalForward):
 
     @staticmethod
     def check(node, state: SDFGState, sdfg: SDFG) -> None:
-        shape = input_shape(node, state, sdfg, "x")
-        if not shape:
-            raise unsupported(node, "a rank-0 input has no axis")
+        shape = axis_input_shape(node, state, sdfg, "x")
         normalize_axis(_constant_axis_input(node, state, sdfg, "axis", "the axis to sum along"), len(shape), node)
 
     @staticmethod

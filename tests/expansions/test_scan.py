@@ -137,3 +137,11 @@ def test_an_axis_that_is_data_is_rejected():
     model = build_model([case])
     with pytest.raises(UnsupportedOpError, match=r"CumSum \(node 'cumsum_data_axis'\): 'axis' must be a constant"):
         canonical_model(model, "scan_rejected")
+
+
+def test_a_rank_0_input_is_rejected():
+    from dcaccel.errors import UnsupportedOpError
+
+    case = OpCase("cumsum_rank0", "CumSum", ["x", "axis"], {"x": ()}, {"axis": np.array(0, I64)})
+    with pytest.raises(UnsupportedOpError, match=r"CumSum \(node 'cumsum_rank0'\): a rank-0 input has no axis$"):
+        canonical_model(build_model([case]), "scan_rank0")
