@@ -11,7 +11,9 @@ the same mappings (``docs/validation.md``):
   searched, so a unit whose lanes share a small register still finds the unrollings it can hold.
 - *Temporal*: what the unrolling leaves of each loop is split into its prime factors; while there are more
   than ``lpf_limit`` factors, the two smallest factors of the loop with the most factors are merged
-  (LOMA's rule); every distinct order of the factors is tried.
+  (LOMA's rule); every distinct order of the factors is tried, at most :data:`MAX_ORDERS` of them (a
+  layer whose unrolling leaves 7 or 8 loops, each of one factor, has 7! or 8! orders: the first
+  ``MAX_ORDERS`` in lexical order are searched, so a grouped, batched Conv stays seconds, not minutes).
 - *Tiles*: memories are filled innermost first, as LOMA's allocator does (:func:`allocate`); the
   outermost memory of an operand takes what is left.
 
@@ -32,6 +34,9 @@ from dcaccel.cost.nest import OPERANDS, LayerNest
 from dcaccel.errors import DcaccelError
 from dcaccel.mapping.onchip import check_objective
 from dcaccel.mapping.space import divisors
+
+#: The most temporal orders searched per spatial unrolling (6! = 720 under LOMA's default limit).
+MAX_ORDERS = 720
 
 
 def _prime_factors(n: int) -> list[int]:
@@ -185,7 +190,7 @@ def best_mapping(
     check_objective(objective)
     best, best_key = None, None
     for spatial in spatial_unrollings(nest, hierarchy, spatial_choices, spatial_candidates):
-        for temporal in _distinct_orders(loop_factors(nest, spatial, lpf_limit)):
+        for temporal in itertools.islice(_distinct_orders(loop_factors(nest, spatial, lpf_limit)), MAX_ORDERS):
             tiles = Tiles(nest, spatial, temporal)
             mapping = allocate(hierarchy, tiles)
             if mapping is None:

@@ -7,7 +7,8 @@ import pytest
 
 from dcaccel.architecture import Architecture
 from dcaccel.cost.architecture import hierarchy
-from dcaccel.cost.nest import product_nest
+from dcaccel.cost.hierarchy import Hierarchy, Memory
+from dcaccel.cost.nest import conv_nest, product_nest
 from dcaccel.cost.search import best_mapping, spatial_unrollings
 from dcaccel.errors import DcaccelError
 
@@ -38,3 +39,26 @@ def test_a_unit_at_another_clock_is_refused():
     message = r"^units\.pe\.frequency_mhz: .* 2000 MHz is not the architecture's clock_mhz 1000$"
     with pytest.raises(DcaccelError, match=message):
         hierarchy(Architecture.from_yaml(faster), "pe")
+
+
+def test_a_layer_with_eight_temporal_loops_searches_a_bounded_number_of_orders():
+    """A grouped, batched Conv on one unit leaves all 8 loops temporal (8! = 40,320 orders, minutes of
+    search): at most MAX_ORDERS of them are evaluated."""
+    from dcaccel.cost import search
+
+    nest = conv_nest("g", {"group": 2}, (10, 3, 3, 3), (2, 10, 7, 7))
+    assert len(search.loop_factors(nest, ())) == 8
+    memories = (
+        Memory("rf", frozenset("WIO"), 4096, math.inf, math.inf, 8, 8, 1.0, 1.0),
+        Memory("dram", frozenset("WIO"), None, math.inf, math.inf, 8, 8, 1.0, 1.0, frozenset({"u"})),
+    )
+    target = Hierarchy("one", {"u": 1}, memories, 1.0)
+    evaluated = []
+    original = search.evaluate
+    try:
+        search.evaluate = lambda *args: evaluated.append(1) or original(*args)
+        cost = search.best_mapping(nest, target)
+    finally:
+        search.evaluate = original
+    assert len(evaluated) <= search.MAX_ORDERS
+    assert cost.temporal_cycles == nest.macs  # one unit: every MAC in its own cycle
