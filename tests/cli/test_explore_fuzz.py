@@ -11,6 +11,7 @@ import io
 import tempfile
 from pathlib import Path
 
+import pytest
 from hypothesis import HealthCheck, event, example, given, settings
 from hypothesis import strategies as st
 
@@ -96,6 +97,7 @@ def _run(argv: list[str]) -> tuple[int, str]:
     return status, err.getvalue()
 
 
+@pytest.mark.slow  # 200 drawn command lines: about 40 s
 @settings(max_examples=200, deadline=None, database=None, suppress_health_check=[HealthCheck.too_slow])
 @given(arguments())
 @example(("mmm", {"--pes": ""}, False))

@@ -78,18 +78,21 @@ def test_hierarchy_reads_the_operand_fields():
     assert [m.name for m in target.levels("W")] == ["wreg", "dram"]
 
 
+@pytest.mark.slow
 def test_every_layer_counts_its_real_macs(result):
     macs = dict(zip(result.layers["layer"], result.layers["macs"], strict=True))
     assert macs == {"conv": 4 * 2 * 9 * 6 * 6, "fc": 144 * 10}
     assert dict(result.uncounted)["relu"] == "Relu is not a multiply-accumulate layer"
 
 
+@pytest.mark.slow
 def test_every_declared_memory_carries_traffic(result):
     for _, _, cost in result.costs:
         used = {memory for (memory, _), t in cost.traffic.items() if t.read_bits + t.write_bits}
         assert used == {"wreg", "acc", "rowbuf", "glb", "dram"}
 
 
+@pytest.mark.slow
 def test_offchip_traffic_is_never_below_the_compulsory(result):
     sizes = {"conv": (4 * 2 * 9, 2 * 8 * 8, 4 * 6 * 6), "fc": (1440, 144, 10)}
     for (layer, _, cost), bytes_ in zip(result.costs, result.layers["offchip_bytes"], strict=True):
@@ -97,6 +100,7 @@ def test_offchip_traffic_is_never_below_the_compulsory(result):
         assert cost.cycles >= cost.temporal_cycles >= math.ceil(cost.macs / 4)
 
 
+@pytest.mark.slow
 def test_a_layer_the_support_rules_refuse_runs_on_the_host():
     refused = network_cost(_model(), _design("support: [{op: Conv, kernel_shape: [[1, 1]]}, {op: Gemm}]"))
     assert list(refused.layers["layer"]) == ["fc"]

@@ -17,6 +17,8 @@ import pytest
 from dcaccel.architecture import load
 from dcaccel.cost.network import network_cost
 
+pytestmark = pytest.mark.slow  # loads LeNet and searches every layer on five designs
+
 DATA = Path(__file__).resolve().parents[2] / "benchmarks" / "data"
 
 

@@ -207,6 +207,7 @@ def test_conv_seed_mv_tasks_one_by_one(conv_seed):
     assert counts["Gather"] == counts["Xr"] == {(0, 0)}
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("shape", ["mv", "op", "lmv"])
 def test_lenet_macs_are_its_layers(lenet, shape):
     dag = extract(lenet.lower({"Conv": shape, "Gemm": shape}))

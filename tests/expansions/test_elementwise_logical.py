@@ -119,6 +119,7 @@ def dags():
     return lowered_dags(CASES, "elementwise_logical_dag")
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("case", CASES, ids=lambda c: c.name)
 def test_one_task_per_op_reading_every_input_per_output_element(case, dags):
     from dcaccel.dag import NodeKind

@@ -93,6 +93,7 @@ STEPS = {"GatherElements": ["gather_elements"], "ScatterElements": ["copy", "sca
 STEPS["ScatterND"] = ["copy", "offset", "scatter"]
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("case", CASES, ids=lambda c: c.name)
 def test_one_task_per_step_none_opaque(case, dags):
     from dcaccel.dag.metrics import opaque_work
@@ -110,6 +111,7 @@ def test_one_task_per_step_none_opaque(case, dags):
         ("snd_rows_mul", {"offset": 6, "y": 6, "u": 6}),  # the offset of the row, re-read per element of it
     ],
 )
+@pytest.mark.slow
 def test_scatter_reads_one_index_one_element_and_one_update_per_update(name, reads, dags):
     case = next(c for c in CASES if c.name == name)
     dag = dags[name]

@@ -96,6 +96,7 @@ def dags():
 STEPS = {"TopK": ["output", "rank", "select"], "CumSum": ["cumsum", "output"]}
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("case", [c for c in CASES if c.name != "topk_none"], ids=lambda c: c.name)
 def test_one_task_per_step_none_opaque(case, dags):
     from dcaccel.dag.metrics import opaque_work
@@ -106,6 +107,7 @@ def test_one_task_per_step_none_opaque(case, dags):
     assert [t for t in tasks if "_init_" not in t] == [f"{case.name}_{step}_map" for step in STEPS[case.op_type]]
 
 
+@pytest.mark.slow
 def test_topk_compares_every_pair_and_selects_k_per_line(dags):
     """topk_last_axis: 3 lines of 5. rank: per pair of a line (5 x 5), an element of X, one of its copy and the
     rank accumulated into; select: per (output position, element) pair (2 x 5), X, the rank and the two outputs
