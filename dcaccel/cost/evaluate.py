@@ -79,7 +79,7 @@ class LayerCost:
     offload_cycles: int
     traffic: Mapping[tuple[str, str], Traffic]
     energy_pj: Mapping[str, float]  # memory name (and "mac") -> pJ
-    memory_cycles: Mapping[str, int] = field(default_factory=dict)
+    port_stalls: Mapping[str, int] = field(default_factory=dict)  # "memory.r|w|rw" -> its stall cycles
 
     @property
     def cycles(self) -> int:
@@ -96,10 +96,6 @@ class LayerCost:
     def bits(self, memory: str) -> int:
         """Bits read from and written to ``memory`` for every operand."""
         return sum(t.read_bits + t.write_bits for (name, _), t in self.traffic.items() if name == memory)
-
-
-def _product(factors) -> int:
-    return math.prod(factors) if factors else 1
 
 
 def _effective(nest: LayerNest, spatial, temporal) -> tuple[tuple[str, str, float], ...]:
@@ -160,7 +156,7 @@ class Tiles:
     def distinct(self, operand: str, bound: int) -> int:
         """Iterations of the outer loops that index ``operand`` (distinct tiles over time)."""
         relevant = self._relevant[operand]
-        return _product([f for (_, f), r in zip(self.temporal[bound:], relevant[bound:], strict=True) if r])
+        return math.prod([f for (_, f), r in zip(self.temporal[bound:], relevant[bound:], strict=True) if r])
 
 
 class _Walk:
@@ -188,7 +184,7 @@ class _Walk:
     def copies(self, memory: Memory | None) -> int:
         """Instances of ``memory`` that hold a tile (all of them, duplicates included)."""
         served = memory.served if memory is not None else frozenset()
-        return _product([factor for dim, _, factor in self.tiles.effective if dim not in served])
+        return math.prod([factor for dim, _, factor in self.tiles.effective if dim not in served])
 
     def tile(self, position: int, bound: int) -> int:
         served = self.levels[position].served if position >= 0 else frozenset()
@@ -344,7 +340,7 @@ def evaluate(nest: LayerNest, hierarchy: Hierarchy, mapping: LayerMapping, tiles
             raise DcaccelError(f"mapping: {loop} unrolled {factor}× on array dimension {dim!r} that does not hold it")
         spatial[loop] = spatial.get(loop, 1) * factor
     for loop, extent in nest.loops.items():
-        covered = spatial.get(loop, 1) * _product([f for name, f in mapping.temporal if name == loop])
+        covered = spatial.get(loop, 1) * math.prod([f for name, f in mapping.temporal if name == loop])
         if covered < extent:
             raise DcaccelError(f"mapping of {nest.name}: loop {loop} covers {covered} of its {extent} iterations")
     tiles = tiles or Tiles(nest, mapping.spatial, mapping.temporal)
@@ -366,7 +362,7 @@ def evaluate(nest: LayerNest, hierarchy: Hierarchy, mapping: LayerMapping, tiles
         energy[link.memory.name] = energy.get(link.memory.name, 0.0) + link.words() * cost
     traffic = {key: Traffic(*values) for key, values in counts.items()}
 
-    temporal = _product([factor for _, factor in mapping.temporal])
+    temporal = math.prod([factor for _, factor in mapping.temporal])
     stall, onload, offload, port_stalls = _timing(links, temporal)
     drain = sum(factor - 1 for dim, _, factor in mapping.spatial if dim in hierarchy.systolic)
     return LayerCost(

@@ -29,11 +29,8 @@ from dcaccel.cost.search import best_mapping
 from dcaccel.errors import DcaccelError
 from dcaccel.frontend.load import resolve
 from dcaccel.frontend.onnx_import import readable_node_names
-from dcaccel.mapping.layers import node_attributes, program_model, static_shapes
+from dcaccel.mapping.layers import MAPPED_OPS, node_attributes, program_model, static_shapes
 from dcaccel.transforms.offload import op_instances
-
-#: The ONNX ops that have a loop nest here.
-MAC_OPS = ("Conv", "Gemm", "MatMul")
 
 
 @dataclass(frozen=True)
@@ -114,7 +111,7 @@ _COLUMNS = [field.name for field in dataclasses.fields(LayerRow)]
 
 def _nest(node: onnx.NodeProto, shapes) -> LayerNest | str:
     """The loop nest of ``node``, or why it has none."""
-    if node.op_type not in MAC_OPS:
+    if node.op_type not in MAPPED_OPS:
         return f"{node.op_type} is not a multiply-accumulate layer"
     try:
         return layer_nest(node, shapes, node_attributes(node))
