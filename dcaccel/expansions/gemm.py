@@ -56,14 +56,14 @@ def _builder(name: str, dtype: dace.typeclass, *operands: Operand) -> ExpansionB
     return builder
 
 
-def _add_mmm(builder: ExpansionBuilder, implementation: str, a: Memlet, b: Memlet, c: Memlet) -> MMM:
+def add_mmm(builder: ExpansionBuilder, implementation: str, a: Memlet, b: Memlet, c: Memlet) -> MMM:
     """An MMM node ``MMM`` with shape ``implementation`` computing c = a · b."""
     mmm = MMM("MMM")
     mmm.implementation = implementation
     return builder.library_node(mmm, {"_a": a, "_b": b}, {"_c": c})
 
 
-def _add_transpose(
+def add_transpose(
     builder: ExpansionBuilder, label: str, source: str, shape: tuple, dtype, reason: BufferReason | None
 ) -> str:
     """A task writing the transpose of the last two dimensions of ``source`` (``shape``: the result's, batch
@@ -118,14 +118,14 @@ def build_gemm_sdfg(
     uses_c = c_shape is not None and beta != 0
     expansion = MMM.implementations[implementation]
     a_reason, b_reason = (buffer_reason_between(Order.ROW, c) for c in (expansion.consumes_a, expansion.consumes_b))
-    a = _add_transpose(builder, "TransA", "A", (n, k), dtype, a_reason) if trans_a else "A"
-    b = _add_transpose(builder, "TransB", "B", (k, m), dtype, b_reason) if trans_b else "B"
+    a = add_transpose(builder, "TransA", "A", (n, k), dtype, a_reason) if trans_a else "A"
+    b = add_transpose(builder, "TransB", "B", (k, m), dtype, b_reason) if trans_b else "B"
     a_memlet, b_memlet = Memlet(f"{a}[0:{n}, 0:{k}]"), Memlet(f"{b}[0:{k}, 0:{m}]")
     if not uses_c and alpha == 1:
-        _add_mmm(builder, implementation, a_memlet, b_memlet, Memlet(f"Y[0:{n}, 0:{m}]"))
+        add_mmm(builder, implementation, a_memlet, b_memlet, Memlet(f"Y[0:{n}, 0:{m}]"))
         return builder.sdfg
     product = builder.transient("Y_mm", (n, m), dtype, buffer_reason_between(expansion.produces, Order.ROW))
-    _add_mmm(builder, implementation, a_memlet, b_memlet, Memlet(f"{product}[0:{n}, 0:{m}]"))
+    add_mmm(builder, implementation, a_memlet, b_memlet, Memlet(f"{product}[0:{n}, 0:{m}]"))
     scaled = "v" if alpha == 1 else f"{alpha!r} * v"
     inputs = {"v": Memlet(f"{product}[__i, __j]")}
     if uses_c:
@@ -151,7 +151,7 @@ def build_matmul_sdfg(
     MMM (one task per batch element and task index), those of A and B broadcast against them."""
     builder = _builder(name, dtype, a, b, y)
     memlets = (Memlet(data=operand.name, subset=whole(operand.shape)) for operand in (a, b, y))
-    _add_mmm(builder, implementation, *memlets)
+    add_mmm(builder, implementation, *memlets)
     return builder.sdfg
 
 
@@ -351,9 +351,9 @@ def build_einsum_sdfg(
         reason = buffer_reason_between(Order.ROW, consumed)
         if reason is None and consumed is not Order.ANY and is_broadcast(shape[:-2], y.shape[:-2]):
             reason = BufferReason.REUSE
-        source = _add_transpose(builder, label, operand.name, shape, dtype, reason) if transposed else operand.name
+        source = add_transpose(builder, label, operand.name, shape, dtype, reason) if transposed else operand.name
         operands.append(Memlet(data=source, subset=whole(shape)))
-    _add_mmm(builder, implementation, *operands, Memlet(data=y.name, subset=whole(y.shape)))
+    add_mmm(builder, implementation, *operands, Memlet(data=y.name, subset=whole(y.shape)))
     return builder.sdfg
 
 

@@ -32,6 +32,7 @@ MODULES = (
     "padding",
     "pooling",
     "reduce",
+    "recurrent",
     "resize",
     "scan",
     "shape_ops",
