@@ -146,6 +146,10 @@ ELEMENTWISE_OPS = (
     ElementwiseOp("Tanh", lambda x, T, n: f"tanh({x['input']})", "output = tanh(input)"),
     ElementwiseOp("Exp", lambda x, T, n: f"exp({x['input']})", "output = exp(input)"),
     ElementwiseOp("Sqrt", lambda x, T, n: f"sqrt({x['X']})", "Y = sqrt(X)"),
+    ElementwiseOp("Log", lambda x, T, n: f"log({x['input']})", "output = log(input)"),
+    ElementwiseOp("Sin", lambda x, T, n: f"sin({x['input']})", "output = sin(input)"),
+    ElementwiseOp("Cos", lambda x, T, n: f"cos({x['input']})", "output = cos(input)"),
+    ElementwiseOp("Abs", lambda x, T, n: f"({x['X']} if {x['X']} >= {T}(0) else -{x['X']})", "Y = |X|"),
     ElementwiseOp("Erf", lambda x, T, n: f"erf({x['input']})", "output = erf(input)"),
     ElementwiseOp("Neg", lambda x, T, n: f"-{x['X']}", "Y = -X"),
     ElementwiseOp("Reciprocal", lambda x, T, n: f"{T}(1) / {x['X']}", "Y = 1 / X"),
@@ -177,6 +181,8 @@ ELEMENTWISE_OPS = (
     ElementwiseOp("Equal", lambda x, T, n: f"{x['A']} == {x['B']}", "C = A == B"),
     ElementwiseOp("Less", lambda x, T, n: f"{x['A']} < {x['B']}", "C = A < B"),
     ElementwiseOp("Greater", lambda x, T, n: f"{x['A']} > {x['B']}", "C = A > B"),
+    ElementwiseOp("LessOrEqual", lambda x, T, n: f"{x['A']} <= {x['B']}", "C = A <= B"),
+    ElementwiseOp("GreaterOrEqual", lambda x, T, n: f"{x['A']} >= {x['B']}", "C = A >= B"),
     ElementwiseOp(
         "Where", lambda x, T, n: f"({x['X']} if {x['condition']} else {x['Y']})", "output = X if condition else Y"
     ),

@@ -2,8 +2,10 @@
 
 The model is prepared first (:mod:`dcaccel.frontend.onnx_prepare`: default domain and opset
 normalized, checked, constants folded and shapes inferred with no operator fusion, inference no-ops
-removed); DaCe's importer (``dace.ml.ONNXModel``, the merged DaCeML) then builds an SDFG with one ONNX
-library node per operator, and initializers become weights. Dynamic input dimensions (``dim_param``)
+removed, batch normalization folded into the convolution before it; or, with ``fold=False``, only the
+values that set shapes computed and the graph otherwise kept as written); DaCe's importer
+(``dace.ml.ONNXModel``, the merged DaCeML) then builds an SDFG with one ONNX library node per
+operator, and initializers become weights. Dynamic input dimensions (``dim_param``)
 are fixed before folding, from ``symbols`` or from the shapes of ``example_inputs``, so that every
 container of the SDFG has a concrete shape. Everything between reading the model and the SDFG runs in a
 scratch directory, so that the files the tools write there never reach the user's working directory.
@@ -41,12 +43,16 @@ def from_onnx(
     symbols: Mapping[str, int] | None = None,
     name: str | None = None,
     origin: Origin = Origin.ONNX,
+    fold: bool = True,
 ) -> Workload:
     """Import an ONNX model into a :class:`Workload` whose SDFG holds ONNX library nodes.
 
     ``example_inputs`` (arrays in graph-input order, or by name) and ``symbols`` give the values of
-    dynamic input dimensions. Raises :class:`DcaccelError` for a missing or invalid file, an
-    unsupported op, a dynamic dimension without a value, or a symbol that names none.
+    dynamic input dimensions. ``fold`` (the default) imports the inference graph as deployed: constants
+    folded and batch normalization folded into the convolution before it; ``fold=False`` keeps the graph
+    as written (:func:`~dcaccel.frontend.onnx_prepare.simplify_as_written`). Raises
+    :class:`DcaccelError` for a missing or invalid file, an unsupported op, a dynamic dimension without
+    a value, or a symbol that names none.
     """
     from dace.ml import ONNXModel
 
@@ -66,7 +72,12 @@ def from_onnx(
         fixed = specialize(proto, symbols)
         if fixed.graph.input != proto.graph.input:
             prepare.check_consistent(fixed, source)  # the values of the dynamic dimensions must fit the model too
-        simplified = readable_node_names(prepare.without_inference_noops(prepare.simplify(fixed, source), source))
+        simplified = prepare.without_inference_noops(
+            prepare.simplify(fixed, source) if fold else prepare.simplify_as_written(fixed, source), source
+        )
+        if fold:
+            simplified = prepare.fold_batch_norms(simplified, source)
+        simplified = readable_node_names(simplified)
         check_ops(simplified)
         prepare.check_shapes(simplified, source)
         try:

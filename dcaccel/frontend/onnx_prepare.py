@@ -11,14 +11,18 @@ the order :func:`dcaccel.frontend.onnx_import.from_onnx` runs them:
 2. :func:`check_consistent`: the ONNX checker with strict shape and type inference;
 3. :func:`simplify`: onnx-simplifier folds every value computable from initializers and constants
    (``ConstantOfShape``, ``Shape`` → ``Gather`` → ``Concat`` → ``Reshape`` chains, ``Cast`` of
-   constants...) and infers shapes, with its graph optimizations (fusions) off; onnx-ir's pass makes
-   the folded ``Constant`` nodes initializers. What its C++ core prints on standard error (a node it
-   could not fold) is a debug record of the ``dcaccel`` logger;
+   constants, the position tables of rotary embeddings...) and infers shapes, with its graph
+   optimizations (fusions) off; onnx-ir's pass makes the folded ``Constant`` nodes initializers. What
+   its C++ core prints on standard error (a node it could not fold) is a debug record of the
+   ``dcaccel`` logger. With the graph kept as written, :func:`simplify_as_written` instead computes
+   only the :data:`SHAPE_OPERANDS` (the values that set a shape), and the rest stays as written;
 4. :func:`without_inference_noops`: inference no-ops removed (``Dropout`` becomes ``Identity``, and
    ``Identity`` nodes are eliminated by onnx-ir's pass), then what nothing uses. After folding, so
    that a weight an exporter wrote as ``Identity`` of an equal weight (PyTorch's exporter shares
    equal initializers that way) stays a weight of its own, under its own name;
-5. :func:`check_shapes`: the shape inference DaCe's importer runs gives every tensor a type and shape.
+5. :func:`fold_batch_norms` (unless the graph is kept as written): an inference ``BatchNormalization``
+   whose input is a ``Conv`` output read by nothing else becomes part of the Conv's weights and bias;
+6. :func:`check_shapes`: the shape inference DaCe's importer runs gives every tensor a type and shape.
 
 Every failure is a :class:`~dcaccel.errors.DcaccelError` of one line naming the model, and the node,
 op and tensor where the tool at fault says which. The libraries may write files into the working
@@ -33,7 +37,9 @@ import os
 import re
 import sys
 import tempfile
+from collections import Counter
 
+import numpy as np
 import onnx
 import onnx.version_converter
 import onnx_ir as ir
@@ -59,6 +65,43 @@ _ASSERTION = re.compile(r"^\S+:\d+: \w+: Assertion `.*` failed: ")
 
 #: The IR version from which initializers need not be graph inputs.
 _INITIALIZERS_NOT_INPUTS_IR = 4
+
+#: The inputs of an operator that set the shape of its output (a new shape, axes, sizes, counts, an index
+#: range), by their position. The importer needs their values (every container has a concrete shape), so
+#: they are computed at import even when the graph is kept as written (:func:`simplify_as_written`).
+SHAPE_OPERANDS: dict[str, tuple[int, ...]] = {
+    "Reshape": (1,),
+    "Expand": (1,),
+    "ConstantOfShape": (0,),
+    "Tile": (1,),
+    "Slice": (1, 2, 3, 4),
+    "Squeeze": (1,),
+    "Unsqueeze": (1,),
+    "Range": (0, 1, 2),
+    "Resize": (1, 2, 3),
+    "Upsample": (1,),
+    "Pad": (1, 3),
+    "Split": (1,),
+    "TopK": (1,),
+    "OneHot": (1,),
+    "CumSum": (1,),
+    "Trilu": (1,),
+    **dict.fromkeys(
+        (
+            "ReduceL1",
+            "ReduceL2",
+            "ReduceLogSum",
+            "ReduceLogSumExp",
+            "ReduceMax",
+            "ReduceMean",
+            "ReduceMin",
+            "ReduceProd",
+            "ReduceSum",
+            "ReduceSumSquare",
+        ),
+        (1,),
+    ),
+}
 
 #: Detail of the preparation: what onnx-simplifier and onnxruntime printed while folding constants.
 logger = logging.getLogger(__name__)
@@ -184,18 +227,173 @@ def simplify(proto: onnx.ModelProto, source: str) -> onnx.ModelProto:
     Constant folding computes every value computable from initializers and constants; onnx-ir's pass
     then makes every ``Constant`` node an initializer (a weight of the workload). onnx-simplifier's
     graph optimizations are off: they would fuse operators (MatMul and Add into Gemm, attention
-    subgraphs into an ``Attention`` op DaCe does not know, batch norm into Conv), and the operators of
-    the model are what dcaccel explores implementations for.
+    subgraphs into an ``Attention`` op DaCe does not know), and the operators of the model are what
+    dcaccel explores implementations for; batch normalization is folded by :func:`fold_batch_norms`.
     """
+    return _lifted(_simplified(proto, source), source)
+
+
+def simplify_as_written(proto: onnx.ModelProto, source: str) -> onnx.ModelProto:
+    """``proto`` with only its shape operands folded (the inputs :data:`SHAPE_OPERANDS` names, when their
+    value does not depend on the data) and shapes inferred; every other computed subgraph stays as written.
+
+    The position arithmetic of a model (the ``Sin``/``Cos`` tables of rotary embeddings, the
+    ``Abs``/``Log``/``Less`` relative-position buckets of T5, ``Range``/``And`` masks) computes on
+    values fixed by the shapes, which :func:`simplify` would fold into weights; here it stays operators
+    to lower. Their shape operands are computed by onnx-simplifier on a copy of the model in which they
+    are graph outputs (so that folding keeps each under its name), then become initializers of ``proto``
+    and what computed them alone is removed.
+    """
+    try:
+        inferred = onnx.shape_inference.infer_shapes(proto, data_prop=True)
+    except (onnx.shape_inference.InferenceError, onnx.checker.ValidationError) as err:
+        raise DcaccelError(f"cannot infer the shapes of {source}: {_checker_message(err)}") from err
+    typed = {value.name: value for value in inferred.graph.value_info if value.type.tensor_type.HasField("shape")}
+    operands = [name for name in _shape_operands(proto.graph) if name in typed]
+    probe = onnx.ModelProto()
+    probe.CopyFrom(proto)
+    probe.graph.output.extend(typed[name] for name in operands)
+    constants = _constant_values(_simplified(probe, source).graph)
+    folded = {name: constants[name] for name in operands if name in constants}
+    model = onnx.ModelProto()
+    model.CopyFrom(proto)
+    for node in model.graph.node:
+        node.output[:] = ["" if name in folded else name for name in node.output]
+    model.graph.initializer.extend(onnx.numpy_helper.from_array(value, name) for name, value in folded.items())
+    logger.debug("%s kept as written: %d shape operands folded", source, len(folded))
+    pruned = _run_passes(model, source, RemoveUnusedNodesPass())
+    return _lifted(_simplified(pruned, source, skip_constant_folding=True), source)
+
+
+def _shape_operands(graph: onnx.GraphProto) -> list[str]:
+    """The computed tensors the nodes of ``graph`` read as shape operands (:data:`SHAPE_OPERANDS`), in order
+    (not the graph's outputs, which stay computed)."""
+    constant = {init.name for init in graph.initializer} | {value.name for value in graph.output}
+    operands = [
+        node.input[position]
+        for node in graph.node
+        if not node.domain
+        for position in SHAPE_OPERANDS.get(node.op_type, ())
+        if position < len(node.input) and node.input[position]
+    ]
+    return [name for name in dict.fromkeys(operands) if name not in constant]
+
+
+def _simplified(proto: onnx.ModelProto, source: str, **options) -> onnx.ModelProto:
+    """onnx-simplifier's model of ``proto``: shapes inferred, graph optimizations off, ``options`` its own."""
     import onnxsim
 
     try:
         with _native_stderr_logged(f"onnx-simplifier on {source}"):
-            simplified, _ = onnxsim.simplify(proto, skip_fuse_bn=True, perform_optimization=False)
+            simplified, _ = onnxsim.simplify(proto, skip_fuse_bn=True, perform_optimization=False, **options)
     except Exception as err:  # onnxsim runs onnxruntime and its C++ core, which raise assorted types
         raise DcaccelError(f"cannot simplify {source}: {first_line(err)}") from err
-    constants_lifted = LiftConstantsToInitializersPass(lift_all_constants=True, size_limit=0)
-    return _run_passes(simplified, source, constants_lifted)
+    return simplified
+
+
+def _lifted(proto: onnx.ModelProto, source: str) -> onnx.ModelProto:
+    """``proto`` with every ``Constant`` node made an initializer (onnx-ir's pass)."""
+    return _run_passes(proto, source, LiftConstantsToInitializersPass(lift_all_constants=True, size_limit=0))
+
+
+def fold_batch_norms(proto: onnx.ModelProto, source: str) -> onnx.ModelProto:
+    """``proto`` with every foldable ``BatchNormalization`` folded into the ``Conv`` before it, as deployment
+    compilers do at inference.
+
+    With ``s = scale / sqrt(var + epsilon)`` per output channel, the Conv's weight becomes ``W * s`` and
+    its bias ``(b - mean) * s + B`` (``b`` is 0 when the Conv has none), computed in float64 and stored
+    in the weight's type; the Conv then writes the BatchNormalization's output. A BatchNormalization is
+    foldable when its input is written by a Conv and read by nothing else, it computes at inference
+    (no ``training_mode``, no ``spatial=0``, only its first output read), and its four parameters and
+    the Conv's weight and bias are floating-point initializers of one value per output channel; any
+    other stays as written (why is a debug record of the ``dcaccel`` logger). The folded weight keeps
+    the Conv weight's name, the folded bias that of the Conv's bias or else the BatchNormalization's
+    ``B``, unless another node reads them too. The parameters nothing reads any more are removed.
+    """
+    model = onnx.ModelProto()
+    model.CopyFrom(proto)
+    graph = model.graph
+    initializers = {init.name: init for init in graph.initializer}
+    writers = {name: node for node in graph.node for name in node.output}
+    reads = Counter(name for node in graph.node for name in node.input if name)
+    reads.update(value.name for value in graph.output)
+    folded = []
+    for index, norm in enumerate(graph.node):
+        if norm.op_type != "BatchNormalization" or norm.domain:
+            continue
+        conv = writers.get(norm.input[0])
+        reason = _unfoldable(norm, conv, initializers, reads)
+        if reason:
+            logger.debug("%s: BatchNormalization '%s' stays as written: %s", source, norm.name or f"#{index}", reason)
+            continue
+        weight, bias = _folded_parameters(norm, conv, initializers)
+        names = [conv.input[1], *conv.input[2:3], norm.input[2]]
+        weight_name = _own_name(names[:1], reads, initializers)
+        bias_name = _own_name(names[1:], reads, initializers)
+        for name, value in ((weight_name, weight), (bias_name, bias)):
+            if name in initializers:
+                initializers[name].CopyFrom(onnx.numpy_helper.from_array(value, name))
+            else:
+                initializers[name] = onnx.numpy_helper.from_array(value, name)
+                graph.initializer.append(initializers[name])
+        reads.subtract([*norm.input, *conv.input[1:]])
+        conv.input[:] = [conv.input[0], weight_name, bias_name]
+        reads.update(conv.input[1:])
+        conv.output[0] = norm.output[0]
+        folded.append(norm)
+    for norm in folded:
+        graph.node.remove(norm)
+    return _run_passes(model, source, RemoveUnusedNodesPass()) if folded else model
+
+
+def _unfoldable(norm: onnx.NodeProto, conv: onnx.NodeProto | None, initializers: dict, reads: Counter) -> str | None:
+    """Why the BatchNormalization ``norm`` cannot be folded into ``conv`` (the writer of its input), or None."""
+    if conv is None or conv.op_type != "Conv" or conv.domain:
+        return "its input is not written by a Conv"
+    if reads[norm.input[0]] > 1:
+        return f"the output '{norm.input[0]}' of Conv '{conv.name}' is read by another node too"
+    attributes = {attribute.name: onnx.helper.get_attribute_value(attribute) for attribute in norm.attribute}
+    if attributes.get("training_mode", 0) or not attributes.get("spatial", 1):
+        return "it is in training mode or not spatial"
+    if any(reads[name] for name in norm.output[1:] if name):
+        return "its running statistics are read"
+    parameters = [*conv.input[1:], *norm.input[1:]]
+    missing = [name for name in parameters if name not in initializers]
+    if missing:
+        return f"'{missing[0]}' is not a constant"
+    arrays = [onnx.numpy_helper.to_array(initializers[name]) for name in parameters]
+    if any(not np.issubdtype(array.dtype, np.floating) for array in arrays):
+        return "a parameter is not floating-point"
+    channels = arrays[0].shape[0]
+    if any(array.shape != (channels,) for array in arrays[1:]):
+        return f"its parameters are not one value per output channel of the Conv ({channels})"
+    return None
+
+
+def _folded_parameters(norm: onnx.NodeProto, conv: onnx.NodeProto, initializers: dict) -> tuple[np.ndarray, np.ndarray]:
+    """The weight and bias of ``conv`` with the BatchNormalization ``norm`` folded in, in the weight's type."""
+    weight = onnx.numpy_helper.to_array(initializers[conv.input[1]])
+    scale, offset, mean, variance = (
+        onnx.numpy_helper.to_array(initializers[name]).astype(np.float64) for name in norm.input[1:5]
+    )
+    bias = onnx.numpy_helper.to_array(initializers[conv.input[2]]) if len(conv.input) > 2 and conv.input[2] else 0.0
+    epsilon = next((attribute.f for attribute in norm.attribute if attribute.name == "epsilon"), 1e-5)
+    factor = scale / np.sqrt(variance + epsilon)
+    folded_weight = weight.astype(np.float64) * factor.reshape(-1, *[1] * (weight.ndim - 1))
+    folded_bias = (np.asarray(bias, dtype=np.float64) - mean) * factor + offset
+    return folded_weight.astype(weight.dtype), folded_bias.astype(weight.dtype)
+
+
+def _own_name(candidates: list[str], reads: Counter, initializers: dict) -> str:
+    """The first of ``candidates`` (initializer names) that one node alone reads, else a new name after the first."""
+    for name in candidates:
+        if reads[name] == 1:
+            return name
+    base = candidates[0]
+    name, suffix = f"{base}_folded", 1
+    while name in initializers or name in reads:
+        name, suffix = f"{base}_folded_{suffix}", suffix + 1
+    return name
 
 
 @contextlib.contextmanager

@@ -1,10 +1,10 @@
 """Import of PyTorch modules: export to ONNX in memory, then import the ONNX model.
 
 The module is exported with the TorchScript exporter (``torch.onnx.export(..., dynamo=False)``) in
-inference mode, at the example inputs' shapes. The operators are kept as written: batch
-normalization stays a ``BatchNormalization`` node (with its running statistics) instead of being
-folded into the preceding convolution, and weights keep their parameter names. Constant folding
-is left to the ONNX import (see :func:`dcaccel.frontend.onnx_prepare.simplify`). Its input
+inference mode, at the example inputs' shapes. The exporter writes the operators as the module does:
+batch normalization stays a ``BatchNormalization`` node (with its running statistics) and weights
+keep their parameter names; folding (constants, batch normalization into the convolution before it)
+is left to the ONNX import (see :func:`dcaccel.frontend.onnx_import.from_onnx` and its ``fold``). Its input
 names are the parameter names of ``forward``; its outputs are ``output`` (or ``output_0``, ...).
 """
 
@@ -30,8 +30,9 @@ def from_torch(
     example_inputs: torch.Tensor | np.ndarray | Sequence | Mapping | None,
     *,
     name: str | None = None,
+    fold: bool = True,
 ) -> Workload:
-    """Export ``module`` on ``example_inputs`` to ONNX and import it (see :func:`from_onnx`).
+    """Export ``module`` on ``example_inputs`` to ONNX and import it (see :func:`from_onnx`, which ``fold`` goes to).
 
     ``example_inputs`` is one tensor or array, a sequence in ``forward``'s parameter order, or a
     mapping from parameter names. Raises :class:`DcaccelError` if there are none or ``forward``
@@ -69,7 +70,7 @@ def from_torch(
     proto = onnx.load_from_string(buffer.getvalue())
     proto.graph.name = name
     _name_outputs(proto)
-    return from_onnx(proto, name=name, origin=Origin.TORCH)
+    return from_onnx(proto, name=name, origin=Origin.TORCH, fold=fold)
 
 
 def _name_outputs(proto: onnx.ModelProto) -> None:
