@@ -88,7 +88,7 @@ def run(args: argparse.Namespace) -> int:
     """Extract the DAG; write it to ``--out`` or print its summary."""
     check_output("--out", args.out, DAG_FORMATS)
     choices = implementation_choices(args.impl)
-    workload = resolve_model(args.model, args.symbols)
+    workload = resolve_model(args.model, args.symbols, args.fold)
     check_choice_keys(workload, choices)
     lowered = lower_workload(workload, choices, args.strict)
     dag = extract(lowered, args.granularity, args.edge_volume, sink=args.sink, fusion=args.fuse)

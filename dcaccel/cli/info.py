@@ -51,7 +51,7 @@ def register(subparsers) -> None:
 
 def run(args: argparse.Namespace) -> int:
     """Print the description of the model."""
-    sys.stdout.write(describe(resolve_model(args.model, args.symbols)) + "\n")
+    sys.stdout.write(describe(resolve_model(args.model, args.symbols, args.fold)) + "\n")
     return 0
 
 

@@ -6,7 +6,7 @@ import json
 import sys
 
 from dcaccel.cli.arguments import bounded_int, bounded_ints
-from dcaccel.cli.models import add_symbols_argument, resolve_model
+from dcaccel.cli.models import add_fold_argument, add_symbols_argument, resolve_model
 from dcaccel.cli.table import format_table
 from dcaccel.errors import DcaccelError
 
@@ -23,6 +23,7 @@ def register(subparsers) -> None:
     )
     parser.add_argument("model", help="a built-in workload name, an ONNX file or a Python model spec")
     add_symbols_argument(parser)
+    add_fold_argument(parser)
     parser.add_argument("--arch", default="abstract", help="a shipped architecture or a YAML file")
     parser.add_argument("--objective", choices=OBJECTIVES, default="edp")
     parser.add_argument(
@@ -59,7 +60,7 @@ def run(args) -> int:
             f"--arch {args.arch}: architecture {architecture.name} has no on-chip capacity; give --capacity ELEMENTS"
         )
     result = map_workload(
-        resolve_model(args.model, args.symbols),
+        resolve_model(args.model, args.symbols, args.fold),
         architecture,
         args.objective,
         search=args.search,
@@ -91,7 +92,7 @@ def _loopnest(args, architecture) -> int:
             raise DcaccelError(
                 f"{flag} does not apply to --search loopnest: every unit and memory of the design is used"
             )
-    workload = resolve_model(args.model, args.symbols)
+    workload = resolve_model(args.model, args.symbols, args.fold)
     with tqdm(desc=f"map {args.model}", unit="node", delay=1.0) as bar:
 
         def progress(done: int, total: int) -> None:

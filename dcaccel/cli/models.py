@@ -1,5 +1,5 @@
-"""What a sub-command needs to build the workload it works on: the MODEL argument, ``--symbols`` and ``--impl``
-choices.
+"""What a sub-command needs to build the workload it works on: the MODEL argument, ``--symbols``, ``--no-fold``
+and ``--impl`` choices.
 
 MODEL is a built-in workload name (see :mod:`dcaccel.workloads`), an ONNX file, or
 ``path/to/file.py:attribute`` (see :mod:`dcaccel.frontend.python_file`).
@@ -20,9 +20,10 @@ MODEL_HELP = "a built-in workload ({}), an .onnx file, or path/to/file.py:attrib
 
 
 def add_model_argument(parser: argparse.ArgumentParser) -> None:
-    """Add the positional MODEL argument and ``--symbols``."""
+    """Add the positional MODEL argument, ``--symbols`` and ``--no-fold``."""
     parser.add_argument("model", metavar="MODEL", help=MODEL_HELP.format(", ".join(workloads.names())))
     add_symbols_argument(parser)
+    add_fold_argument(parser)
 
 
 def add_symbols_argument(parser: argparse.ArgumentParser) -> None:
@@ -37,12 +38,25 @@ def add_symbols_argument(parser: argparse.ArgumentParser) -> None:
     )
 
 
-def resolve_model(spec: str, symbols: Iterable[tuple[str, int]] = ()) -> Workload:
-    """The workload MODEL names (:func:`dcaccel.frontend.load.resolve`), its symbolic sizes given by the
-    ``--symbols`` pairs; a dimension left without a value is named with the flag that gives it."""
+def add_fold_argument(parser: argparse.ArgumentParser) -> None:
+    """Add ``--no-fold`` (``args.fold`` False): import the model's graph as written instead of as deployed."""
+    parser.add_argument(
+        "--no-fold",
+        dest="fold",
+        action="store_false",
+        help="keep the graph as written: no BatchNormalization folded into the Conv before it, computed "
+        "subgraphs (rotary Sin/Cos tables, relative-position buckets, masks) kept as operators; only the "
+        "values that set shapes are computed (default: fold as deployment compilers do)",
+    )
+
+
+def resolve_model(spec: str, symbols: Iterable[tuple[str, int]] = (), fold: bool = True) -> Workload:
+    """The workload MODEL names (:func:`dcaccel.frontend.load.resolve`, which ``fold`` goes to), its symbolic
+    sizes given by the ``--symbols`` pairs; a dimension left without a value is named with the flag that
+    gives it."""
     values = symbol_values(symbols)
     try:
-        return resolve(spec, symbols=values or None)
+        return resolve(spec, symbols=values or None, fold=fold)
     except UnboundSymbolError as err:
         raise UnboundSymbolError(err.tensor, err.symbol, f"--symbols {err.symbol}=VALUE") from err
 

@@ -64,7 +64,7 @@ def run(args: argparse.Namespace) -> int:
     if not 0 <= args.min_work_share <= 1:
         raise DcaccelError(f"--min-work-share {args.min_work_share}: must be between 0 and 1")
     choices = implementation_choices(args.impl)
-    workload = resolve_model(args.model, args.symbols)
+    workload = resolve_model(args.model, args.symbols, args.fold)
     check_choice_keys(workload, choices)
     result = partition(
         workload,

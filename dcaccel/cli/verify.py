@@ -54,7 +54,7 @@ def register(subparsers) -> None:
 def run(args: argparse.Namespace) -> int:
     """Verify the model; 0 when every output matches, 1 otherwise."""
     choices = implementation_choices(args.impl)
-    workload = resolve_model(args.model, args.symbols)
+    workload = resolve_model(args.model, args.symbols, args.fold)
     check_choice_keys(workload, choices)
     lowered = None
     if args.arch is not None:
