@@ -42,6 +42,7 @@ from dcaccel.architecture import parse_parameter
 from dcaccel.cli.arguments import bounded_int, bounded_ints, check_output, non_negative_float, suggest
 from dcaccel.cli.models import (
     MODEL_HELP,
+    add_fold_argument,
     add_strict_argument,
     add_symbols_argument,
     check_choice_keys,
@@ -99,6 +100,7 @@ def register(subparsers) -> None:
     parser = subparsers.add_parser("explore", help="sweep implementations, PEs and schedulers; tables and plots")
     parser.add_argument("model", nargs="?", metavar="MODEL", help=MODEL_HELP.format("see dcaccel info"))
     add_symbols_argument(parser)
+    add_fold_argument(parser)
     parser.add_argument("--demo", action="store_true", help=f"explore {DEMO_MODEL} with Conv=mv,op,lmv")
     parser.add_argument(
         "--impl",
@@ -248,8 +250,8 @@ def run(args: argparse.Namespace) -> int:
     schedulers = args.scheduler or ([SWEEP_SCHEDULERS[-1]] if partitioned else list(SCHEDULERS))
     spec = DEMO_MODEL if args.demo else args.model
     implementations = dict(DEMO_IMPLEMENTATIONS) if args.demo and not args.impl else merge(args.impl) or None
-    builtin = spec in workloads.names() and not args.symbols  # a sized built-in goes to the workers built
-    workload = spec if builtin else resolve_model(spec, args.symbols)
+    builtin = spec in workloads.names() and not args.symbols and args.fold  # else the workers get it built
+    workload = spec if builtin else resolve_model(spec, args.symbols, args.fold)
     if implementations:
         check_choice_keys(workloads.get(spec) if builtin else workload, implementations)
     status = 0
