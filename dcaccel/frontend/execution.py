@@ -124,17 +124,27 @@ def run_sdfg(sdfg: dace.SDFG, workload: "Workload", inputs: Mapping[str, np.ndar
     """
     symbols = workload.bind_symbols(inputs)
     program = compiled(sdfg)
-    parameters = program.sdfg.arglist()  # of the compiled (expanded) SDFG, which may need more symbols
-    arguments = {spec.container: np.array(inputs[spec.name], dtype=spec.dtype) for spec in workload.inputs}
-    arguments.update({name: np.array(value) for name, value in workload.weights.items() if name in parameters})
-    for spec in workload.outputs:
-        if spec.container not in arguments:
-            desc = sdfg.arrays[spec.container]
-            shape = concrete_shape(spec.name, [dimension_str(d) for d in desc.shape], symbols)
-            arguments[spec.container] = np.zeros(shape, dtype=spec.dtype)
-    arguments.update({name: value for name, value in symbols.items() if name in parameters})
+    arguments = program_arguments(program, workload, inputs)
     with warnings.catch_warnings():
         # Outputs named ``__return`` are passed in as arrays we allocated, which DaCe reports.
         warnings.filterwarnings("ignore", message="Return value .* is passed as a regular argument")
         program(**arguments)
     return {spec.name: arguments[spec.container].reshape(spec.concrete_shape(symbols)) for spec in workload.outputs}
+
+
+def program_arguments(
+    program: CompiledSDFG, workload: "Workload", inputs: Mapping[str, np.ndarray]
+) -> dict[str, np.ndarray | int]:
+    """The keyword arguments of ``program`` (compiled from the workload's SDFG or a lowered version) for a
+    run on ``inputs``: copies of the inputs, the weights it takes, zeroed outputs and the symbol values."""
+    symbols = workload.bind_symbols(inputs)
+    parameters = program.sdfg.arglist()  # of the compiled (expanded) SDFG, which may need more symbols
+    arguments = {spec.container: np.array(inputs[spec.name], dtype=spec.dtype) for spec in workload.inputs}
+    arguments.update({name: np.array(value) for name, value in workload.weights.items() if name in parameters})
+    for spec in workload.outputs:
+        if spec.container not in arguments:
+            desc = program.sdfg.arrays[spec.container]
+            shape = concrete_shape(spec.name, [dimension_str(d) for d in desc.shape], symbols)
+            arguments[spec.container] = np.zeros(shape, dtype=spec.dtype)
+    arguments.update({name: value for name, value in symbols.items() if name in parameters})
+    return arguments

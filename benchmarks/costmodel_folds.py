@@ -1,0 +1,113 @@
+"""The learned cost model's dataset and its held-out folds (docs/costmodel.md).
+
+``python benchmarks/costmodel_folds.py measure OUT.jsonl [--families ...] [--repeat N]`` measures the
+programs of the catalogue below (every family of the held-out protocol) on this machine and appends
+their rows to OUT.jsonl; the shipped set ``dcaccel/costmodel/data/rows.jsonl`` was made so, with
+``OMP_NUM_THREADS=1``.
+
+``python benchmarks/costmodel_folds.py folds ROWS.jsonl`` prints the fold table: for each family held
+out (:data:`dcaccel.costmodel.folds.FAMILIES`), the models trained on the others and tested on it
+(``dcaccel costmodel eval ROWS.jsonl --folds`` prints the same table).
+
+``python benchmarks/costmodel_folds.py noise A.jsonl B.jsonl`` compares two measurements of the same
+programs (taken in two processes): the noise floor of the task times.
+"""
+
+import argparse
+import itertools
+import sys
+import time
+from pathlib import Path
+
+import torch
+from tqdm import tqdm
+
+import dcaccel
+from dcaccel.costmodel.measure import measure, read_rows, write_rows
+from dcaccel.transforms.lower import lower
+from dcaccel.workloads import conv_seed, lenet, mmm, mobilenetv2_block, resnet18, transformer_encoder
+
+SHAPES = ("mv", "op", "lmv")
+
+#: Synthetic matrix products (N, K, M).
+PRODUCTS = ((16, 16, 16), (32, 24, 16), (64, 32, 48), (48, 64, 32), (96, 48, 64), (128, 64, 32), (24, 96, 128))
+#: Synthetic convolutions: in channels, out channels, kernel, image, stride, padding, groups.
+CONVS = (
+    (3, 8, 3, 32, 1, 1, 1),
+    (8, 16, 3, 16, 2, 1, 1),
+    (16, 16, 3, 16, 1, 1, 16),
+    (4, 12, 5, 24, 1, 2, 1),
+    (16, 32, 1, 16, 1, 0, 1),
+    (8, 8, 3, 32, 1, 0, 1),
+)
+
+
+def _conv(cin, cout, kernel, image, stride, pad, groups):
+    torch.manual_seed(0)
+    module = torch.nn.Conv2d(cin, cout, kernel, stride=stride, padding=pad, groups=groups).eval()
+    name = f"conv{cin}x{cout}k{kernel}i{image}s{stride}p{pad}g{groups}"
+    return dcaccel.load(module, (torch.randn(1, cin, image, image),), name=name)
+
+
+def _corpus(name: str):
+    sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
+    from tests.models import corpus
+
+    return corpus.load(name)
+
+
+def catalogue():
+    """(family, workload builder, list of implementation choices) of every program measured."""
+    yield from (
+        ("products", lambda s=s: mmm.workload(N=s[0], K=s[1], M=s[2]), [{"MatMul": x} for x in SHAPES])
+        for s in PRODUCTS
+    )
+    yield from (("convs", lambda c=c: _conv(*c), [{"Conv": x} for x in (*SHAPES, "direct")]) for c in CONVS)
+    yield "conv-seed", conv_seed.workload, [{"Conv": x} for x in (*SHAPES, "direct")]
+    yield "lenet", lenet.workload, [{"Conv": c, "Gemm": g} for c, g in itertools.product(SHAPES, SHAPES)]
+    yield "mobilenetv2-block", mobilenetv2_block.workload, [{"Conv": x} for x in SHAPES]
+    yield "transformer-encoder", transformer_encoder.workload, [{"MatMul": x, "Gemm": x} for x in SHAPES]
+    yield "resnet18", resnet18.workload, [{"Conv": x, "Gemm": x} for x in ("lmv", "mv")]
+    yield "corpus-resnet", lambda: _corpus("resnet"), [{"Conv": x, "Gemm": x} for x in SHAPES]
+    yield "corpus-mobilenet_v2", lambda: _corpus("mobilenet_v2"), [{"Conv": x, "Gemm": x} for x in SHAPES]
+
+
+def run_measure(args) -> None:
+    for family, build, assignments in catalogue():
+        if args.families and family not in args.families:
+            continue
+        workload = build()
+        for choices in tqdm(assignments, desc=f"{family} {workload.name}", file=sys.stderr):
+            start = time.perf_counter()
+            lowered = lower(workload, choices)
+            rows = measure(lowered, family=family, repeat=args.repeat)
+            write_rows(rows, args.out)
+            tqdm.write(f"{workload.name} {choices}: {len(rows)} rows, {time.perf_counter() - start:.1f} s", sys.stderr)
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    sub = parser.add_subparsers(dest="command", required=True)
+    m = sub.add_parser("measure")
+    m.add_argument("out")
+    m.add_argument("--families", nargs="*", default=[])
+    m.add_argument("--repeat", type=int, default=20)
+    f = sub.add_parser("folds")
+    f.add_argument("rows")
+    n = sub.add_parser("noise")
+    n.add_argument("first")
+    n.add_argument("second")
+    args = parser.parse_args()
+    if args.command == "measure":
+        run_measure(args)
+        return
+    from dcaccel.costmodel.evaluate import fold_table, noise_floor
+
+    if args.command == "folds":
+        print(fold_table(read_rows(args.rows)).to_string(index=False))
+    else:
+        print(noise_floor(read_rows(args.first), read_rows(args.second)))
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,280 @@
+"""What the learned cost models read of a task: hand features of its scope and a token sequence of its IR.
+
+A *step* of a lowered program is a top-level map scope (a task, or a task map whose iterations are tasks)
+or a copy between two containers (a DAG edge). Its features come from the step as
+:mod:`dcaccel.dag.scopes` reads it (memlet volumes in and out of the whole scope, MACs and other operations
+counted from the tasklets by :mod:`dcaccel.dag.arithmetic`, which containers are buffers) and from the map
+scope in the SDFG (iterations of the outermost map, nesting depth, element types, how many innermost
+accesses run along the innermost map parameter, i.e. at unit stride). All are numbers (:data:`NUMERIC`)
+except the op and the implementation (:data:`CATEGORICAL`).
+
+The tokens are the scope as text, the seed paper's view of the IR: every map (``MAP``, its dimensions,
+its range sizes as powers of two), every memlet (``MEM``, the kind of its container, its volume as a power
+of two, ``WCR``), every tasklet's code with the names normalised (its inputs ``IN``, outputs ``OUT``, other
+names ``VAR``; calls keep their name: ``exp``, ``max``), in DaCe's topological order of the scope.
+"""
+
+from __future__ import annotations
+
+import io
+import math
+import tokenize
+from collections.abc import Mapping
+from dataclasses import dataclass
+
+import dace
+import numpy as np
+from dace.sdfg import nodes as dnodes
+
+from dcaccel.dag import volume as vol
+from dcaccel.dag.scopes import Access, Container, Copy, TaskScope
+
+#: Features that are names (encoded by the models, never ordered).
+CATEGORICAL = ("kind", "op", "implementation")
+#: Numeric features, in the order the models read them.
+NUMERIC = (
+    "iterations",
+    "depth",
+    "volume_in",
+    "volume_out",
+    "elements_in",
+    "elements_out",
+    "bytes_in",
+    "bytes_out",
+    "reads",
+    "writes",
+    "macs",
+    "ops",
+    "work",
+    "buffers_in",
+    "buffers_out",
+    "accumulate",
+    "itemsize",
+    "unit_stride",
+    "tasklets",
+)
+#: Longest token sequence kept of a scope (the rest is cut).
+MAX_TOKENS = 256
+
+
+def _number(value) -> float:
+    """A concrete count as a float (a step of a program whose sizes are all given is concrete)."""
+    value = vol.concrete(value)
+    if vol.is_symbolic(value):
+        raise ValueError(f"costmodel: count {value} has free sizes; measure a program with every size given")
+    return float(value)
+
+
+def _sum(accesses: tuple[Access, ...], field: str) -> float:
+    return sum(_number(getattr(access, field)) for access in accesses)
+
+
+def _bytes(accesses: tuple[Access, ...], sdfg: dace.SDFG) -> float:
+    return sum(_number(access.volume) * sdfg.arrays[access.data].dtype.bytes for access in accesses)
+
+
+def _buffers(accesses: tuple[Access, ...], containers: Mapping[str, Container]) -> float:
+    return float(sum(containers[access.data].is_buffer for access in accesses if access.data in containers))
+
+
+def bucket(value: float) -> int:
+    """``value`` as its power of two (rounded), the coarse size tokens carry; 0 for values below 1."""
+    return 0 if value < 1 else round(math.log2(value))
+
+
+@dataclass(frozen=True)
+class StepPlace:
+    """Where a step is in its program: the SDFG, the state, the map entry (None for a copy), the
+    containers as :mod:`dcaccel.dag.scopes` read them and the values of the program's sizes."""
+
+    sdfg: dace.SDFG
+    state: dace.SDFGState
+    scope: dnodes.MapEntry | None
+    containers: Mapping[str, Container]
+    symbols: Mapping[str, int]
+
+    def size(self, value) -> float | None:
+        """A size of the SDFG with the program's sizes given; None when it depends on map parameters."""
+        expr = vol.as_expr(dace.symbolic.pystr_to_symbolic(value) if isinstance(value, str) else value)
+        expr = expr.subs({sym: self.symbols[str(sym)] for sym in expr.free_symbols if str(sym) in self.symbols})
+        return None if expr.free_symbols else float(expr)
+
+
+def step_features(step: TaskScope | Copy, place: StepPlace) -> dict[str, float | str]:
+    """The features of ``step`` at ``place``."""
+    sdfg, containers = place.sdfg, place.containers
+    if isinstance(step, Copy):
+        volume = _number(step.dst.volume)
+        itemsize = sdfg.arrays[step.dst.data].dtype.bytes
+        return {
+            "kind": "copy",
+            "op": "Copy",
+            "implementation": "copy",
+            **dict.fromkeys(NUMERIC, 0.0),
+            "iterations": 1.0,
+            "volume_in": volume,
+            "volume_out": volume,
+            "elements_in": _number(step.src.elements),
+            "elements_out": _number(step.dst.elements),
+            "bytes_in": volume * sdfg.arrays[step.src.data].dtype.bytes,
+            "bytes_out": volume * itemsize,
+            "reads": 1.0,
+            "writes": 1.0,
+            "work": volume,
+            "buffers_in": _buffers((step.src,), containers),
+            "buffers_out": _buffers((step.dst,), containers),
+            "itemsize": float(itemsize),
+            "unit_stride": float(_contiguous(step.src, place) and _contiguous(step.dst, place)),
+        }
+    reads, writes = step.whole_reads, step.whole_writes
+    volume_in, volume_out = _sum(reads, "volume"), _sum(writes, "volume")
+    depth, tasklets, unit, accesses = _scope_shape(place.state, place.scope)
+    return {
+        "kind": "map",
+        "op": str(step.meta.get("op", "none")),
+        "implementation": str(step.meta.get("implementation", "none")),
+        "iterations": math.prod(place.size(size) or 1.0 for size in place.scope.map.range.size()),
+        "depth": float(depth),
+        "volume_in": volume_in,
+        "volume_out": volume_out,
+        "elements_in": _sum(reads, "elements"),
+        "elements_out": _sum(writes, "elements"),
+        "bytes_in": _bytes(reads, sdfg),
+        "bytes_out": _bytes(writes, sdfg),
+        "reads": float(len(reads)),
+        "writes": float(len(writes)),
+        "macs": _number(step.whole_arithmetic.macs),
+        "ops": _number(step.whole_arithmetic.ops),
+        "work": max(volume_in, volume_out),
+        "buffers_in": _buffers(reads, containers),
+        "buffers_out": _buffers(writes, containers),
+        "accumulate": float(any(access.accumulate for access in writes)),
+        "itemsize": float(max((sdfg.arrays[a.data].dtype.bytes for a in (*reads, *writes)), default=0)),
+        "unit_stride": unit / accesses if accesses else 0.0,
+        "tasklets": float(tasklets),
+    }
+
+
+def _contiguous(access: Access, place: StepPlace) -> bool:
+    """Whether a copy's access runs over whole rows of its container (the innermost dimension complete)."""
+    shape = place.sdfg.arrays[access.data].shape
+    return len(shape) <= 1 or _number(access.end[-1] - access.begin[-1] + 1) == place.size(shape[-1])
+
+
+def _scope_shape(state: dace.SDFGState, entry: dnodes.MapEntry) -> tuple[int, int, int, int]:
+    """The nesting depth of the maps of ``entry``'s scope, its tasklets, and of its tasklets' accesses those
+    whose innermost index moves with the innermost enclosing map parameter, and all of them."""
+    scope_dict = state.scope_dict()
+    depth, tasklets, unit, accesses = 1, 0, 0, 0
+    for node in state.scope_subgraph(entry).nodes():
+        enclosing = _enclosing_maps(scope_dict, node)
+        if isinstance(node, dnodes.MapEntry):
+            depth = max(depth, len(enclosing) + 1)
+        if not isinstance(node, dnodes.Tasklet):
+            continue
+        tasklets += 1
+        innermost = enclosing[0].map.params[-1] if enclosing else None
+        for edge in (*state.in_edges(node), *state.out_edges(node)):
+            if edge.data.is_empty() or edge.data.subset is None:
+                continue
+            accesses += 1
+            last = edge.data.subset.ranges[-1][0]
+            unit += innermost is not None and innermost in {str(s) for s in dace.symbolic.symlist(last)}
+    return depth, tasklets, unit, accesses
+
+
+def _enclosing_maps(scope_dict, node) -> list[dnodes.MapEntry]:
+    """The map entries around ``node``, innermost first (a map entry is not its own enclosing map)."""
+    maps = []
+    parent = scope_dict[node]
+    while parent is not None:
+        maps.append(parent)
+        parent = scope_dict[parent]
+    return maps
+
+
+def _container_token(sdfg: dace.SDFG, data: str, containers: Mapping[str, Container]) -> str:
+    container = containers.get(data)
+    if container is not None and container.is_buffer:
+        return "BUF"
+    return "TMP" if sdfg.arrays[data].transient else "IO"
+
+
+def _code_tokens(tasklet: dnodes.Tasklet) -> list[str]:
+    """The tasklet's code as tokens, names normalised (connectors by direction, calls by name)."""
+    inputs, outputs = set(tasklet.in_connectors), set(tasklet.out_connectors)
+    try:
+        raw = list(tokenize.generate_tokens(io.StringIO(tasklet.code.as_string).readline))
+    except (tokenize.TokenError, IndentationError, SyntaxError):
+        return ["CODE"]
+    tokens = []
+    for index, token in enumerate(raw):
+        if token.type == tokenize.NAME:
+            following = raw[index + 1].string if index + 1 < len(raw) else ""
+            if token.string in inputs:
+                tokens.append("IN")
+            elif token.string in outputs:
+                tokens.append("OUT")
+            elif following == "(" or token.string in {"if", "else", "for", "in", "and", "or", "not"}:
+                tokens.append(token.string)
+            else:
+                tokens.append("VAR")
+        elif token.type == tokenize.NUMBER:
+            tokens.append("NUM")
+        elif token.type == tokenize.OP:
+            tokens.append(token.string)
+    return tokens
+
+
+def step_tokens(step: TaskScope | Copy, place: StepPlace) -> list[str]:
+    """The token sequence of ``step``'s scope (at most :data:`MAX_TOKENS`)."""
+    sdfg, containers = place.sdfg, place.containers
+    if isinstance(step, Copy):
+        return [
+            "COPY",
+            _container_token(sdfg, step.src.data, containers),
+            _container_token(sdfg, step.dst.data, containers),
+            f"V{bucket(_number(step.dst.volume))}",
+            f"D{len(step.dst.begin)}",
+        ]
+    subgraph = place.state.scope_subgraph(place.scope)
+    tokens: list[str] = []
+    for node in dace.sdfg.utils.dfs_topological_sort(subgraph):
+        if isinstance(node, dnodes.MapEntry):
+            tokens += ["MAP", f"D{len(node.map.params)}"]
+            tokens += [_size_token("R", place.size(size)) for size in node.map.range.size()]
+        elif isinstance(node, dnodes.MapExit):
+            tokens.append("END")
+        elif isinstance(node, dnodes.Tasklet):
+            tokens += ["TASKLET", *_code_tokens(node)]
+            for edge in (*subgraph.in_edges(node), *subgraph.out_edges(node)):
+                if edge.data.is_empty() or edge.data.data is None:
+                    continue
+                tokens += ["MEM", _container_token(sdfg, edge.data.data, containers)]
+                tokens.append(_size_token("V", place.size(edge.data.volume)))
+                if edge.data.wcr is not None:
+                    tokens.append("WCR")
+        if len(tokens) >= MAX_TOKENS:
+            break
+    return tokens[:MAX_TOKENS]
+
+
+def _size_token(prefix: str, size: float | None) -> str:
+    """A size as a token: its power of two, or ``?`` when it moves with an enclosing map (a triangular range)."""
+    return f"{prefix}?" if size is None else f"{prefix}{bucket(size)}"
+
+
+def feature_matrix(features: list[Mapping[str, float | str]], categories: Mapping[str, list[str]]) -> np.ndarray:
+    """The numeric features (logarithms of counts) and one code per categorical feature, one row per step;
+    a category not in ``categories`` (unseen in training) is coded -1."""
+    numeric = np.array([[float(f[name]) for name in NUMERIC] for f in features], dtype=np.float64).reshape(
+        -1, len(NUMERIC)
+    )
+    codes = np.array(
+        [[_code(categories[name], str(f[name])) for name in CATEGORICAL] for f in features], dtype=np.float64
+    ).reshape(-1, len(CATEGORICAL))
+    return np.hstack([np.log1p(np.maximum(numeric, 0.0)), codes])
+
+
+def _code(known: list[str], value: str) -> int:
+    return known.index(value) if value in known else -1

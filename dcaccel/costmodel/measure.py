@@ -1,0 +1,297 @@
+"""Measuring a lowered program on this machine: one row per (program, sizes, step) with its time and features.
+
+The program is compiled with the nanosecond timer of :mod:`dcaccel.costmodel.timer` on every top-level map
+and every top-level copy, then called ``warmup + repeat`` times directly (the compiled program: no
+re-hashing of the SDFG per call, which costs far more than a small program runs). DaCe keeps every event
+of every call in one report written when the program is finalised (``report_each_invocation`` off: one
+file per measurement, not one per call named by the millisecond, where fast calls overwrote each other);
+the report is read and deleted. A step's time is summarised by its median over the repeats (preemption on
+a shared machine makes outliers of 10x), with the 10th and 90th percentiles, the minimum and the count.
+
+Rows carry their provenance: dcaccel's and DaCe's versions, the workload's fingerprint and sizes, the
+assignment of implementations, the machine and the OpenMP threads of the run.
+"""
+
+from __future__ import annotations
+
+import copy as copying
+import json
+import os
+import platform
+import warnings
+from collections.abc import Callable, Mapping
+from dataclasses import asdict, dataclass, field
+from pathlib import Path
+
+import dace
+import numpy as np
+from dace.libraries.standard.nodes.copy import CopyLibraryNode
+from dace.sdfg import infer_types
+from dace.transformation.passes.insert_explicit_copies import InsertExplicitCopies
+
+import dcaccel
+from dcaccel.costmodel.features import StepPlace, step_features, step_tokens
+from dcaccel.costmodel.timer import NANOSECOND_TIMER
+from dcaccel.dag.extract import origins_of
+from dcaccel.dag.scopes import Copy, LoweredProgram, TaskScope, read_program
+from dcaccel.errors import DcaccelError
+from dcaccel.frontend.execution import compiled, program_arguments
+
+#: Calls before the timed ones (first-touch page faults, cold caches).
+WARMUP = 1
+
+
+@dataclass(frozen=True)
+class Timing:
+    """A step's time over the repeats of a measurement, in nanoseconds."""
+
+    median_ns: float
+    p10_ns: float
+    p90_ns: float
+    min_ns: float
+    n: int
+
+    @classmethod
+    def of(cls, samples: np.ndarray) -> Timing:
+        samples = np.asarray(samples, dtype=np.float64)
+        p10, median, p90 = np.percentile(samples, [10, 50, 90])
+        return cls(float(median), float(p10), float(p90), float(samples.min()), int(samples.size))
+
+
+@dataclass(frozen=True)
+class Provenance:
+    """Where and on what a measurement was taken."""
+
+    dcaccel_version: str
+    dace_version: str
+    fingerprint: str
+    machine: str
+    threads: int
+
+
+@dataclass(frozen=True)
+class Row:
+    """One measured step of one program: what it is, what the models read of it and how long it took."""
+
+    program: str  # the workload's name
+    family: str  # the workload family of the held-out protocol (dcaccel.costmodel.folds)
+    assignment: dict[str, str]  # node name -> implementation
+    sizes: dict[str, int]
+    step: str  # the timer's event name (map/copy CFG STATE ID)
+    label: str  # the map's label, or "SRC->DST" for a copy
+    features: dict[str, float | str]
+    tokens: list[str]
+    timing: Timing
+    provenance: Provenance
+    analytic: float = field(default=0.0)  # the analytic model's time of the step: max(volume in, volume out)
+
+    def to_json(self) -> dict:
+        return asdict(self)
+
+    @classmethod
+    def from_json(cls, data: Mapping) -> Row:
+        """A row read back from :meth:`to_json`'s dictionary; a missing or mistyped field is refused in one line."""
+        try:
+            return cls(
+                program=str(data["program"]),
+                family=str(data["family"]),
+                assignment={str(k): str(v) for k, v in data["assignment"].items()},
+                sizes={str(k): int(v) for k, v in data["sizes"].items()},
+                step=str(data["step"]),
+                label=str(data["label"]),
+                features={str(k): v if isinstance(v, str) else float(v) for k, v in data["features"].items()},
+                tokens=[str(t) for t in data["tokens"]],
+                timing=Timing(
+                    **{k: float(v) for k, v in data["timing"].items() if k != "n"}, n=int(data["timing"]["n"])
+                ),
+                provenance=Provenance(**{k: data["provenance"][k] for k in Provenance.__dataclass_fields__}),
+                analytic=float(data.get("analytic", 0.0)),
+            )
+        except (KeyError, TypeError, ValueError, AttributeError) as err:
+            raise DcaccelError(f"costmodel row: field {err} missing or of the wrong type") from None
+
+
+def threads() -> int:
+    """The OpenMP threads a compiled program runs with (``OMP_NUM_THREADS``, else the CPUs)."""
+    value = os.environ.get("OMP_NUM_THREADS", "")
+    return int(value) if value.isdigit() and int(value) > 0 else os.cpu_count() or 1
+
+
+def instrument(sdfg: dace.SDFG) -> tuple[dict[str, str], dict[tuple[str, str, str], list[str]]]:
+    """Put the nanosecond timer on every top-level map of ``sdfg`` and on every top-level copy, in place.
+
+    A map is relabelled ``tN``. A copy is made what code generation would make of it (DaCe's explicit copy
+    node, expanded): a tasklet, labelled and timed ``cN``, or a nested SDFG whose maps are. Returns the
+    event per map entry guid, and the events of the copies per (state label, source, destination).
+    """
+    maps, copies = {}, {}
+    for state in sdfg.states():
+        for node in state.nodes():
+            if isinstance(node, dace.nodes.MapEntry) and state.scope_dict()[node] is None:
+                maps[node.guid] = node.map.label = f"t{len(maps)}"
+                node.map.instrument = NANOSECOND_TIMER
+    InsertExplicitCopies().apply_pass(sdfg, {})
+    infer_types.infer_connector_types(sdfg)
+    for state in sdfg.states():
+        for node in [n for n in state.nodes() if isinstance(n, CopyLibraryNode) and state.scope_dict()[n] is None]:
+            (source,), (target,) = state.in_edges(node), state.out_edges(node)
+            event = f"c{sum(map(len, copies.values()))}"
+            copies.setdefault((state.label, source.src.data, target.dst.data), []).append(event)
+            node.expand(state.sdfg, state)
+            made = next(e.src for e in state.in_edges(target.dst) if e.data.data == target.dst.data)
+            timed = [made] if isinstance(made, dace.nodes.Tasklet) else _top_level_maps(made.sdfg)
+            for item in timed:
+                item.label = event  # a map entry's label is its map's
+                item.instrument = NANOSECOND_TIMER
+    return maps, copies
+
+
+def _top_level_maps(sdfg: dace.SDFG) -> list:
+    """The maps at the top level of the states of ``sdfg`` (a nested SDFG a copy expanded to)."""
+    return [
+        n.map
+        for state in sdfg.states()
+        for n in state.nodes()
+        if isinstance(n, dace.nodes.MapEntry) and state.scope_dict()[n] is None
+    ]
+
+
+def run_timed(program, arguments: Mapping, repeat: int, progress: Callable[[], None] | None = None) -> dict:
+    """Call the instrumented ``program`` ``WARMUP + repeat`` times; the nanoseconds of each timed event per
+    call after the warm-up, by event name."""
+    perf = Path(program.sdfg.build_folder) / "perf"
+    before = set(perf.glob("report-*.json")) if perf.is_dir() else set()
+    with warnings.catch_warnings():
+        warnings.filterwarnings("ignore", message="Return value .* is passed as a regular argument")
+        for _ in range(WARMUP + repeat):
+            program(**arguments)
+            if progress is not None:
+                progress()
+    program.finalize()  # writes the one report of all calls
+    written = sorted(set(perf.glob("report-*.json")) - before)
+    if len(written) != 1:
+        raise DcaccelError(f"measure {program.sdfg.name}: expected one timer report in {perf}, found {len(written)}")
+    report = json.loads(written[0].read_text())
+    written[0].unlink()
+    samples: dict[str, list[float]] = {}
+    for event in sorted(report["traceEvents"], key=lambda e: e["ts"]):
+        if event.get("cat") == "dcaccel":
+            samples.setdefault(event["name"], []).append(float(event["dur"]))
+    return {
+        name: np.array(values[len(values) - repeat * (len(values) // (WARMUP + repeat)) :])
+        for name, values in samples.items()
+    }
+
+
+def measure(
+    lowered,
+    *,
+    family: str,
+    repeat: int = 20,
+    seed: int = 0,
+    progress: Callable[[], None] | None = None,
+) -> list[Row]:
+    """Measure the steps of ``lowered`` (a :class:`~dcaccel.transforms.lower.LoweredWorkload` of a workload
+    with every size given) over ``repeat`` timed calls; one row per top-level map and per top-level copy."""
+    workload = lowered.workload
+    if repeat < 1:
+        raise DcaccelError(f"measure {workload.name}: repeat must be at least 1, got {repeat}")
+    sdfg = copying.deepcopy(lowered.sdfg)
+    inputs = workload.random_inputs(seed)
+    symbols = workload.bind_symbols(inputs)
+    origins = origins_of(lowered)
+    sources = {
+        node.guid: {**origins.get(node.guid, {}), "guid": node.guid}
+        for state in sdfg.states()
+        for node in state.nodes()
+        if isinstance(node, dace.nodes.MapEntry) and state.scope_dict()[node] is None
+    }
+    steps = read_program(sdfg, symbols, sources=sources)
+    places = _places(sdfg, steps, symbols)  # before instrument() relabels maps and expands copies
+    maps, copies = instrument(sdfg)
+    with dace.config.set_temporary("instrumentation", "report_each_invocation", value=False):
+        program = compiled(sdfg)
+    samples = run_timed(program, program_arguments(program, workload, inputs), repeat, progress)
+    provenance = Provenance(
+        dcaccel_version=dcaccel.__version__,
+        dace_version=dace.__version__,
+        fingerprint=f"{workload.sdfg.hash_sdfg()[:16]}",
+        machine=f"{platform.node()} {platform.machine()} {platform.processor() or platform.system()}",
+        threads=threads(),
+    )
+    rows = []
+    pending = {key: list(events) for key, events in copies.items()}
+    for step, (place, features, tokens) in zip(steps.steps, places, strict=True):
+        if isinstance(step, TaskScope) and place.scope is not None:
+            event, label = maps[place.scope.guid], step.label
+        elif isinstance(step, Copy) and pending.get((step.state, step.src.data, step.dst.data)):
+            event, label = (
+                pending[(step.state, step.src.data, step.dst.data)].pop(0),
+                f"{step.src.data}->{step.dst.data}",
+            )
+        else:
+            continue
+        if event not in samples:  # a copy DaCe generates without the copy hooks (e.g. a view), not timed
+            continue
+        rows.append(
+            Row(
+                program=workload.name,
+                family=family,
+                assignment=dict(sorted(lowered.implementations.items())),
+                sizes=dict(sorted(symbols.items())),
+                step=event,
+                label=label,
+                features=features,
+                tokens=tokens,
+                timing=Timing.of(samples[event]),
+                provenance=provenance,
+                analytic=float(features["work"]),
+            )
+        )
+    return rows
+
+
+def _places(sdfg: dace.SDFG, program: LoweredProgram, symbols: Mapping[str, int]) -> list:
+    """Per step of ``program`` (read from ``sdfg``): where it is, its features and its tokens; (None, None,
+    None) for a step that is neither a map nor a copy (a tasklet or an opaque node at the top level)."""
+    states = {state.label: state for state in sdfg.states()}
+    entries = {node.guid: node for state in sdfg.states() for node in state.nodes()}
+    places = []
+    for step in program.steps:
+        scope = entries.get(step.meta.get("guid")) if isinstance(step, TaskScope) else None
+        if isinstance(step, TaskScope) and not isinstance(scope, dace.nodes.MapEntry):
+            places.append((StepPlace(sdfg, states[step.state], None, program.containers, symbols), None, None))
+            continue
+        place = StepPlace(sdfg, states[step.state], scope, program.containers, symbols)
+        places.append((place, step_features(step, place), step_tokens(step, place)))
+    return places
+
+
+def write_rows(rows: list[Row], path: str | os.PathLike, append: bool = True) -> None:
+    """Write ``rows`` as JSON lines to ``path`` (appended to what it holds unless ``append`` is False)."""
+    with open(path, "a" if append else "w", encoding="utf-8") as stream:
+        for row in rows:
+            stream.write(json.dumps(row.to_json(), sort_keys=True) + "\n")
+
+
+#: Largest rows file read (a shipped set is a few MB).
+MAX_ROWS_BYTES = 256 * 2**20
+
+
+def read_rows(path: str | os.PathLike) -> list[Row]:
+    """The rows of a JSON-lines file written by :func:`write_rows`; a bad line is refused naming its number."""
+    path = Path(path)
+    if not path.is_file():
+        raise DcaccelError(f"costmodel rows {path}: no such file")
+    if path.stat().st_size > MAX_ROWS_BYTES:
+        raise DcaccelError(f"costmodel rows {path}: larger than {MAX_ROWS_BYTES} bytes")
+    rows = []
+    with open(path, encoding="utf-8") as stream:
+        for number, line in enumerate(stream, start=1):
+            if not line.strip():
+                continue
+            try:
+                rows.append(Row.from_json(json.loads(line)))
+            except (json.JSONDecodeError, DcaccelError) as err:
+                raise DcaccelError(f"costmodel rows {path}:{number}: {err}") from None
+    return rows
