@@ -132,6 +132,7 @@ class Memory(_Strict):
     operands: list[Operand] | None = Field(default=None, min_length=1, max_length=3)  # None: all three
     shared_along: list[ArrayDimension] = Field(default_factory=list, max_length=2)  # a local memory's sharing
     separate_ports: bool = Field(default=False, strict=True)  # reads and writes each at the full bandwidth
+    access_bytes: ElementBytes | None = None  # the narrowest access: a transfer is rounded up to whole ones
 
     @model_validator(mode="after")
     def _level_fields(self) -> Memory:

@@ -45,6 +45,7 @@ import yaml
 from pydantic import BaseModel, ConfigDict, Field, NonNegativeFloat, NonNegativeInt, PositiveInt
 
 from dcaccel.architecture.graph import Architecture, ArchitectureError
+from dcaccel.architecture.ranges import MAX_ELEMENT_BYTES
 from dcaccel.architecture.reader import read_file
 from dcaccel.architecture.schema import describe_error
 
@@ -388,10 +389,13 @@ def _memory(
         **({"shared_along": shared_along} if shared_along else {}),
         **({"separate_ports": True} if separate else {}),
     }
-    minimum = sorted({port.bandwidth_min for port in memory.ports if port.bandwidth_min != port.bandwidth_max})
-    if minimum:
+    steps = sorted({port.bandwidth_min for port in memory.ports})
+    expressed = steps[0] % 8 == 0 and steps[0] // 8 <= MAX_ELEMENT_BYTES
+    if expressed:
+        entry["access_bytes"] = steps[0] // 8
+    if len(steps) > 1 or not expressed:
         notes.append(
-            f"{name}: transfers in steps of {', '.join(map(str, minimum))} b (bandwidth_min); here in whole words "
-            f"of {read_bits or 0} b read, {write_bits or 0} b written"
+            f"{name}: ports of bandwidth_min {', '.join(map(str, steps))} b; here every transfer in steps of "
+            + (f"{steps[0]} b" if expressed else "one element")
         )
     return entry, notes

@@ -14,7 +14,10 @@
   ``separate_ports``, a read port and a write port of that width each; none is unlimited.
 - Cycles are of the architecture's ``clock_mhz``: a unit kind at another ``frequency_mhz`` is refused.
 - Energies are the description's, per element read or written; partial sums are
-  ``partial_sum_bytes`` wide (twice the element by default) and cost in proportion.
+  ``partial_sum_bytes`` wide (twice the element by default) and cost in proportion. A memory with
+  ``access_bytes`` moves whole accesses of that width: each transfer (one tile to or from one instance) is
+  rounded up to them and costs their bytes (a 16-bit partial sum in a 24-bit register costs 3 bytes, as
+  ZigZag counts a port's ``bandwidth_min``).
 
 Every memory must hold an operand some level uses, and every operand must reach the off-chip memory;
 :func:`hierarchy` refuses anything else with the reason.
@@ -87,6 +90,7 @@ def hierarchy(arch: Architecture, kind: str) -> Hierarchy:
         if memory.level == MemoryLevel.ONCHIP and memory.capacity_bytes is None:
             raise DcaccelError(f"memories.{name}: the loop-nest model needs its capacity_bytes")
         bits_per_cycle = _bits_per_cycle(memory.bandwidth_bytes_per_cycle)
+        step = None if memory.access_bytes is None else 8 * memory.access_bytes
         memories.append(
             Memory(
                 name,
@@ -100,6 +104,8 @@ def hierarchy(arch: Architecture, kind: str) -> Hierarchy:
                 memory.write_energy_pj,
                 served,
                 shared_port=not memory.separate_ports and memory.bandwidth_bytes_per_cycle is not None,
+                read_step_bits=step,
+                write_step_bits=step,
             )
         )
     partial = spec.partial_sum_bytes or 2 * spec.element_bytes

@@ -1,5 +1,6 @@
 """The loop-nest cost model on hierarchies small enough to count by hand."""
 
+import dataclasses
 import math
 
 import pytest
@@ -93,6 +94,22 @@ def test_stationarity_and_refetch_by_hand():
     assert cost.traffic[("dram", "I")].read_elements == 8
     assert cost.traffic[("dram", "O")].write_elements == 32  # 4 outputs × 8 visits
     assert cost.traffic[("dram", "O")].read_elements == 28  # every visit but the first reads back
+
+
+def test_a_transfer_rounds_up_to_whole_accesses():
+    """A register file read and written in 24-bit accesses (ZigZag's ``bandwidth_min``): each transfer of one
+    8-bit element costs a whole access, three elements' energy; DRAM, accessed by the element, is unchanged."""
+    nest = product_nest("mv", 4, 8, 1)
+    mapping = LayerMapping((), (("C", 8), ("K", 4)), {op: (0, 2) for op in "WIO"})
+    plain = _hierarchy(1, rf_bits=3 * 8)
+    rf, dram = plain.memories
+    stepped = dataclasses.replace(
+        plain, memories=(dataclasses.replace(rf, read_step_bits=24, write_step_bits=24), dram)
+    )
+    before, after = evaluate(nest, plain, mapping), evaluate(nest, stepped, mapping)
+    assert after.energy_pj["rf"] == 3 * before.energy_pj["rf"]
+    assert after.energy_pj["dram"] == before.energy_pj["dram"]
+    assert after.traffic == before.traffic  # the bits moved are the data's; only the energy rounds
 
 
 def test_multicast_reads_once_and_writes_every_copy():

@@ -119,6 +119,15 @@ def test_schema_refuses_what_the_model_cannot_read():
         )
 
 
+def test_access_bytes_are_the_step_of_every_transfer():
+    design = Architecture.from_yaml(
+        DESIGN.replace("SUPPORT", "").replace("operands: [outputs]", "operands: [outputs], access_bytes: 3")
+    )
+    by_name = {m.name: m for m in hierarchy(design, "pe").memories}
+    assert (by_name["acc"].read_step_bits, by_name["acc"].write_step_bits) == (24, 24)
+    assert by_name["wreg"].read_step_bits is None  # no access_bytes: by the element
+
+
 def test_a_host_kind_has_no_array():
     with pytest.raises(DcaccelError, match="'cpu' is not an accelerator unit kind"):
         hierarchy(_design(), "cpu")
