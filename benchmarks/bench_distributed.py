@@ -39,8 +39,13 @@ import pandas as pd
 from dcaccel import workloads
 from dcaccel.cli.table import format_table
 from dcaccel.exploration.assignments import per_node
+from dcaccel.exploration.dags import build_dag
+from dcaccel.exploration.evaluation import DEFAULT_COST_MODEL
 from dcaccel.exploration.executors import WorkloadSource
-from dcaccel.exploration.sweep import DEFAULT_COST_MODEL, Grid, build_dag, explore, nodes_by_op_type, schedule_points
+from dcaccel.exploration.grid import Grid
+from dcaccel.exploration.load import nodes_by_op_type
+from dcaccel.exploration.scheduling import schedule_points
+from dcaccel.exploration.sweep import explore
 
 SHAPES = ["mv", "op", "lmv"]
 SCHEDULERS = ["streaming", "list"]

@@ -14,7 +14,7 @@ costing on the architecture, bookkeeping). Targets on the 2-core machine (issue 
 
 ``--workers N`` (N > 1) runs each sweep on ``explore(..., executor="process", workers=N)``: the
 assignments are shared out among N processes. Composing, the sweep's process lowers the covers and
-sends the workers the fragments stage by stage (``dcaccel.exploration.sweep.harvest``), so the workers
+sends the workers the fragments stage by stage (``dcaccel.exploration.dags.harvest``), so the workers
 lower nothing (``lower`` is then the harvest's time); whole, each worker lowers its assignments. The
 stage columns sum the processes' times, so with workers they can exceed the wall time.
 

@@ -113,30 +113,30 @@ def read_file(path: str | Path, what: str) -> str:
         raise ArchitectureError(f"{what} {path} cannot be read ({type(err).__name__})") from None
 
 
-def read_yaml(text: str, source: str) -> Any:
+def read_yaml(text: str, source: str, what: str = "architecture") -> Any:
     """The data of YAML ``text`` (see the module docstring); raises :class:`ArchitectureError` in one line
-    naming ``source`` (a name or file) and the line of the problem."""
+    naming the ``what`` (``architecture``, ``study``) ``source`` (a name or file) and the line of the problem."""
     if len(text) > MAX_BYTES or len(text.encode("utf-8", "surrogatepass")) > MAX_BYTES:
-        raise ArchitectureError(f"architecture {source}: larger than {MAX_BYTES} bytes")
+        raise ArchitectureError(f"{what} {source}: larger than {MAX_BYTES} bytes")
     try:
-        _check_shape(text, source)
+        _check_shape(text, f"{what} {source}")
         return yaml.load(text, Loader=_Loader)  # noqa: S506 - _Loader is the safe loader
     except yaml.YAMLError as err:
         mark = getattr(err, "problem_mark", None)
         where = f" line {mark.line + 1}:" if mark is not None else ""
         problem = getattr(err, "problem", None) or type(err).__name__
-        raise ArchitectureError(f"architecture {source}:{where} not valid YAML ({problem})") from None
+        raise ArchitectureError(f"{what} {source}:{where} not valid YAML ({problem})") from None
 
 
-def _check_shape(text: str, source: str) -> None:
+def _check_shape(text: str, named: str) -> None:
     """Refuse nesting deeper than MAX_DEPTH and more than MAX_NODES nodes, aliases expanded, from the
-    parser's events alone."""
+    parser's events alone; the refusal starts with ``named`` (``architecture NAME``)."""
     shapes: dict[str, tuple[int, int]] = {}  # anchor -> (nodes, depth) of the node it names
     open_collections: list[list] = []  # per collection being read: [anchor, nodes, depth of its deepest child]
     total = 0  # nodes of the documents read so far
 
     def fail(event, problem: str):
-        raise ArchitectureError(f"architecture {source}: line {event.start_mark.line + 1}: {problem}")
+        raise ArchitectureError(f"{named}: line {event.start_mark.line + 1}: {problem}")
 
     for event in yaml.parse(text, Loader=_Base):
         if isinstance(event, yaml.CollectionStartEvent):

@@ -232,7 +232,10 @@ def register(subparsers) -> None:
 def run(args: argparse.Namespace) -> int:
     """Check every argument, run the sweep, print the summary, write the requested files."""
     from dcaccel.exploration.executors import check_executor
-    from dcaccel.exploration.sweep import DEFAULT_PES, NO_PARTITION, SweepError, architectures, explore
+    from dcaccel.exploration.grid import architectures
+    from dcaccel.exploration.run import SweepError
+    from dcaccel.exploration.study import DEFAULT_PES, NO_PARTITION
+    from dcaccel.exploration.sweep import explore
 
     if args.demo == bool(args.model):
         raise DcaccelError("give a MODEL or --demo (not both)")
@@ -464,7 +467,7 @@ def _check_known(names: list[str], what: str, known) -> None:
 
 def _policies(text: str) -> list[str]:
     """``--partition-policy POLICY[,POLICY...]``, each one of the sweep's partition policies."""
-    from dcaccel.exploration.sweep import PARTITION_POLICIES
+    from dcaccel.exploration.study import PARTITION_POLICIES
 
     names = _names(text)
     if not names:

@@ -5,8 +5,8 @@ on-chip memory, returned as pandas DataFrames, with Pareto fronts and plots.
 a Pareto front does not import DaCe.
 """
 
+from dcaccel.cost.proxy import CostModel
 from dcaccel.exploration.assignments import Assignment
-from dcaccel.exploration.cost import CostModel
 from dcaccel.exploration.pareto import pareto_front
 from dcaccel.exploration.points import ExplorationPoint
 

@@ -5,7 +5,7 @@ and schedules every (P, scheduler, on-chip memory) point of the sweep on that DA
 points. Lowering dominates (LeNet: 1.3 to 1.5 s to lower and extract one assignment, 0.03 to 0.05 s
 to schedule its four points; ``benchmarks/bench_distributed.py`` measures it), so it runs where the
 points are scheduled: neither SDFGs nor DAGs travel, only the workload (once per worker) and the
-points. Composing DAGs from fragments (``dcaccel.exploration.sweep.harvest``), the sweep's process lowers
+points. Composing DAGs from fragments (``dcaccel.exploration.dags.harvest``), the sweep's process lowers
 the covers while the workers start (:meth:`Executor.warm`) and evaluate the first stages, and each
 assignment carries the fragments (``map``'s ``evaluation``), so workers lower nothing. A worker obtains
 the workload from a :class:`WorkloadSource`:
@@ -65,7 +65,7 @@ LOOPBACK = "127.0.0.1"
 
 
 class Evaluation(Protocol):
-    """What an executor runs per assignment (``dcaccel.exploration.sweep.Sweep``): picklable, pure."""
+    """What an executor runs per assignment (``dcaccel.exploration.evaluation.Sweep``): picklable, pure."""
 
     def points(self, workload: Workload, assignment: Assignment) -> list[ExplorationPoint]: ...
 
@@ -485,8 +485,8 @@ def make_executor(
 def check_executor(kind: str, address: str | None = None, workers: int | None = None) -> None:
     """Raise :class:`DcaccelError` for an unknown executor, an address without Dask, or no workers."""
     if kind not in EXECUTORS:
-        raise DcaccelError(f"explore: unknown executor '{kind}' (expected one of {', '.join(EXECUTORS)})")
+        raise DcaccelError(f"unknown executor '{kind}' (expected one of {', '.join(EXECUTORS)})")
     if address is not None and kind != "dask":
-        raise DcaccelError(f"explore: address {address!r} needs executor 'dask', not '{kind}'")
+        raise DcaccelError(f"address {address!r} needs executor 'dask', not '{kind}'")
     if workers is not None and workers < 1:
-        raise DcaccelError(f"explore: workers must be positive, got {workers}")
+        raise DcaccelError(f"workers must be positive, got {workers}")

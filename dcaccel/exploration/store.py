@@ -8,9 +8,11 @@ Three tables, each derived from a dataclass or a mapping, never listed by hand:
 - ``settings``: what the numbers depend on that is not part of a point's key: the sweep's options
   (edge-volume rule, partitioning, cost model), the description behind each ``architecture`` label
   and each workload's fingerprint (its program and
-  sizes, see :func:`dcaccel.exploration.sweep.fingerprint`). A sweep resumes only a file written
+  sizes, see :func:`dcaccel.exploration.load.fingerprint`). A sweep resumes only a file written
   with the same settings. A setting, once written, is never replaced: a label names the description
   it was first written with for the life of the file, so two descriptions never share stored points.
+  Beside them, the setting ``study`` holds the YAML of the :class:`~dcaccel.exploration.study.Study` that
+  wrote the file last (:func:`read_study`; ``dcaccel run --resume FILE`` continues it).
 
 Opening a store checks the file and its settings and writes the settings it lacks in one transaction
 that holds SQLite's write lock from its start (``BEGIN IMMEDIATE``): of two sweeps opening one file at
@@ -58,6 +60,9 @@ APPLICATION_ID = 0x64636163
 #: 3: the opaque_tasks and opaque_work_share columns; 4: the architecture columns; 5: the architecture in the key;
 #: 6: the partition columns, the policy in the key
 SCHEMA_VERSION = 6
+
+#: The setting holding the YAML text of the study that wrote the file (:meth:`ResultStore.record_study`).
+STUDY = "study"
 
 _SQL_TYPES = {str: "TEXT", int: "INTEGER", float: "REAL"}
 
@@ -258,6 +263,12 @@ class ResultStore:
             f"results file {self.path} was written with {what} {_shown(before)}, this sweep's is {_shown(now)}"
         )
 
+    def record_study(self, text: str) -> None:
+        """Record the YAML ``text`` of the study that writes the file (the last one, when a resumed study
+        differs from the first in what the settings allow: more architectures, another executor)."""
+        with _sqlite_errors(self.path), self.connection:
+            self.connection.execute("INSERT OR REPLACE INTO settings VALUES (?, ?)", (STUDY, json.dumps(text)))
+
     def points(self, workload: str, granularity: str) -> dict[str, list[ExplorationPoint]]:
         """The stored points of ``workload`` at ``granularity``, by assignment (each checked)."""
         names = ", ".join(columns())
@@ -322,6 +333,20 @@ def read_failures(path: str | os.PathLike) -> pd.DataFrame:
     with _reading(path) as connection:
         rows = connection.execute(f"SELECT {', '.join(names)} FROM failures ORDER BY assignment").fetchall()
     return pd.DataFrame([astuple(_failure(path, row)) for row in rows], columns=names)
+
+
+def read_study(path: str | os.PathLike) -> str:
+    """The YAML text of the study recorded in the result file at ``path``."""
+    path = Path(path)
+    with _reading(path) as connection:
+        row = connection.execute("SELECT value FROM settings WHERE name = ?", (STUDY,)).fetchone()
+    try:
+        text = None if row is None else json.loads(row[0])
+    except ValueError:
+        text = None
+    if not isinstance(text, str):
+        raise DcaccelError(f"results file {path}: no study recorded (written by dcaccel explore before studies)")
+    return text
 
 
 @contextmanager

@@ -110,12 +110,12 @@ def _run(argv, capsys) -> tuple[int, str, str]:
 @pytest.fixture
 def no_sweep(monkeypatch):
     """Fails the test if a sweep evaluates an assignment."""
-    from dcaccel.exploration.sweep import _Run
+    from dcaccel.exploration.run import Run
 
     def evaluate(self, batch):
         raise AssertionError("the sweep ran")
 
-    monkeypatch.setattr(_Run, "evaluate", evaluate)
+    monkeypatch.setattr(Run, "evaluate", evaluate)
 
 
 @pytest.mark.parametrize(
@@ -186,7 +186,7 @@ def test_repeated_impl_merges_and_node_names_work_per_node(capsys):
 
 @pytest.mark.parametrize("failing", [{"op"}, {"mv", "op"}])
 def test_failed_assignments_exit_1_and_are_listed(failing, capsys, monkeypatch, tmp_path):
-    from dcaccel.exploration.sweep import Sweep
+    from dcaccel.exploration.evaluation import Sweep
 
     original = Sweep.points
 
@@ -208,7 +208,7 @@ def test_failed_assignments_exit_1_and_are_listed(failing, capsys, monkeypatch, 
 
 
 def test_some_failed_assignments_exit_1_with_the_others_written(capsys, monkeypatch, tmp_path):
-    from dcaccel.exploration.sweep import Sweep
+    from dcaccel.exploration.evaluation import Sweep
 
     original = Sweep.points
 

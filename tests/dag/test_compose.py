@@ -21,7 +21,8 @@ from dcaccel.dag.compose import Composer
 from dcaccel.dag.extract import Granularity, extract
 from dcaccel.errors import DcaccelError
 from dcaccel.exploration.assignments import Assignment
-from dcaccel.exploration.sweep import covering_assignments, default_implementations
+from dcaccel.exploration.dags import covering_assignments
+from dcaccel.exploration.load import default_implementations
 from dcaccel.frontend.ops import nodes_by_op_type
 from dcaccel.transforms.lower import lower
 

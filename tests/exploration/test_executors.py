@@ -131,7 +131,9 @@ def test_another_workload_travels_without_what_lowering_does_not_read(conv_seed)
 
 
 def test_a_failing_assignment_does_not_stop_the_sweep(conv_seed, monkeypatch):
-    from dcaccel.exploration.sweep import Sweep, SweepError, explore
+    from dcaccel.exploration.evaluation import Sweep
+    from dcaccel.exploration.run import SweepError
+    from dcaccel.exploration.sweep import explore
 
     original = Sweep.points
 
@@ -151,7 +153,8 @@ def test_a_failing_assignment_does_not_stop_the_sweep(conv_seed, monkeypatch):
 
 
 def test_an_unknown_implementation_fails_before_lowering(conv_seed, monkeypatch):
-    from dcaccel.exploration.sweep import Sweep, explore
+    from dcaccel.exploration.evaluation import Sweep
+    from dcaccel.exploration.sweep import explore
 
     monkeypatch.setattr(Sweep, "points", None)
     with pytest.raises(DcaccelError, match=r"Conv node '.*': no implementation 'tiled'; available: .*lmv"):
@@ -168,7 +171,7 @@ def test_an_unknown_implementation_fails_before_lowering(conv_seed, monkeypatch)
     ],
 )
 def test_greedy_evaluates_the_candidates_of_a_node_together(makespans, expected):
-    from dcaccel.exploration.sweep import _greedy
+    from dcaccel.exploration.run import greedy
 
     batches = []
 
@@ -180,7 +183,7 @@ def test_greedy_evaluates_the_candidates_of_a_node_together(makespans, expected)
             found.append(None if None in values else [SimpleNamespace(makespan=sum(values))])
         return found
 
-    chosen = _greedy(evaluate, {"Conv": ["conv1", "conv2"]}, SHAPES, "makespan")
+    chosen = greedy(evaluate, {"Conv": ["conv1", "conv2"]}, SHAPES, "makespan")
     assert str(chosen) == expected
     assert [len(batch) for batch in batches] == [3, 3]
     assert batches[0] == ["conv1=mv,conv2=mv", "conv1=op,conv2=mv", "conv1=lmv,conv2=mv"]

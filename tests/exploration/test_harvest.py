@@ -11,10 +11,13 @@ import pytest
 
 import dcaccel
 from dcaccel.dag.extract import Granularity
-from dcaccel.exploration import sweep as sweep_module
+from dcaccel.exploration import dags
 from dcaccel.exploration.assignments import per_op_type
+from dcaccel.exploration.dags import covering_assignments, harvest
+from dcaccel.exploration.evaluation import DEFAULT_COST_MODEL, Sweep
+from dcaccel.exploration.grid import Grid
 from dcaccel.exploration.points import columns, to_frame
-from dcaccel.exploration.sweep import DEFAULT_COST_MODEL, Grid, Sweep, covering_assignments, explore, harvest
+from dcaccel.exploration.sweep import explore
 
 IMPLEMENTATIONS = {"Conv": ["mv", "op", "lmv"], "Gemm": ["mv", "op", "lmv"]}
 PES = (4, 64)
@@ -62,7 +65,7 @@ def test_a_worker_composes_every_dag_without_lowering(stages, local, monkeypatch
     def refuse(*args, **kwargs):
         raise AssertionError("a worker lowered")
 
-    monkeypatch.setattr(sweep_module, "lower", refuse)
+    monkeypatch.setattr(dags, "lower", refuse)
     worker = dcaccel.workloads.get("lenet")
     points = []
     for ready, harvested in found:

@@ -479,7 +479,7 @@ class Interrupted(Exception):
 @pytest.fixture
 def counted(monkeypatch):
     """Counts the assignments ``Sweep.points`` evaluates, by their text."""
-    from dcaccel.exploration.sweep import Sweep
+    from dcaccel.exploration.evaluation import Sweep
 
     evaluated: list[str] = []
     original = Sweep.points

@@ -105,7 +105,7 @@ def test_bad_options_are_named(options, message, conv_seed):
 @pytest.fixture
 def lowerings(monkeypatch):
     """Records, per point label a sweep writes, the implementation per node of the lowering it came from."""
-    from dcaccel.exploration import sweep
+    from dcaccel.exploration import evaluation as sweep
 
     found: dict[str, set[tuple]] = {}
     original = sweep.build_dag
@@ -215,9 +215,9 @@ def lstm_workload(tmp_path_factory):
 def test_an_op_no_implementation_runs_is_refused_before_the_sweep_and_its_warning(lstm_workload, monkeypatch):
     """Every assignment would fail where lowering asks DaCe for the LSTM: refused as lower refuses it."""
     from dcaccel.errors import UnsupportedOpError
-    from dcaccel.exploration.sweep import _Run
+    from dcaccel.exploration.run import Run
 
-    monkeypatch.setattr(_Run, "evaluate", lambda self, batch: pytest.fail("the sweep ran"))
+    monkeypatch.setattr(Run, "evaluate", lambda self, batch: pytest.fail("the sweep ran"))
     with warnings.catch_warnings(record=True) as caught:
         warnings.simplefilter("always")
         with pytest.raises(UnsupportedOpError) as refused:
@@ -232,14 +232,14 @@ def test_an_op_no_implementation_runs_is_refused_before_the_sweep_and_its_warnin
 
 
 def test_a_design_without_a_unit_for_an_op_is_refused_before_the_sweep(conv_seed, tmp_path, monkeypatch):
-    from dcaccel.exploration.sweep import _Run
+    from dcaccel.exploration.run import Run
 
     design = tmp_path / "gemm-only.yaml"
     design.write_text(
         "name: gemm-only\nelement_bytes: 4\nclock_mhz: 1000\n"
         "units: {pe: {ops: [Gemm], elements_per_cycle: 1}}\nmemories: {offchip: {level: offchip}}\n"
     )
-    monkeypatch.setattr(_Run, "evaluate", lambda self, batch: pytest.fail("the sweep ran"))
+    monkeypatch.setattr(Run, "evaluate", lambda self, batch: pytest.fail("the sweep ran"))
     for scheduler in ("list", "heft"):
         with pytest.raises(DcaccelError, match=r"^architecture gemm-only: no unit runs op 'Conv'$"):
             explore(conv_seed, SHAPES, pes=[4], scheduler=scheduler, arch=["abstract", str(design)], progress=False)

@@ -6,6 +6,7 @@ from __future__ import annotations
 import pytest
 
 from dcaccel.architecture import load
+from dcaccel.cost.schedule import cost_schedule
 from dcaccel.dag import extract
 from dcaccel.errors import DcaccelError
 from dcaccel.exploration import explore
@@ -44,7 +45,7 @@ def test_columns_are_the_schedule_costs(sweeps, conv_seed, name):
     arch = load(name)
     for row in frame.itertuples():
         dag = extract(conv_seed.lower({"Conv": row.assignment.removeprefix("Conv=")}))
-        costs = schedule(dag, row.pes, row.scheduler, arch=arch).costs
+        costs = cost_schedule(schedule(dag, row.pes, row.scheduler), arch)
         levels = costs.energy_by_level
         assert row.architecture == name
         assert row.makespan_cycles == costs.makespan_cycles
@@ -87,7 +88,7 @@ def test_every_point_lies_under_its_roofline(sweeps, name):
 def several(sweeps):
     """One sweep over three architectures (a variant of eyeriss among them) and both schedulers plus HEFT,
     counting the DAGs built."""
-    from dcaccel.exploration import sweep
+    from dcaccel.exploration import evaluation as sweep
 
     built = []
     original = sweep.build_dag
@@ -135,8 +136,9 @@ def test_heft_runs_on_the_architecture_units(several, conv_seed, name, units):
     for row in rows.itertuples():
         dag = extract(conv_seed.lower({"Conv": row.assignment.removeprefix("Conv=")}))
         result = schedule(dag, 16, "heft", arch=arch)
-        assert (row.makespan, row.makespan_cycles, row.pes) == (result.makespan, result.costs.makespan_cycles, units)
-        assert row.energy_pj == pytest.approx(result.costs.energy_total_pj)
+        costs = cost_schedule(result, arch)
+        assert (row.makespan, row.makespan_cycles, row.pes) == (result.makespan, costs.makespan_cycles, units)
+        assert row.energy_pj == pytest.approx(costs.energy_total_pj)
 
 
 def test_parameters_sweep_each_architecture(conv_seed, tmp_path):
@@ -161,9 +163,9 @@ def test_parameters_sweep_each_architecture(conv_seed, tmp_path):
         name, value = row.architecture.split("[")[0], int(row.architecture.split("=")[1].rstrip("]"))
         memories = load(name).to_dict()["memories"]
         memories[load(name).offchip]["bandwidth_bytes_per_cycle"] = value
-        costs = schedule(
-            dag, 4 if row.scheduler == "heft" else row.pes, row.scheduler, arch=load(name).replace(memories=memories)
-        ).costs
+        arch = load(name).replace(memories=memories)
+        heft = row.scheduler == "heft"
+        costs = cost_schedule(schedule(dag, 4 if heft else row.pes, row.scheduler, arch=arch if heft else None), arch)
         assert (row.makespan_cycles, row.energy_pj) == (costs.makespan_cycles, pytest.approx(costs.energy_total_pj))
     for name in ("eyeriss", "cgra"):
         slow, fast = (frame[frame["architecture"] == f"{name}[offchip.bandwidth_bytes_per_cycle={v}]"] for v in (4, 64))
@@ -184,7 +186,7 @@ def test_parameters_sweep_each_architecture(conv_seed, tmp_path):
     ],
 )
 def test_architecture_errors_come_first(options, message, monkeypatch):
-    from dcaccel.exploration import sweep
+    from dcaccel.exploration import evaluation as sweep
 
     monkeypatch.setattr(sweep, "build_dag", lambda *args: pytest.fail("a DAG was built"))
     with pytest.raises(DcaccelError) as raised:
@@ -193,7 +195,7 @@ def test_architecture_errors_come_first(options, message, monkeypatch):
 
 
 def test_one_label_one_description():
-    from dcaccel.exploration.sweep import architectures
+    from dcaccel.exploration.grid import architectures
 
     assert [arch.label for arch in architectures(["tpu", "tpu", load("tpu")])] == ["tpu"]
     with pytest.raises(DcaccelError, match="two different architectures are labelled 'tpu'"):

@@ -272,7 +272,7 @@ def load(name: str):
 def shape_choices(workload, shape: str) -> dict[str, str]:
     """Implementation choices lowering every op type of ``workload`` that has the MMM shape ``shape``
     (Conv, Gemm, MatMul) with it; the other ops keep their defaults."""
-    from dcaccel.exploration.sweep import default_implementations
+    from dcaccel.exploration.load import default_implementations
 
     return {op: shape for op, available in default_implementations(workload).items() if shape in available}
 

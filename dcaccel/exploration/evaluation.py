@@ -1,0 +1,145 @@
+"""What a sweep evaluates per assignment, wherever its executor runs it: the plain pipeline's points (lower
+or compose, extract, schedule, cost) and each partition's.
+"""
+
+import time
+import warnings
+from collections.abc import Sequence
+from dataclasses import asdict, dataclass, field, replace
+
+from dcaccel.architecture import DEFAULT as DEFAULT_ARCHITECTURE
+from dcaccel.architecture import Architecture
+from dcaccel.architecture import load as load_architecture
+from dcaccel.cost.proxy import CostModel
+from dcaccel.dag.extract import Granularity
+from dcaccel.dag.walk import without_cycle_collection
+from dcaccel.exploration.assignments import Assignment
+from dcaccel.exploration.dags import Harvest, LoweredDAG, build_dag
+from dcaccel.exploration.grid import Grid, partition_runs, point_keys
+from dcaccel.exploration.load import fingerprint, nodes_by_op_type
+from dcaccel.exploration.points import ExplorationPoint
+from dcaccel.exploration.reporting import warn_once
+from dcaccel.exploration.scheduling import schedule_points
+from dcaccel.exploration.study import NO_PARTITION
+from dcaccel.partitioning import Partition, partition
+from dcaccel.scheduler import HETEROGENEOUS
+
+DEFAULT_COST_MODEL = CostModel()
+
+
+@dataclass(frozen=True)
+class Sweep:
+    """What every assignment of one exploration is evaluated on: the grid, how the DAG is extracted,
+    the cost model and the architectures every point is costed on (distinct labels); ``strict`` refuses ops
+    without a canonical implementation (a failed assignment) instead of lowering them as opaque tasks.
+    Picklable: executors ship it to their workers."""
+
+    grid: Grid
+    granularity: Granularity
+    edge_volume: str
+    cost_model: CostModel
+    strict: bool = False
+    archs: tuple[Architecture, ...] = field(default_factory=lambda: (load_architecture(DEFAULT_ARCHITECTURE),))
+    compose: bool = True  # compose DAGs from fragments where that applies (build_dag)
+    covers: tuple[Assignment, ...] = ()  # lowered first for their fragments (build_dag)
+    harvested: Harvest | None = None  # the fragments of the sweep's process, for its workers (harvest)
+
+    @property
+    def label(self) -> str:
+        """The granularity as the ``granularity`` column writes it (``task``, ``coarse``, ``tiles=T``)."""
+        granularity = self.granularity
+        return f"tiles={granularity.tiles}" if granularity.mode == "tiles" else granularity.mode
+
+    def points(self, workload, assignment: Assignment) -> list[ExplorationPoint]:
+        """Lower ``workload`` under ``assignment``, extract its DAG and schedule every point of the grid;
+        then each partition of :func:`partition_runs` (``dcaccel.partition`` with the assignment as its
+        choices; ``lower_seconds`` is the whole partition's time), scheduled with HEFT on its architecture
+        plus the link units, at every on-chip size.
+
+        Python's cycle collector is paused meanwhile (as in :func:`_lower`): the collections that
+        lowering's allocations trigger rescan every live object of the sweep (the workload, cached
+        expansions, fragments), about a third of the lowering time on ResNet-18. The cyclic garbage of
+        one assignment is collected after it, so a sweep's peak memory is higher (ResNet-18 per op
+        type: 1.5 GB instead of 1.15 GB)."""
+        with without_cycle_collection():
+            return self._points(workload, assignment)
+
+    def _points(self, workload, assignment: Assignment) -> list[ExplorationPoint]:
+        found = []
+        if NO_PARTITION in self.grid.partition_policies:
+            built = build_dag(
+                workload,
+                assignment,
+                self.granularity,
+                self.edge_volume,
+                self.strict,
+                self.compose,
+                self.covers,
+                self.harvested,
+            )
+            found += schedule_points(workload.name, built, self.grid, self.label, self.cost_model, self.archs)
+        for policy, arch, pes in partition_runs(self.grid, self.archs):
+            start = time.perf_counter()
+            with warnings.catch_warnings(record=True) as caught:
+                warnings.simplefilter("always")
+                split = partition(
+                    workload,
+                    arch,
+                    policy,
+                    choices=assignment.as_dict(),
+                    pes=pes,
+                    min_nodes=self.grid.min_nodes,
+                    min_work_share=self.grid.min_work_share,
+                    granularity=self.granularity,
+                    edge_volume=self.edge_volume,
+                    objective=self.grid.partition_objective,
+                )
+            warn_once(workload.name, caught)
+            label = str(assignment.lowered(_placed_implementations(split, assignment), nodes_by_op_type(workload)))
+            built = LoweredDAG(assignment, label, split.dag, time.perf_counter() - start, 0.0)
+            grid = replace(self.grid, pes=(pes,), schedulers=(HETEROGENEOUS,))
+            found += schedule_points(workload.name, built, grid, self.label, self.cost_model, (split.costed,), split)
+        return found
+
+    def settings(self, workload) -> dict[str, object]:
+        """What a result file must share to be resumed by this sweep on ``workload``: the options not in
+        a point's key, the description behind each ``architecture`` label, and the workload's fingerprint
+        (:func:`fingerprint`). A file resumed with other architectures gains their points; a label whose
+        description changed is refused."""
+        return {
+            "edge_volume": self.edge_volume,
+            "partitioning": self.grid.partitioning,
+            "partition options": {
+                "min_nodes": self.grid.min_nodes,
+                "min_work_share": self.grid.min_work_share,
+                "objective": self.grid.partition_objective,
+            },
+            "cost_model": asdict(self.cost_model),
+            **{f"architecture {arch.label}": arch.to_dict() for arch in self.archs},
+            **fingerprint(workload),
+        }
+
+    def complete(self, stored: Sequence[ExplorationPoint]) -> list[ExplorationPoint] | None:
+        """The points of the grid among ``stored`` (one assignment's), in the order :func:`schedule_points`
+        yields them; None when one is missing."""
+        by_key = {
+            (point.pes, point.scheduler, point.architecture, point.onchip_memory, point.partition_policy): point
+            for point in stored
+        }
+        wanted = point_keys(self.grid, self.archs)
+        if not all(key in by_key for key in wanted):
+            return None
+        return [by_key[key] for key in wanted]
+
+
+def _placed_implementations(split: Partition, assignment: Assignment) -> dict[str, str]:
+    """The implementation per node of ``split``'s lowering, a node kept on the host written ``NAME@HOST``
+    with NAME the one ``assignment`` asked for (its host task is costed with that lowering's MACs, see
+    :func:`dcaccel.partition`), so that two assignments never share a label."""
+    choices = assignment.as_dict()
+    implementations = dict(split.lowered.implementations)
+    for node in split.nodes:
+        asked = choices.get(node.name, choices.get(node.op))
+        if not node.offloaded and asked is not None:
+            implementations[node.name] = f"{asked}@{split.host}"
+    return implementations
