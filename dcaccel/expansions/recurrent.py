@@ -45,17 +45,19 @@ from dcaccel.expansions.registry import Implementation
 
 @dataclass(frozen=True)
 class Cell:
-    """A recurrent op: its gates (in the order of W's rows) and its default activations of one direction."""
+    """A recurrent op: its gates (in the order of W's rows), its default activations of one direction and, per
+    gate, which of them it applies."""
 
     op: str
     gates: tuple[str, ...]
     activations: tuple[str, ...]
+    applies: tuple[int, ...]
 
 
 CELLS = {
-    "LSTM": Cell("LSTM", ("i", "o", "f", "c"), ("Sigmoid", "Tanh", "Tanh")),
-    "GRU": Cell("GRU", ("z", "r", "h"), ("Sigmoid", "Tanh")),
-    "RNN": Cell("RNN", ("h",), ("Tanh",)),
+    "LSTM": Cell("LSTM", ("i", "o", "f", "c"), ("Sigmoid", "Tanh", "Tanh"), (0, 0, 0, 1)),
+    "GRU": Cell("GRU", ("z", "r", "h"), ("Sigmoid", "Tanh"), (0, 0, 1)),
+    "RNN": Cell("RNN", ("h",), ("Tanh",), (0,)),
 }
 
 ACTIVATION_PARAMETERS = {"LeakyRelu": ((0.01,), ()), "HardSigmoid": ((0.2,), (0.5,))}
@@ -178,23 +180,12 @@ class State:
         return f"{self.container}[{self.lead}__b, __j]"
 
 
-@dataclass
-class Terms:
-    """The memlets a gate task reads (tasklet operand -> memlet), the terms summed into each gate's
-    pre-activation and, of a gate whose recurrent part is scaled (GRU's h with ``linear_before_reset``),
-    the terms of that part."""
-
-    memlets: dict
-    sums: dict
-    recurrent: dict
-
-    def add(self, gate: str, operand: str, memlet: Memlet, recurrent: bool = False) -> None:
-        self.memlets[operand] = memlet
-        (self.recurrent if recurrent else self.sums).setdefault(gate, []).append(operand)
-
-
 class RecurrentBuilder:
-    """The nested SDFG of one recurrent node, built direction by direction and step by step."""
+    """The nested SDFG of one recurrent node, built direction by direction and step by step.
+
+    Every task of a step is a flat map over batch × H that reads each of its inputs once per iteration (the
+    contract's equal in-volumes): one task per gate, then the state updates.
+    """
 
     def __init__(self, steps: ExpansionBuilder, spec: Recurrence, implementation: str):
         self.steps = steps
@@ -203,11 +194,12 @@ class RecurrentBuilder:
         self.shape = MMM.implementations[implementation]
         self.T = f"dace.{spec.dtype.to_string()}"
         self.present = set(steps.sdfg.arrays)
+        self.bias: str | None = None  # the summed biases of the direction being built (G·H)
 
     # -- the pieces of a step
     def product(self, label: str, a: Memlet, b: Memlet, shape: tuple, reason: BufferReason | None = None) -> str:
         """A new transient of ``shape`` = ``a`` · ``b``, one MMM node of the chosen shape labelled ``label``; marked
-        for ``reason``, else from the order the shape produces it in (the gate task reads it row by row)."""
+        for ``reason``, else from the order the shape produces it in (the gate tasks read it row by row)."""
         reason = reason or buffer_reason_between(self.shape.produces, Order.ROW)
         product = self.steps.transient(label, shape, self.spec.dtype, reason)
         mmm = add_mmm(self.steps, self.implementation, a, b, Memlet(data=product, subset=whole(shape)))
@@ -223,71 +215,103 @@ class RecurrentBuilder:
             (self.spec.batch, columns),
         )
 
-    def new_state(self, name: str, reason: BufferReason | None) -> State:
-        """A new batch × H state transient marked ``reason`` (written row by row by a gate task)."""
+    def new_state(self, name: str, reason: BufferReason | None = None) -> State:
+        """A new batch × H transient marked ``reason`` (written row by row by a task of a step)."""
         spec = self.spec
-        return State(
-            self.steps.transient(name, (spec.batch, spec.hidden), spec.dtype, reason), "", spec.batch, spec.hidden
-        )
+        container = self.steps.transient(name, (spec.batch, spec.hidden), spec.dtype, reason)
+        return State(container, "", spec.batch, spec.hidden)
 
     @property
     def product_operand(self) -> BufferReason | None:
         """The mark of a state read by the next hidden product alone: from the order the shape consumes its A."""
         return buffer_reason_between(Order.ROW, self.shape.consumes_a)
 
-    def gate_terms(self, d: int, t: int, xw: str, products: dict[str, tuple[str, int]], gates) -> Terms:
-        """The terms of ``gates``: the input product at step ``t``, the hidden products (gate -> container and the
-        column its gate starts at) and both biases; the recurrent part of GRU's h kept apart with
-        ``linear_before_reset``."""
-        H, cell = self.spec.hidden, self.spec.cell
-        terms = Terms({}, {}, {})
-        for gate in gates:
-            g = cell.gates.index(gate)
-            apart = cell.op == "GRU" and gate == "h" and self.spec.linear_before_reset
-            terms.add(gate, f"x_{gate}", Memlet(f"{xw}[{t}, __b, {g * H} + __j]"))
-            if gate in products:
-                container, start = products[gate]
-                terms.add(gate, f"hr_{gate}", Memlet(f"{container}[__b, {start} + __j]"), apart)
-            if "B" in self.present:
-                terms.add(gate, f"wb_{gate}", Memlet(f"B[{d}, {g * H} + __j]"))
-                terms.add(gate, f"rb_{gate}", Memlet(f"B[{d}, {(len(cell.gates) + g) * H} + __j]"), apart)
-        return terms
+    def task(self, label: str, inputs: dict[str, Memlet], code: str, outputs: dict[str, Memlet]) -> None:
+        """A flat map over batch × H around ``code``."""
+        ranges = {"__b": f"0:{self.spec.batch}", "__j": f"0:{self.spec.hidden}"}
+        self.steps.flat_map(label, ranges, inputs, code, outputs)
 
-    def preactivation(self, terms: Terms, gate: str, extra: str = "") -> str:
-        """Code assigning gate ``gate``'s pre-activation (its terms and ``extra``, clipped) to ``p_<gate>``."""
-        parts = terms.sums.get(gate, []) + ([extra] if extra else [])
-        code = f"p_{gate} = {' + '.join(parts) if parts else literal(0, self.spec.dtype)}\n"
+    def clipped(self, terms: list[str]) -> str:
+        """Code assigning the sum of ``terms``, clipped to [-clip, clip] with a ``clip``, to ``p``."""
+        code = f"p = {' + '.join(terms)}\n"
         if self.spec.clip is not None:
             high, low = literal(self.spec.clip, self.spec.dtype), literal(-self.spec.clip, self.spec.dtype)
-            code += f"p_{gate} = {high} if p_{gate} > {high} else ({low} if p_{gate} < {low} else p_{gate})\n"
+            code += f"p = {high} if p > {high} else ({low} if p < {low} else p)\n"
         return code
 
-    def gate_task(self, d: int, t: int, terms: Terms, code: str, outputs: dict[str, tuple[str, Memlet]]) -> None:
-        """The gate task of step ``t``: ``code``, then every output (connector -> value, memlet)."""
-        code += "".join(f"{key} = {value}\n" for key, (value, _) in outputs.items())
-        self.steps.flat_map(
-            f"cell_d{d}_t{t}",
-            {"__b": f"0:{self.spec.batch}", "__j": f"0:{self.spec.hidden}"},
-            terms.memlets,
-            code,
-            {key: memlet for key, (_, memlet) in outputs.items()},
-        )
+    def gate(
+        self,
+        d: int,
+        t: int,
+        gate: str,
+        xw: str,
+        products: dict[str, tuple[str, int]],
+        extra: dict[str, Memlet] | None = None,
+        extra_term: str = "",
+    ) -> State:
+        """The task of gate ``gate`` at step ``t``: its activation of the clipped sum of the input product, the
+        hidden product (``products``: gate -> container and the column the gate starts at), the biases and
+        ``extra_term`` (over the inputs ``extra``), into a new transient."""
+        H, cell = self.spec.hidden, self.spec.cell
+        g = cell.gates.index(gate)
+        inputs = {"x": Memlet(f"{xw}[{t}, __b, {g * H} + __j]")}
+        if gate in products:
+            container, start = products[gate]
+            inputs["hr"] = Memlet(f"{container}[__b, {start} + __j]")
+        if self.bias is not None:
+            inputs["bias"] = Memlet(f"{self.bias}[{g * H} + __j]")
+        terms = list(inputs) + ([extra_term] if extra_term else [])
+        activation = self.spec.activations[d][cell.applies[g]]
+        code = self.clipped(terms) + f"out = {activation.expression('p', self.T)}"
+        result = self.new_state(f"{gate}_d{d}_t{t}")
+        self.task(f"gate_{gate}_d{d}_t{t}", inputs | (extra or {}), code, {"out": Memlet(result.element)})
+        return result
 
-    def program_outputs(self, d: int, t: int, last: bool, hidden: str, cell: str | None = None) -> dict:
-        """The outputs of a gate task to ``Y[t]`` and, at the last step, to ``Y_h`` / ``Y_c`` (connected ones)."""
-        outputs = {}
-        if "Y" in self.present:
-            outputs["y"] = (hidden, Memlet(f"Y[{t}, {d}, __b, __j]"))
-        if last and "Y_h" in self.present:
-            outputs["last_h"] = (hidden, Memlet(f"Y_h[{d}, __b, __j]"))
-        if last and cell is not None and "Y_c" in self.present:
-            outputs["last_c"] = (cell, Memlet(f"Y_c[{d}, __b, __j]"))
-        return outputs
+    def program_outputs(self, d: int, t: int, last: bool, *outputs: str) -> dict[str, Memlet]:
+        """The memlets writing ``Y[t]`` (``"Y"``) and, at the last step, ``Y_h`` / ``Y_c``, of those connected."""
+        memlets = {}
+        if "Y" in outputs and "Y" in self.present:
+            memlets["y"] = Memlet(f"Y[{t}, {d}, __b, __j]")
+        for name in ("Y_h", "Y_c"):
+            if last and name in outputs and name in self.present:
+                memlets[name.lower()] = Memlet(f"{name}[{d}, __b, __j]")
+        return memlets
+
+    def write(self, label: str, inputs: dict[str, Memlet], value: str, outputs: dict[str, Memlet]) -> None:
+        """A task computing ``value`` (code assigning ``v``) into every one of ``outputs``."""
+        self.task(label, inputs, value + "".join(f"\n{key} = v" for key in outputs), outputs)
 
     # -- a direction
+    def biases(self, d: int) -> None:
+        """The summed biases Wb + Rb of direction ``d`` (one task; GRU's h gate with ``linear_before_reset``
+        takes Wb alone, in a task of its own: its Rb is added before the reset gate scales it)."""
+        if "B" not in self.present:
+            self.bias = None
+            return
+        spec, width = self.spec, self.spec.width
+        self.bias = self.steps.transient(f"bias_d{d}", (width,), spec.dtype, BufferReason.REUSE)
+        summed = 2 * spec.hidden if spec.cell.op == "GRU" and spec.linear_before_reset else width
+        self.steps.flat_map(
+            f"bias_d{d}",
+            {"__c": f"0:{summed}"},
+            {"wb": Memlet(f"B[{d}, __c]"), "rb": Memlet(f"B[{d}, {width} + __c]")},
+            "out = wb + rb",
+            {"out": Memlet(f"{self.bias}[__c]")},
+        )
+        if summed < width:
+            self.steps.flat_map(
+                f"bias_h_d{d}",
+                {"__c": f"{summed}:{width}"},
+                {"wb": Memlet(f"B[{d}, __c]")},
+                "out = wb",
+                {"out": Memlet(f"{self.bias}[__c]")},
+            )
+
     def direction(self, d: int, w_t: str, r_t: str | None) -> None:
-        """Every step of direction ``d``: the input product, then per step the hidden product(s) and gates."""
+        """Every step of direction ``d``: the biases, the input product, then per step the hidden product(s),
+        the gates and the state updates."""
         spec, B, H = self.spec, self.spec.batch, self.spec.hidden
+        self.biases(d)
         xw = self.product(
             f"input_d{d}",
             Memlet(f"X[0:{spec.steps}, 0:{B}, 0:{spec.inputs}]"),
@@ -303,89 +327,113 @@ class RecurrentBuilder:
             hidden, cell = step(d, t, xw, r_t, hidden, cell, s == spec.steps - 1)
 
     def lstm_step(self, d, t, xw, r_t, hidden: State | None, cell: State | None, last: bool):
-        spec, T = self.spec, self.T
-        act_f, act_g, act_h = spec.activations[d]
+        """i, f (1 - i with ``input_forget``), c gates; the cell state C = f ⊙ C' + i ⊙ c; the o gate; then
+        H = o ⊙ h(C). A peephole adds P ⊙ C' to i and f, P ⊙ C to o."""
+        spec, H = self.spec, self.spec.hidden
         products = {}
         if hidden is not None:
             hr = self.hidden_product(d, t, hidden, r_t, 0, spec.width, "hidden")
-            products = {g: (hr, k * spec.hidden) for k, g in enumerate(spec.cell.gates)}
-        terms = self.gate_terms(d, t, xw, products, spec.cell.gates)
-        peepholes = {}
-        if "P" in self.present:
-            used = ("i", "f", "o") if cell is not None else ("o",)
-            for k, gate in enumerate(("i", "o", "f")):
-                if gate in used:
-                    terms.memlets[f"p_{gate}_peep"] = Memlet(f"P[{d}, {k * spec.hidden} + __j]")
-                    peepholes[gate] = f"p_{gate}_peep * " + ("c_new" if gate == "o" else "c_prev")
+            products = {g: (hr, k * H) for k, g in enumerate(spec.cell.gates)}
+
+        def peephole(gate: str, state: State | None) -> dict:
+            if "P" not in self.present or state is None:
+                return {}
+            k = ("i", "o", "f").index(gate)
+            return {"peep": Memlet(f"P[{d}, {k * H} + __j]"), "state": Memlet(state.element)}
+
+        def gate(name: str, state: State | None = None) -> State:
+            extra = peephole(name, state)
+            return self.gate(d, t, name, xw, products, extra, "peep * state" if extra else "")
+
+        i = gate("i", cell)
+        f = None  # unused without a previous cell state
+        if cell is not None and spec.input_forget:
+            f = self.new_state(f"f_d{d}_t{t}")
+            self.task(
+                f"gate_f_d{d}_t{t}", {"i": Memlet(i.element)}, f"out = {self.T}(1) - i", {"out": Memlet(f.element)}
+            )
+        elif cell is not None:
+            f = gate("f", cell)
+        c = gate("c")
+        inputs = {"i": Memlet(i.element), "c": Memlet(c.element)}
+        value = "v = i * c"
         if cell is not None:
-            terms.memlets["c_prev"] = Memlet(cell.element)
-        code = self.preactivation(terms, "i", peepholes.get("i", "")) + f"g_i = {act_f.expression('p_i', T)}\n"
-        if spec.input_forget:
-            code += f"g_f = {T}(1) - g_i\n"
-        else:
-            code += self.preactivation(terms, "f", peepholes.get("f", "")) + f"g_f = {act_f.expression('p_f', T)}\n"
-        code += self.preactivation(terms, "c") + f"g_c = {act_g.expression('p_c', T)}\n"
-        code += "c_new = g_f * c_prev + g_i * g_c\n" if cell is not None else "c_new = g_i * g_c\n"
-        code += self.preactivation(terms, "o", peepholes.get("o", "")) + f"g_o = {act_f.expression('p_o', T)}\n"
-        code += f"h_new = g_o * {act_h.expression('c_new', T)}\n"
-        outputs = self.program_outputs(d, t, last, "h_new", "c_new")
+            inputs |= {"f": Memlet(f.element), "state": Memlet(cell.element)}
+            value = "v = f * state + i * c"
+        new_cell = self.new_state(f"cell_d{d}_t{t}")
+        self.write(
+            f"cell_d{d}_t{t}",
+            inputs,
+            value,
+            {"out": Memlet(new_cell.element)} | self.program_outputs(d, t, last, "Y_c"),
+        )
+        outputs = self.program_outputs(d, t, last, "Y", "Y_h")
         if not last:
             hidden = self.new_state(f"h_d{d}_t{t}", self.product_operand)
-            cell = self.new_state(f"c_d{d}_t{t}", None)
-            outputs |= {"h_out": ("h_new", Memlet(hidden.element)), "c_out": ("c_new", Memlet(cell.element))}
-        self.gate_task(d, t, terms, code, outputs)
-        return hidden, cell
+            outputs["out"] = Memlet(hidden.element)
+        if outputs:
+            o = gate("o", new_cell)
+            h = spec.activations[d][2].expression("state", self.T)
+            self.write(
+                f"state_d{d}_t{t}",
+                {"o": Memlet(o.element), "state": Memlet(new_cell.element)},
+                f"v = o * {h}",
+                outputs,
+            )
+        return hidden, new_cell
 
     def gru_step(self, d, t, xw, r_t, hidden: State | None, cell, last: bool):
+        """z, r gates; the h gate (with ``linear_before_reset`` g(x + Wb + r ⊙ (H'·Rᵀ + Rb)), else of the
+        product of r ⊙ H' with R_hᵀ); then H = (1 - z) ⊙ h + z ⊙ H'."""
         spec, T, H = self.spec, self.T, self.spec.hidden
-        act_f, act_g = spec.activations[d]
-        products = {}
+        products, extra, term = {}, {}, ""
         if hidden is not None and spec.linear_before_reset:
             hr = self.hidden_product(d, t, hidden, r_t, 0, spec.width, "hidden")
-            products = {g: (hr, k * H) for k, g in enumerate(spec.cell.gates)}
+            products = {"z": (hr, 0), "r": (hr, H)}
+            extra = {"hr_h": Memlet(f"{hr}[__b, {2 * H} + __j]")}
         elif hidden is not None:
             hr = self.hidden_product(d, t, hidden, r_t, 0, 2 * H, "hidden_zr")
             products = {"z": (hr, 0), "r": (hr, H)}
-            reset_terms = self.gate_terms(d, t, xw, products, ("r",))
-            reset_terms.memlets["h_prev"] = Memlet(hidden.element)
+            r = self.gate(d, t, "r", xw, products)
             reset = self.new_state(f"reset_d{d}_t{t}", self.product_operand)
-            self.steps.flat_map(
+            self.task(
                 f"reset_d{d}_t{t}",
-                {"__b": f"0:{spec.batch}", "__j": f"0:{H}"},
-                reset_terms.memlets,
-                self.preactivation(reset_terms, "r") + f"rh = {act_f.expression('p_r', T)} * h_prev",
-                {"rh": Memlet(reset.element)},
+                {"r": Memlet(r.element), "state": Memlet(hidden.element)},
+                "out = r * state",
+                {"out": Memlet(reset.element)},
             )
             products["h"] = (self.hidden_product(d, t, reset, r_t, 2 * H, H, "hidden_h"), 0)
-        terms = self.gate_terms(d, t, xw, products, spec.cell.gates)
+        z = self.gate(d, t, "z", xw, products)
+        if spec.linear_before_reset and ("B" in self.present or hidden is not None):
+            if "B" in self.present:
+                extra["rb_h"] = Memlet(f"B[{d}, {5 * H} + __j]")
+            extra["r"] = Memlet(self.gate(d, t, "r", xw, products).element)
+            term = f"r * ({' + '.join(k for k in extra if k != 'r')})"
+        h = self.gate(d, t, "h", xw, products, extra, term)
+        inputs = {"z": Memlet(z.element), "h": Memlet(h.element)}
+        value = f"v = ({T}(1) - z) * h"
         if hidden is not None:
-            terms.memlets["h_prev"] = Memlet(hidden.element)
-        code = self.preactivation(terms, "z") + f"g_z = {act_f.expression('p_z', T)}\n"
-        scaled = ""
-        if terms.recurrent.get("h"):
-            code += self.preactivation(terms, "r") + f"g_r = {act_f.expression('p_r', T)}\n"
-            scaled = f"g_r * ({' + '.join(terms.recurrent['h'])})"
-        code += self.preactivation(terms, "h", scaled) + f"g_h = {act_g.expression('p_h', T)}\n"
-        code += f"h_new = ({T}(1) - g_z) * g_h" + (" + g_z * h_prev\n" if hidden is not None else "\n")
-        outputs = self.program_outputs(d, t, last, "h_new")
-        if not last:  # read by the next hidden product(s), the next gate task (and reset task)
+            inputs["state"] = Memlet(hidden.element)
+            value += " + z * state"
+        outputs = self.program_outputs(d, t, last, "Y", "Y_h")
+        if not last:  # read by the next hidden product(s) and the next state update (and reset task)
             hidden = self.new_state(f"h_d{d}_t{t}", BufferReason.REUSE)
-            outputs["h_out"] = ("h_new", Memlet(hidden.element))
-        self.gate_task(d, t, terms, code, outputs)
+            outputs["out"] = Memlet(hidden.element)
+        self.write(f"state_d{d}_t{t}", inputs, value, outputs)
         return hidden, None
 
     def rnn_step(self, d, t, xw, r_t, hidden: State | None, cell, last: bool):
-        spec, T = self.spec, self.T
+        """H = f(X·Wᵀ + H'·Rᵀ + Wb + Rb): one gate task writing the state."""
+        spec = self.spec
         products = {}
         if hidden is not None:
             products = {"h": (self.hidden_product(d, t, hidden, r_t, 0, spec.width, "hidden"), 0)}
-        terms = self.gate_terms(d, t, xw, products, ("h",))
-        code = self.preactivation(terms, "h") + f"h_new = {spec.activations[d][0].expression('p_h', T)}\n"
-        outputs = self.program_outputs(d, t, last, "h_new")
+        h = self.gate(d, t, "h", xw, products)
+        outputs = self.program_outputs(d, t, last, "Y", "Y_h")
         if not last:
             hidden = self.new_state(f"h_d{d}_t{t}", self.product_operand)
-            outputs["h_out"] = ("h_new", Memlet(hidden.element))
-        self.gate_task(d, t, terms, code, outputs)
+            outputs["out"] = Memlet(hidden.element)
+        self.write(f"state_d{d}_t{t}", {"h": Memlet(h.element)}, "v = h", outputs)
         return hidden, None
 
 

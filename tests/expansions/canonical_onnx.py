@@ -56,7 +56,7 @@ def build_model(cases: Sequence[OpCase], opset: int = OPSET) -> onnx.ModelProto:
         elem = helper.np_dtype_to_tensor_dtype(np.dtype(case.dtype))
         inputs += [helper.make_tensor_value_info(case.tensor(n), elem, shape) for n, shape in case.inputs.items()]
         initializers += [onnx.numpy_helper.from_array(np.asarray(v), case.tensor(n)) for n, v in case.constants.items()]
-        outputs += [onnx.ValueInfoProto(name=case.tensor(n)) for n in case.outputs]
+        outputs += [onnx.ValueInfoProto(name=case.tensor(n)) for n in case.outputs if n]  # "": absent
     graph = helper.make_graph(nodes, "cases", inputs, outputs, initializers)
     model = helper.make_model(graph, opset_imports=[helper.make_opsetid("", opset)], ir_version=IR_VERSION)
     inferred = onnx.shape_inference.infer_shapes(model, strict_mode=True)
