@@ -32,6 +32,7 @@ from dataclasses import astuple, dataclass, fields
 
 import dcaccel
 from dcaccel.architecture import load as load_architecture
+from dcaccel.cost.schedule import CostCache, cost_schedule
 from dcaccel.dag import TaskDAG
 from dcaccel.dag import generators as gen
 from dcaccel.dag.extract import extract
@@ -110,6 +111,7 @@ def _run_workload(args: argparse.Namespace, queue: multiprocessing.Queue) -> Non
     dag = extract(lowered)
     extracted_at = time.perf_counter()
     graph = CanonicalGraph.from_dag(dag)
+    cache = CostCache(graph)
     rows = []
     for pes in args.pes:
         for scheduler in args.schedulers:
@@ -118,7 +120,7 @@ def _run_workload(args: argparse.Namespace, queue: multiprocessing.Queue) -> Non
             placed = time.perf_counter()
             io = result.io_at(onchip)
             costed = time.perf_counter()
-            costs = result.cost_on(arch, onchip)
+            costs = cost_schedule(result, arch, onchip, cache=cache, validate=False)
             done = time.perf_counter()
             rows.append(
                 WorkloadRow(args.workload, arch.label, scheduler, pes, len(dag.tasks), lowered_at - start,

@@ -9,7 +9,8 @@ transfers cost (``docs/partitioning.md``).
 2. **Extract and place** (:mod:`dcaccel.dag.placement`): the TaskDAG gets ``meta["unit"]`` on every task
    and a transfer task on every edge between the host and an accelerator kind.
 3. **Schedule and cost**: the heterogeneous list scheduler (``heft``) runs the placed DAG on the
-   architecture plus one unit kind per host↔accelerator link (:mod:`dcaccel.architecture.links`).
+   architecture plus one unit kind per host↔accelerator link (:mod:`dcaccel.architecture.links`), and
+   :func:`dcaccel.cost.schedule.cost_schedule` costs that schedule there.
 
 The ``cost`` policy keeps a region on the host when the makespan on the architecture, in cycles, of the
 program lowered and placed that way is lower with it there, region after region in program order (one more
@@ -28,12 +29,13 @@ from tqdm import tqdm
 from dcaccel.architecture import Architecture
 from dcaccel.architecture import load as load_architecture
 from dcaccel.architecture.links import host_of, link_units
+from dcaccel.cost.schedule import ArchitectureCosts, cost_schedule
 from dcaccel.dag import extract
 from dcaccel.dag.arithmetic import ELEMENTS, task_arithmetic
 from dcaccel.dag.metrics import task_costs
 from dcaccel.dag.placement import place, transfer_tasks
 from dcaccel.errors import DcaccelError
-from dcaccel.scheduler import schedule
+from dcaccel.scheduler import Schedule, schedule
 from dcaccel.transforms.lower import LoweredWorkload
 from dcaccel.transforms.offload import annotations_of, check_policy, lower_partitioned, regions_of, too_small
 
@@ -80,7 +82,8 @@ class Partition:
     regions: list[Region]
     lowered: LoweredWorkload = field(repr=False)
     dag: Any = field(repr=False)  # the placed TaskDAG
-    schedule: Any = field(repr=False)  # its Schedule, costs on ``costed``
+    schedule: Schedule = field(repr=False)  # its heterogeneous schedule on ``costed``
+    costs: ArchitectureCosts = field(repr=False)  # what that schedule costs there
     costed: Architecture = field(repr=False)  # the architecture plus one unit per host↔accelerator link
     links: dict[str, tuple[str, str]] = field(default_factory=dict)  # link unit -> (host, accelerator kind)
     objective: str = "makespan"  # what the cost policy minimised
@@ -105,17 +108,17 @@ class Partition:
     @property
     def makespan(self) -> int:
         """The end-to-end makespan on the architecture, in cycles of its clock."""
-        return self.schedule.costs.makespan_cycles
+        return self.costs.makespan_cycles
 
     @property
     def energy_pj(self) -> float:
-        return self.schedule.costs.energy_total_pj
+        return self.costs.energy_total_pj
 
     @property
     def energy_split_pj(self) -> dict[str, float]:
         """Energy of the host (its compute and its links to memories), the links between host and
         accelerator (the transfers), and the accelerator (everything else: its units, memories, links)."""
-        return energy_split(self.schedule.costs.energy_pj, self.host, self.links)
+        return self.costs.energy_split(self.links)
 
     def summary(self) -> dict:
         """The partition as one JSON-ready object."""
@@ -132,25 +135,10 @@ class Partition:
             "transfer_tasks": len(self.transfer_tasks),
             "transfer_volume": self.transfer_volume,
             "makespan": self.makespan,
-            "makespan_us": self.schedule.costs.makespan_seconds * 1e6,
+            "makespan_us": self.costs.makespan_seconds * 1e6,
             "energy_pj": self.energy_pj,
             "energy_split_pj": self.energy_split_pj,
         }
-
-
-def energy_split(energy_pj: Mapping[str, float], host: str | None, links: Mapping[str, object]) -> dict[str, float]:
-    """An energy by component (a schedule's ``costs.energy_pj``) split into ``host`` (the host unit kind and
-    its links to memories), ``link`` (the host↔accelerator link units ``links``) and ``accelerator``
-    (everything else)."""
-    split = {"host": 0.0, "accelerator": 0.0, "link": 0.0}
-    for component, energy in energy_pj.items():
-        if component in links:
-            split["link"] += energy
-        elif host is not None and host in (component, *component.split("-")):
-            split["host"] += energy
-        else:
-            split["accelerator"] += energy
-    return split
 
 
 def _share(pairs: list[tuple[bool, int]]) -> float:
@@ -208,7 +196,8 @@ def partition(
 
     def run(dag, target):
         placed = place(dag, target, host, by_pair)
-        return placed, schedule(placed, pes, "heft", arch=costed)
+        scheduled = schedule(placed, pes, "heft", arch=costed)
+        return placed, scheduled, cost_schedule(scheduled, costed)
 
     unsupported = set(annotations) - supported
     lowered, dag, target = build(unsupported)
@@ -217,7 +206,7 @@ def partition(
     if policy == "min-region" and host is not None:
         kept = too_small(groups, {name: w for name, (w, _) in work.items()}, min_nodes, min_work_share)
     elif policy == "cost" and host is not None:
-        best = _objective(run(dag, target)[1].costs, objective)
+        best = _objective(run(dag, target)[2], objective)
         tried = tqdm(
             range(len(groups)),
             desc=f"partition {workload.name}",
@@ -228,7 +217,7 @@ def partition(
         for index in tried:
             on_host = unsupported | {name for i in [*kept, index] for name in groups[i]}
             _, trial_dag, trial_target = build(on_host)
-            value = _objective(run(trial_dag, trial_target)[1].costs, objective)
+            value = _objective(run(trial_dag, trial_target)[2], objective)
             if value < best:
                 shown = f"{_shown(value)} vs {_shown(best)} {UNITS[objective]}"
                 kept[index] = f"region cheaper on the host ({shown} offloaded)"
@@ -236,7 +225,7 @@ def partition(
     if kept:
         lowered, dag, target = build(unsupported | {name for index in kept for name in groups[index]})
         work = _node_figures(dag, task_costs(dag))
-    placed, scheduled = run(dag, target)
+    placed, scheduled, costs = run(dag, target)
     regions = [
         Region(
             index,
@@ -269,7 +258,19 @@ def partition(
             )
         )
     return Partition(
-        workload.name, arch.name, policy, host, nodes, regions, lowered, placed, scheduled, costed, links, objective
+        workload.name,
+        arch.name,
+        policy,
+        host,
+        nodes,
+        regions,
+        lowered,
+        placed,
+        scheduled,
+        costs,
+        costed,
+        links,
+        objective,
     )
 
 

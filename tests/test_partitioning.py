@@ -22,7 +22,7 @@ def test_a_host_conv_costs_its_macs_on_the_host():
     (conv,) = [v for v in result.dag.tasks if result.dag.node(v).meta.get("node") == "conv_out"]
     meta = result.dag.node(conv).meta
     assert (meta["opaque"], meta["unit"], meta[MACS], meta[OPS]) == (True, "cpu", 14_700, 0)
-    assert result.schedule.costs.run_cycles[conv] == 14_700 * 4
+    assert result.costs.run_cycles[conv] == 14_700 * 4
     assert {n.name: n.macs for n in result.nodes if n.op == "Conv"} == {"conv_in": 4 * 256 * 18, "conv_out": 14_700}
 
 

@@ -1,7 +1,8 @@
 """``dcaccel schedule DAG.json --pes P``: schedule a task DAG file and report makespan, bounds and I/O.
 
 ``--onchip`` is the on-chip memory per block in elements, as in ``dcaccel explore`` (the model
-counts elements). ``--arch`` also costs the schedule on an accelerator description; with it,
+counts elements; 0 with ``--arch``: the description's on-chip capacity). ``--arch`` also costs the
+schedule on an accelerator description (:func:`dcaccel.cost.schedule.cost_schedule`); with it,
 ``--scheduler heft`` places the tasks on the description's unit kinds (HEFT, its PEs are the
 units). Every argument is checked before the DAG is read.
 """
@@ -15,6 +16,7 @@ import sys
 from dcaccel.architecture import load as load_architecture
 from dcaccel.cli.arch import costs_lines
 from dcaccel.cli.arguments import bounded_int, check_output
+from dcaccel.cost.schedule import cost_schedule
 from dcaccel.dag.taskdag import TaskDAG
 from dcaccel.errors import DcaccelError
 from dcaccel.scheduler import HETEROGENEOUS, PARTITIONINGS, SCHEDULERS, schedule
@@ -60,12 +62,16 @@ def run(args: argparse.Namespace) -> int:
         raise DcaccelError(f"--scheduler {HETEROGENEOUS} places tasks on an architecture's units: give --arch")
     arch = None if args.arch is None else load_architecture(args.arch)
     dag = TaskDAG.from_json(args.dag)
-    result = schedule(dag, args.pes, args.scheduler, args.partitioning, onchip=args.onchip, arch=arch)
+    onchip = args.onchip or (0 if arch is None else arch.onchip_capacity_elements)
+    placed_on = arch if args.scheduler == HETEROGENEOUS else None
+    result = schedule(dag, args.pes, args.scheduler, args.partitioning, onchip=onchip, arch=placed_on)
     if args.gantt:
         from dcaccel.scheduler.gantt import save_gantt
 
         save_gantt(result, args.gantt)
     summary = result.summary()
+    if arch is not None:
+        summary["architecture"] = cost_schedule(result, arch).summary()
     if args.json:
         sys.stdout.write(json.dumps(summary) + "\n")
     else:

@@ -1,7 +1,8 @@
 """The on-chip stage: schedule a realised mapping on the architecture and cost it by an objective.
 
-A mapping's cost is the architecture-costed schedule of its realised task DAG
-(:func:`dcaccel.scheduler.schedule` with ``arch``: the mapping's PEs and scheduler) plus its off-chip
+A mapping's cost is the architecture cost of the schedule of its realised task DAG
+(:func:`dcaccel.scheduler.schedule` on the mapping's PEs with its scheduler, costed by
+:func:`dcaccel.cost.schedule.cost_schedule`) plus its off-chip
 re-fetches (:mod:`dcaccel.mapping.offchip`), which the program's task structure does not carry:
 each re-fetched element costs the off-chip memory's read energy and ``element_bytes / bandwidth``
 cycles of its bandwidth (none when unlimited). ``makespan`` is in cycles, ``energy`` in pJ, ``edp``
@@ -14,6 +15,7 @@ import math
 from dataclasses import dataclass
 
 from dcaccel.architecture import Architecture
+from dcaccel.cost.schedule import cost_schedule
 from dcaccel.dag.taskdag import TaskDAG
 from dcaccel.errors import DcaccelError
 from dcaccel.mapping.notation import Mapping
@@ -51,7 +53,7 @@ class Cost:
 def cost(dag: TaskDAG, mapping: Mapping, arch: Architecture, refetch: int, onchip: int) -> Cost:
     """Schedule ``dag`` (``mapping`` realised) on ``arch`` with ``onchip`` elements on chip and add the
     cost of ``refetch`` elements."""
-    costs = schedule(dag, mapping.pes, mapping.scheduler, onchip=onchip, arch=arch).costs
+    costs = cost_schedule(schedule(dag, mapping.pes, mapping.scheduler, onchip=onchip), arch)
     offchip = arch.memories[arch.offchip]
     bandwidth = offchip.bandwidth_bytes_per_cycle
     cycles = math.ceil(refetch * arch.element_bytes / bandwidth) if bandwidth else 0

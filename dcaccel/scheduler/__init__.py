@@ -14,15 +14,24 @@ from dcaccel.architecture import load as load_architecture
 from dcaccel.dag.taskdag import TaskDAG
 from dcaccel.dag.walk import without_cycle_collection
 from dcaccel.errors import DcaccelError
-from dcaccel.scheduler.architecture import ArchitectureCosts, validate_costs
 from dcaccel.scheduler.graph import CanonicalGraph
 from dcaccel.scheduler.heft import heft_schedule, schedule_units
 from dcaccel.scheduler.io import IOVolume
 from dcaccel.scheduler.list import list_schedule
-from dcaccel.scheduler.schedule import Schedule, ScheduleError, TaskEvent
+from dcaccel.scheduler.schedule import HeftDetail, ListDetail, Schedule, ScheduleError, StreamingDetail, TaskEvent
 from dcaccel.scheduler.streaming import streaming_schedule
 
-__all__ = ["ArchitectureCosts", "CanonicalGraph", "IOVolume", "Schedule", "ScheduleError", "TaskEvent", "schedule"]
+__all__ = [
+    "CanonicalGraph",
+    "HeftDetail",
+    "IOVolume",
+    "ListDetail",
+    "Schedule",
+    "ScheduleError",
+    "StreamingDetail",
+    "TaskEvent",
+    "schedule",
+]
 
 SCHEDULERS = ("streaming", "list")
 PARTITIONINGS = ("relaxed", "strict")
@@ -49,23 +58,18 @@ def schedule(
     arch: Architecture | str | None = None,
     **options,
 ) -> Schedule:
-    """Schedule ``dag`` on ``pes`` PEs and return the :class:`Schedule` (``dag`` is not modified).
+    """Schedule ``dag`` on ``pes`` PEs and return the :class:`Schedule`: its placement and timing (``dag``
+    is not modified). What it costs on an accelerator is :func:`dcaccel.cost.schedule.cost_schedule`'s.
 
-    ``scheduler="heft"`` (with ``arch``) is the heterogeneous list scheduler of
-    :mod:`dcaccel.scheduler.heft`: its PEs are the architecture's units (an open count is ``pes``).
-    ``partitioning`` ("relaxed" or "strict") applies to the streaming scheduler. ``onchip`` is the
-    on-chip memory per block, in elements, for the I/O split. Streaming options: ``refine``
-    (the refinement loop, default True), ``reference`` (reproduce the reference's defects B1, B5,
-    B6, default True). List options: ``insertion`` (fill idle gaps, default True), ``bandwidth``
-    (elements per cycle between PEs; None: free communication). With ``validate`` (default) the
-    schedule is checked by :meth:`Schedule.validate` before it is returned.
-
-    ``arch`` (an :class:`~dcaccel.architecture.Architecture`, a shipped name such as ``"eyeriss"``,
-    or a YAML file) costs the schedule on that accelerator: :attr:`Schedule.costs` holds the
-    re-timed schedule in cycles and seconds, energy by component, area, power and utilisation per
-    unit kind (:mod:`dcaccel.scheduler.architecture`; checked by ``validate_costs`` with
-    ``validate``). The scheduled placement and every abstract figure (makespan, I/O...) stay as
-    without ``arch``. An ``onchip`` of 0 takes the architecture's on-chip capacity.
+    ``scheduler="heft"`` is the heterogeneous list scheduler of :mod:`dcaccel.scheduler.heft`: it places
+    the tasks on the units of ``arch`` (an :class:`~dcaccel.architecture.Architecture`, a shipped name
+    such as ``"eyeriss"``, or a YAML file; an open count is ``pes``), the one scheduler that reads an
+    architecture. ``partitioning`` ("relaxed" or "strict") applies to the streaming scheduler. ``onchip``
+    is the on-chip memory per block, in elements, for the I/O split. Streaming options: ``refine`` (the
+    refinement loop, default True), ``reference`` (reproduce the reference's defects B1, B5, B6, default
+    True). List options: ``insertion`` (fill idle gaps, default True), ``bandwidth`` (elements per cycle
+    between PEs; None: free communication). With ``validate`` (default) the schedule is checked by
+    :meth:`Schedule.validate` before it is returned.
 
     Time and memory do not grow with ``pes``: a streaming block holds at most as many PEs as the DAG
     has tasks, and the list scheduler runs on min(``pes``, number of nodes) PEs, which gives the
@@ -79,6 +83,11 @@ def schedule(
         raise DcaccelError(f"unknown scheduler '{scheduler}' (expected one of {', '.join(OPTIONS)})")
     if scheduler == HETEROGENEOUS and arch is None:
         raise DcaccelError(f"the {HETEROGENEOUS} scheduler places tasks on an architecture's units: give arch")
+    if scheduler != HETEROGENEOUS and arch is not None:
+        raise DcaccelError(
+            f"the {scheduler} scheduler does not read an architecture (arch is the {HETEROGENEOUS} scheduler's): "
+            "cost its schedule with dcaccel.cost.schedule.cost_schedule"
+        )
     if partitioning not in PARTITIONINGS:
         raise DcaccelError(f"unknown partitioning '{partitioning}' (expected one of {', '.join(PARTITIONINGS)})")
     if isinstance(pes, bool) or not isinstance(pes, int) or pes < 1:
@@ -91,16 +100,10 @@ def schedule(
         raise DcaccelError(f"unknown option(s) {', '.join(unknown)} for the {scheduler} scheduler (known: {known})")
     settings = {**OPTIONS[scheduler], **options}
     architecture = None if arch is None else load_architecture(arch)
-    if architecture is not None and onchip == 0:
-        onchip = architecture.onchip_capacity_elements
     with without_cycle_collection():
         built = _run(dag, pes, scheduler, partitioning, onchip, settings, architecture)
         if validate:
             built.validate()
-        if architecture is not None:
-            built.costs = built.cost_on(architecture)
-            if validate:
-                validate_costs(built, built.costs)
     return built
 
 
@@ -116,33 +119,30 @@ def _run(
     graph = dag if isinstance(dag, CanonicalGraph) else CanonicalGraph.from_dag(dag)
     if scheduler == HETEROGENEOUS:
         timing, layout, order = heft_schedule(graph, arch, pes)
-        built = Schedule(graph, schedule_units(arch, pes), scheduler, timing, onchip=onchip, placement=order)
-        built.unit_of_pe = layout
-    elif scheduler == "streaming":
+        return Schedule(graph, schedule_units(arch, pes), scheduler, timing, order, HeftDetail(layout), onchip=onchip)
+    if scheduler == "streaming":
         result = streaming_schedule(
             graph, pes, strict=partitioning == "strict", refine=settings["refine"], reference=settings["reference"]
         )
-        built = Schedule(
+        detail = StreamingDetail(
+            partitioning, result.capacities, result.makespan_before_refinement, result.refinement_iterations
+        )
+        return Schedule(
             graph,
             pes,
             scheduler,
             result.timing,
-            partitioning=partitioning,
+            [v for order in result.orders for v in order],
+            detail,
+            streaming=bytes(result.streaming),
             blocks=result.blocks,
-            streaming=result.streaming,
-            capacities=result.capacities,
-            makespan_before_refinement=result.makespan_before_refinement,
-            refinement_iterations=result.refinement_iterations,
             onchip=onchip,
-            placement=[v for order in result.orders for v in order],
         )
-    else:
-        bandwidth = settings["bandwidth"]
-        if bandwidth is not None and not bandwidth > 0:
-            raise DcaccelError(f"bandwidth must be positive (elements per cycle), got {bandwidth!r}")
-        # Every choice of the list scheduler takes the lowest fitting PE and an unused PE always fits,
-        # so it never uses more PEs than there are nodes: P beyond that changes nothing but the cost.
-        usable = min(pes, graph.n)
-        timing, order = list_schedule(graph, usable, insertion=settings["insertion"], bandwidth=bandwidth)
-        built = Schedule(graph, pes, scheduler, timing, onchip=onchip, transfer_bandwidth=bandwidth, placement=order)
-    return built
+    bandwidth = settings["bandwidth"]
+    if bandwidth is not None and not bandwidth > 0:
+        raise DcaccelError(f"bandwidth must be positive (elements per cycle), got {bandwidth!r}")
+    # Every choice of the list scheduler takes the lowest fitting PE and an unused PE always fits,
+    # so it never uses more PEs than there are nodes: P beyond that changes nothing but the cost.
+    usable = min(pes, graph.n)
+    timing, order = list_schedule(graph, usable, insertion=settings["insertion"], bandwidth=bandwidth)
+    return Schedule(graph, pes, scheduler, timing, order, ListDetail(settings["insertion"], bandwidth), onchip=onchip)

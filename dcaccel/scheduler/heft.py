@@ -5,15 +5,16 @@ has P units). A task may run on any unit of a kind whose ``ops`` hold its op (``
 only on the kind its ``meta["unit"]`` names (a partition's placement, :mod:`dcaccel.transforms.offload`),
 buffer and pseudo nodes (no work) on any unit. A task takes, on a unit of kind k, its architecture
 run time ``max(⌈T(v) / throughput_k⌉, ⌈operations / MAC rate_k⌉)`` cycles (T(v) its abstract cost,
-operations as in :mod:`dcaccel.scheduler.architecture`). Tasks are taken by upward rank over the mean
-run time of their eligible kinds (the topological order breaks ties), each on the unit where it
-finishes earliest (the lowest unit on ties), after the last task of that unit (no insertion).
-Communication is free here: memory and link costs are the re-timing's (``Schedule.cost_on``).
+operations its arithmetic; :func:`dcaccel.cost.rates.run_cycles`, the rule the costing re-times
+with). Tasks are taken by upward rank over the mean run time of their eligible kinds (the topological
+order breaks ties), each on the unit where it finishes earliest (the lowest unit on ties), after the
+last task of that unit (no insertion). Communication is free here: memory and link costs are the
+re-timing's (:func:`dcaccel.cost.schedule.cost_schedule`).
 
 The result is a :class:`~dcaccel.scheduler.Schedule` in the abstract model for that placement and
 order (a node starts when its predecessors and the previous node of its unit have finished, and
-runs T(v)), so every abstract figure and check applies; ``Schedule.unit_of_pe`` records each PE's
-kind for the costs.
+runs T(v)), so every abstract figure and check applies; its :class:`~dcaccel.scheduler.schedule.HeftDetail`
+records each PE's kind for the costs.
 
 Every choice takes the lowest unit of a kind among those where a node finishes first, and a unit never
 used is free from the start, so no schedule uses more units of a kind than its graph has nodes: only
@@ -24,8 +25,8 @@ and the schedule's P is every unit of the architecture (:func:`schedule_units`).
 from __future__ import annotations
 
 from dcaccel.architecture import ANY_OP, Architecture, ArchitectureError
+from dcaccel.cost.rates import ratio, run_cycles
 from dcaccel.dag.arithmetic import task_arithmetic
-from dcaccel.scheduler.architecture import _cycles, _ratio
 from dcaccel.scheduler.graph import CanonicalGraph
 from dcaccel.scheduler.list import _FreeTimes
 from dcaccel.scheduler.timeline import Timing
@@ -52,7 +53,7 @@ def heft_schedule(g: CanonicalGraph, arch: Architecture, pes: int) -> tuple[Timi
     n = g.n
     units = list(arch.units)
     layout = UnitLayout(arch, pes, n)
-    rates = {unit: (_ratio(arch.throughput(unit)), _ratio(arch.mac_rate(unit))) for unit in units}
+    rates = {unit: (ratio(arch.throughput(unit)), ratio(arch.mac_rate(unit))) for unit in units}
     eligible: list[list[str]] = [units] * n
     duration: list[dict[str, int]] = [dict.fromkeys(units, 0) for _ in range(n)]
     for v in dag.tasks:
@@ -72,7 +73,7 @@ def heft_schedule(g: CanonicalGraph, arch: Architecture, pes: int) -> tuple[Timi
             raise ArchitectureError(f"architecture {arch.name}: no unit runs op '{op or '(none)'}'")
         eligible[v] = kinds
         _, work = task_arithmetic(meta, g.in_volume[v])
-        duration[v] = {unit: max(_cycles(g.cost[v], rates[unit][0]), _cycles(work, rates[unit][1])) for unit in kinds}
+        duration[v] = {unit: run_cycles(g.cost[v], work, *rates[unit]) for unit in kinds}
 
     topological = dag.topological_order()
     rank = [0.0] * n

@@ -13,17 +13,20 @@ and in the reference's timing model even below the streaming depth, by one cycle
 
 from __future__ import annotations
 
-from dataclasses import asdict, dataclass
+from dataclasses import asdict, dataclass, field
 from functools import cached_property
+from typing import TYPE_CHECKING
 
 from dcaccel.dag.metrics import io_volume, streaming_depth, upward_ranks
 from dcaccel.dag.taskdag import TaskDAG
 from dcaccel.dag.walk import without_cycle_collection
 from dcaccel.errors import DcaccelError
-from dcaccel.scheduler.gang import block_orders
 from dcaccel.scheduler.graph import CanonicalGraph
 from dcaccel.scheduler.io import IOVolume, global_io, onchip_placement
 from dcaccel.scheduler.timeline import Timing
+
+if TYPE_CHECKING:
+    from dcaccel.scheduler.heft import UnitLayout
 
 
 class ScheduleError(DcaccelError):
@@ -44,42 +47,87 @@ class TaskEvent:
     block: int  # index of the node's block (-1 for list schedules)
 
 
-class Schedule:
-    """A schedule of ``dag`` on ``pes`` PEs (build it with :func:`dcaccel.scheduler.schedule`)."""
+@dataclass(frozen=True)
+class StreamingDetail:
+    """What only the streaming scheduler computes: its partitioning rule, the FIFO capacity per streaming
+    edge the deadlock analysis sized (absent edges need 1) and what the refinement loop did."""
 
-    def __init__(
-        self,
-        graph: CanonicalGraph,
-        pes: int,
-        scheduler: str,
-        timing: Timing,
-        *,
-        partitioning: str | None = None,
-        blocks: list[list[int]] | None = None,
-        streaming: bytearray | None = None,
-        capacities: dict[int, int] | None = None,
-        makespan_before_refinement: int | None = None,
-        refinement_iterations: int = 0,
-        onchip: int = 0,
-        transfer_bandwidth: float | None = None,
-        placement: list[int] | None = None,
-    ):
-        self.graph = graph
-        self.pes = pes
-        self.scheduler = scheduler
-        self.partitioning = partitioning
-        self.timing = timing
-        self.blocks = blocks if blocks is not None else []
-        self.streaming = streaming if streaming is not None else bytearray(graph.m)
-        self.capacities = capacities if capacities is not None else {}
-        self.makespan_before_refinement = makespan_before_refinement
-        self.refinement_iterations = refinement_iterations
-        self.onchip = onchip
-        self.transfer_bandwidth = transfer_bandwidth
-        self._placement = placement
-        self.costs = None  # ArchitectureCosts when scheduled with ``arch`` (dcaccel.scheduler.architecture)
-        self.unit_of_pe: list[str] | None = None  # the unit kind of every PE (heterogeneous schedules)
-        self._io_at: dict[int, IOVolume] = {}  # on-chip capacity -> its I/O split (io_at)
+    partitioning: str  # "relaxed" | "strict"
+    capacities: dict[int, int]  # edge id -> FIFO capacity
+    makespan_before_refinement: int
+    refinement_iterations: int
+
+    @property
+    def buffer_space_deadlock(self) -> int:
+        """Σ of the capacities above 1 (the reference's ``buffer_space_deadlock``)."""
+        return sum(cap for cap in self.capacities.values() if cap > 1)
+
+    def buffer_space(self, graph: CanonicalGraph) -> dict[tuple[int, int], int]:
+        """FIFO capacity per streaming edge of ``graph`` as (producer, consumer) -> capacity."""
+        return {(graph.src[e], graph.dst[e]): cap for e, cap in sorted(self.capacities.items())}
+
+    def summary(self) -> dict:
+        return {
+            "partitioning": self.partitioning,
+            "makespan_before_refinement": self.makespan_before_refinement,
+            "refinement_iterations": self.refinement_iterations,
+            "buffer_space_deadlock": self.buffer_space_deadlock,
+        }
+
+
+@dataclass(frozen=True)
+class ListDetail:
+    """The list scheduler's options: insertion into idle gaps, and the bandwidth between PEs in elements
+    per cycle (None: free communication)."""
+
+    insertion: bool
+    transfer_bandwidth: float | None
+
+    def summary(self) -> dict:
+        return {"insertion": self.insertion, "transfer_bandwidth": self.transfer_bandwidth}
+
+
+@dataclass(frozen=True)
+class HeftDetail:
+    """The heterogeneous list scheduler's PEs: the unit kind of every PE it numbers and the units of every
+    kind (:class:`~dcaccel.scheduler.heft.UnitLayout`)."""
+
+    units: UnitLayout
+
+    def summary(self) -> dict:
+        return {"unit_counts": dict(self.units.counts)}
+
+
+@dataclass(frozen=True, eq=False)
+class Schedule:
+    """A schedule of ``graph`` on ``pes`` PEs, built once by :func:`dcaccel.scheduler.schedule`.
+
+    The common core of every scheduler: the ``timing`` (PE, start, end, first output per node), the
+    order the scheduler placed the nodes in, the edges that ``streaming`` flags (none outside the
+    streaming scheduler), the ``blocks`` that run one after another (none: the whole DAG is one block),
+    and the on-chip capacity ``onchip`` (elements per block) its I/O split is taken at. What only one
+    scheduler computes is its ``detail``. Costing it on an architecture is
+    :func:`dcaccel.cost.schedule.cost_schedule`'s job.
+    """
+
+    graph: CanonicalGraph
+    pes: int
+    scheduler: str
+    timing: Timing
+    placement_order: list[int]  # the list schedulers' priority order, the blocks' orders one after another
+    detail: StreamingDetail | ListDetail | HeftDetail
+    streaming: bytes = b""  # a flag per edge id (empty: no edge streams)
+    blocks: list[list[int]] = field(default_factory=list)
+    onchip: int = 0
+    _io_at: dict[int, IOVolume] = field(default_factory=dict, init=False, repr=False)  # capacity -> I/O split
+
+    def __post_init__(self):
+        if not self.streaming:
+            object.__setattr__(self, "streaming", bytes(self.graph.m))
+        elif len(self.streaming) != self.graph.m:
+            raise ScheduleError(
+                f"{len(self.streaming)} streaming flags for the {self.graph.m} edges of {self.dag.name}"
+            )
 
     # ------------------------------------------------------------------ per node
 
@@ -95,14 +143,6 @@ class Schedule:
             for v in block:
                 block_of[v] = index
         return block_of
-
-    @cached_property
-    def placement_order(self) -> list[int]:
-        """The order the scheduler placed the nodes in: the list schedulers' priority order, the blocks'
-        orders one after another for a streaming schedule (re-timing breaks ties of time with it)."""
-        if self._placement is not None:
-            return self._placement
-        return [v for order in block_orders(self.graph, self.blocks) for v in order]
 
     def event(self, v: int) -> TaskEvent:
         """Where and when node ``v`` runs."""
@@ -142,7 +182,7 @@ class Schedule:
 
     @property
     def is_streaming(self) -> bool:
-        return self.scheduler == "streaming"
+        return isinstance(self.detail, StreamingDetail)
 
     @property
     def speedup(self) -> float:
@@ -163,17 +203,6 @@ class Schedule:
         """The edges that stream in the final schedule, in edge order."""
         g = self.graph
         return [(g.src[e], g.dst[e]) for e in g.out_edges if self.streaming[e]]
-
-    @property
-    def buffer_space(self) -> dict[tuple[int, int], int]:
-        """FIFO capacity per streaming edge the deadlock analysis sized (absent edges need 1)."""
-        g = self.graph
-        return {(g.src[e], g.dst[e]): cap for e, cap in sorted(self.capacities.items())}
-
-    @property
-    def buffer_space_deadlock(self) -> int:
-        """Σ of the capacities above 1 (the reference's ``buffer_space_deadlock``)."""
-        return sum(cap for cap in self.capacities.values() if cap > 1)
 
     @cached_property
     def io_volume(self) -> int:
@@ -210,26 +239,14 @@ class Schedule:
         """I/O split for the schedule's own on-chip capacity."""
         return self.io_at(self.onchip)
 
-    def cost_on(self, arch, onchip: int | None = None):
-        """What this schedule costs on ``arch`` (an :class:`~dcaccel.architecture.Architecture`), with
-        the buffers the on-chip placement of ``onchip`` elements chooses (None: the schedule's own
-        capacity): :class:`~dcaccel.scheduler.architecture.ArchitectureCosts`."""
-        from dcaccel.scheduler.architecture import architecture_costs
-
-        placed = self.io if onchip is None else self.io_at(onchip)
-        with without_cycle_collection():
-            return architecture_costs(self, arch, frozenset(placed.onchip_buffers), self.transfer_bandwidth)
-
     def summary(self) -> dict:
         """The schedule's figures as a JSON-ready dict."""
         io = self.io
         return {
             "dag": self.dag.name,
             "scheduler": self.scheduler,
-            "partitioning": self.partitioning,
             "pes": self.pes,
             "makespan": self.makespan,
-            "makespan_before_refinement": self.makespan_before_refinement,
             "work": self.work,
             "depth": self.depth,
             "streaming_depth": _plain_number(self.streaming_depth),
@@ -239,10 +256,8 @@ class Schedule:
             "io_volume": self.io_volume,
             "io": {k: list(v) if isinstance(v, tuple) else v for k, v in asdict(io).items()},
             "num_blocks": self.num_blocks,
-            "refinement_iterations": self.refinement_iterations,
             "streaming_edges": len(self.streaming_edges),
-            "buffer_space_deadlock": self.buffer_space_deadlock,
-        } | ({} if self.costs is None else {"architecture": self.costs.summary()})
+        } | self.detail.summary()
 
     # ------------------------------------------------------------------ the check
 
@@ -251,15 +266,15 @@ class Schedule:
         g, t = self.graph, self.timing
         for v in range(g.n):
             if not 0 <= t.pe[v] < self.pes:
-                raise ScheduleError(f"{self._name(v)} is on PE {t.pe[v]}, outside 0..{self.pes - 1}")
+                raise ScheduleError(f"{self.node_name(v)} is on PE {t.pe[v]}, outside 0..{self.pes - 1}")
             if t.end[v] - t.start[v] < g.cost[v]:
                 raise ScheduleError(
-                    f"{self._name(v)} runs {t.end[v] - t.start[v]} cycles ({t.start[v]}..{t.end[v]}), "
+                    f"{self.node_name(v)} runs {t.end[v] - t.start[v]} cycles ({t.start[v]}..{t.end[v]}), "
                     f"less than its cost {g.cost[v]}"
                 )
             if v != g.source and not t.start[v] <= t.first_output[v] <= t.end[v]:
                 raise ScheduleError(
-                    f"{self._name(v)}: first output at {t.first_output[v]} outside its run {t.start[v]}..{t.end[v]}"
+                    f"{self.node_name(v)}: first output at {t.first_output[v]} outside its run {t.start[v]}..{t.end[v]}"
                 )
         self._validate_precedence()
         self._validate_overlap()
@@ -275,19 +290,19 @@ class Schedule:
             if not self.streaming[e] or g.is_buffer[v]:
                 if t.start[v] < t.end[p]:
                     raise ScheduleError(
-                        f"edge {p}->{v}: {self._name(v)} starts at {t.start[v]} "
-                        f"before {self._name(p)} ends at {t.end[p]}"
+                        f"edge {p}->{v}: {self.node_name(v)} starts at {t.start[v]} "
+                        f"before {self.node_name(p)} ends at {t.end[p]}"
                     )
                 continue
             ready = t.end[p] if t.pe[p] == t.pe[v] else t.first_output[p]
             if t.start[v] < ready:
                 raise ScheduleError(
-                    f"streaming edge {p}->{v}: {self._name(v)} starts at {t.start[v]} "
+                    f"streaming edge {p}->{v}: {self.node_name(v)} starts at {t.start[v]} "
                     f"before its input is ready at {ready}"
                 )
             if v != g.exit and t.end[v] < t.end[p]:
                 raise ScheduleError(
-                    f"streaming edge {p}->{v}: consumer {self._name(v)} ends at {t.end[v]} before its producer "
+                    f"streaming edge {p}->{v}: consumer {self.node_name(v)} ends at {t.end[v]} before its producer "
                     f"ends at {t.end[p]} (the reference aborts here, STREAMING_MODEL §8 B2)"
                 )
 
@@ -301,10 +316,11 @@ class Schedule:
             for (end, _, u), (_, start, w) in zip(events, events[1:], strict=False):
                 if end > start:
                     raise ScheduleError(
-                        f"PE {pe}: {self._name(u)} ends at {end} after {self._name(w)} starts at {start}"
+                        f"PE {pe}: {self.node_name(u)} ends at {end} after {self.node_name(w)} starts at {start}"
                     )
 
-    def _name(self, v: int) -> str:
+    def node_name(self, v: int) -> str:
+        """How errors name node ``v``: its kind, id and label."""
         return f"{self.dag.kind(v).value} {v} '{self.dag.label(v)}'"
 
     def __repr__(self) -> str:

@@ -23,6 +23,7 @@ from dcaccel.architecture.ranges import (
     MIN_CLOCK_MHZ,
     MIN_RATE,
 )
+from dcaccel.cost.schedule import cost_schedule
 from dcaccel.errors import DcaccelError
 from dcaccel.scheduler import schedule
 from tests.scheduler.conftest import load_vector
@@ -88,7 +89,7 @@ def test_every_description_in_range_costs_finite_figures(data, scheduler):
     except DcaccelError:
         return  # the cross check of rates at the reference clock; the fields alone are in range
     _, dag = load_vector("fft_rand_8_buf")
-    costs = schedule(dag, 4, scheduler, arch=arch).costs
+    costs = cost_schedule(schedule(dag, 4, scheduler, arch=arch if scheduler == "heft" else None), arch)
     figures = [costs.makespan_seconds, costs.energy_total_pj, costs.area_mm2, costs.average_power_w]
     figures += list(costs.energy_by_level.values()) + list(costs.utilisation.values())
     assert all(math.isfinite(value) and value >= 0 for value in figures), figures

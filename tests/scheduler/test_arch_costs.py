@@ -7,9 +7,10 @@ import dataclasses
 import pytest
 
 from dcaccel.architecture import Architecture, ArchitectureError, load
+from dcaccel.cost.schedule import cost_schedule, validate_costs
 from dcaccel.dag import NodeKind, TaskDAG
+from dcaccel.errors import DcaccelError
 from dcaccel.scheduler import schedule
-from dcaccel.scheduler.architecture import validate_costs
 from dcaccel.scheduler.schedule import ScheduleError
 
 
@@ -71,8 +72,8 @@ def copy_dag() -> TaskDAG:
 )
 def test_copy_times(scheduler, bandwidth, onchip, task_span, makespan):
     arch = describe(memories__dram__bandwidth_bytes_per_cycle=bandwidth)
-    result = schedule(copy_dag(), 1, scheduler, onchip=onchip, arch=arch)
-    costs = result.costs
+    result = schedule(copy_dag(), 1, scheduler, onchip=onchip)
+    costs = cost_schedule(result, arch)
     assert result.makespan == 8  # the abstract schedule is untouched
     assert (costs.timing.start[2], costs.timing.end[2]) == task_span
     assert costs.makespan_cycles == makespan
@@ -91,7 +92,7 @@ def test_copy_times(scheduler, bandwidth, onchip, task_span, makespan):
     ],
 )
 def test_copy_energy(scheduler, onchip, accesses, energy):
-    costs = schedule(copy_dag(), 1, scheduler, onchip=onchip, arch=describe()).costs
+    costs = cost_schedule(schedule(copy_dag(), 1, scheduler, onchip=onchip), describe())
     assert costs.accesses == accesses
     assert costs.energy_pj == energy
     assert costs.energy_total_pj == sum(energy.values())
@@ -101,10 +102,13 @@ def test_copy_energy(scheduler, onchip, accesses, energy):
     assert costs.average_power_w == pytest.approx(costs.energy_total_pj * 1e-12 / costs.makespan_seconds)
 
 
-def test_onchip_defaults_to_the_architecture():
-    result = schedule(copy_dag(), 1, "list", arch=describe(memories__glb__capacity_bytes=32))  # 8 elements
-    assert result.onchip == 8
-    assert result.io.onchip_buffers == (1,)
+@pytest.mark.parametrize(("scheduled", "costed", "accesses"), [(0, None, (8, 8)), (0, 0, (0, 0)), (8, None, (8, 8))])
+def test_onchip_defaults_to_the_architecture(scheduled, costed, accesses):
+    """The buffers on chip are those of ``costed`` elements; None: the schedule's capacity, or, when it has
+    none, the architecture's (8 elements: X goes on chip)."""
+    result = schedule(copy_dag(), 1, "list", onchip=scheduled)
+    costs = cost_schedule(result, describe(memories__glb__capacity_bytes=32), costed)
+    assert costs.accesses["glb"] == accesses
 
 
 @pytest.mark.parametrize(("macs", "rate", "run"), [(None, None, 4), (None, 1, 8), (40, 4, 10), (3, 4, 4)])
@@ -112,7 +116,7 @@ def test_mac_bound(macs, rate, run):
     """max(⌈8 / 2⌉, ⌈MACs / rate⌉), MACs = meta["macs"] or the in-volume 8."""
     arch = describe(units__pe__macs_per_cycle=rate, memories__dram__bandwidth_bytes_per_cycle=None)
     meta = {} if macs is None else {"macs": macs}
-    assert schedule(_with_meta(copy_dag(), **meta), 1, arch=arch).costs.run_cycles[2] == run
+    assert cost_schedule(schedule(_with_meta(copy_dag(), **meta), 1), arch).run_cycles[2] == run
 
 
 @pytest.mark.parametrize(
@@ -128,7 +132,7 @@ def test_mac_bound(macs, rate, run):
 )
 def test_arithmetic_is_what_the_unit_performs(meta, run, macs, compute_pj):
     arch = describe(units__pe__macs_per_cycle=4, memories__dram__bandwidth_bytes_per_cycle=None)
-    costs = schedule(_with_meta(copy_dag(), **meta), 1, arch=arch).costs
+    costs = cost_schedule(schedule(_with_meta(copy_dag(), **meta), 1), arch)
     assert (costs.run_cycles[2], costs.macs, costs.energy_pj["pe"]) == (run, macs, compute_pj)
 
 
@@ -167,9 +171,9 @@ def test_streaming_link(link, b_span, link_energy):
     arch = describe(units__pe__elements_per_cycle=1, memories__dram__bandwidth_bytes_per_cycle=None)
     if link is not None:
         arch = arch.replace(links=[{"between": ["pe", "pe"], **link}])
-    result = schedule(chain(), 2, arch=arch)
+    result = schedule(chain(), 2)
     assert result.streaming_edges == [(1, 2)]
-    costs = result.costs
+    costs = cost_schedule(result, arch)
     assert (costs.timing.start[1], costs.timing.end[1]) == (0, 4)
     assert (costs.timing.start[2], costs.timing.end[2]) == b_span
     assert {k: v for k, v in costs.energy_pj.items() if costs.component_level[k] == "links"} == link_energy
@@ -178,7 +182,7 @@ def test_streaming_link(link, b_span, link_energy):
 @pytest.mark.parametrize(("pes", "counts"), [(1, {"pe": 1}), (3, {"pe": 3})])
 def test_utilisation(pes, counts):
     arch = describe(memories__dram__bandwidth_bytes_per_cycle=None)
-    costs = schedule(copy_dag(), pes, "list", arch=arch).costs
+    costs = cost_schedule(schedule(copy_dag(), pes, "list"), arch)
     assert costs.unit_counts == counts
     assert costs.utilisation == {"pe": 4 / (counts["pe"] * 4)}
 
@@ -186,24 +190,28 @@ def test_utilisation(pes, counts):
 def test_too_many_pes():
     arch = describe(units__pe__count=2)
     with pytest.raises(ArchitectureError, match="has 2 units, the schedule uses 3 PEs"):
-        schedule(copy_dag(), 3, arch=arch)
+        cost_schedule(schedule(copy_dag(), 3), arch)
 
 
 def test_unsupported_op():
     arch = describe(units__pe__ops=["Conv"])
     with pytest.raises(ArchitectureError, match="no unit runs op '\\(none\\)'"):
-        schedule(copy_dag(), 1, arch=arch)
+        cost_schedule(schedule(copy_dag(), 1), arch)
 
 
-def test_summary_has_the_architecture():
-    summary = schedule(copy_dag(), 1, arch=describe()).summary()
-    assert summary["architecture"]["makespan_cycles"] == 4
-    assert "architecture" not in schedule(copy_dag(), 1).summary()
+def test_a_schedule_does_not_cost_itself():
+    """A schedule holds its placement and timing only: an architecture is the HEFT scheduler's alone, and
+    the costs are cost_schedule's."""
+    result = schedule(copy_dag(), 1)
+    assert "architecture" not in result.summary()
+    assert cost_schedule(result, describe()).summary()["makespan_cycles"] == 4
+    with pytest.raises(DcaccelError, match="the streaming scheduler does not read an architecture"):
+        schedule(copy_dag(), 1, arch=describe())
 
 
 def test_validator_catches_a_bandwidth_overrun():
-    result = schedule(copy_dag(), 1, arch=describe())
-    costs = result.costs
+    result = schedule(copy_dag(), 1)
+    costs = cost_schedule(result, describe())
     squeezed = [t if t.direction == "read" else t._replace(start=0, end=2) for t in costs.transfers]
     broken = dataclasses.replace(costs, transfers=tuple(squeezed))
     with pytest.raises(ScheduleError, match="dram: transfers of task 2 'T' and task 2 'T' overlap above its bandwidth"):
@@ -211,8 +219,8 @@ def test_validator_catches_a_bandwidth_overrun():
 
 
 def test_validator_catches_a_short_run():
-    result = schedule(copy_dag(), 1, arch=describe(memories__dram__bandwidth_bytes_per_cycle=None))
-    costs = result.costs
+    result = schedule(copy_dag(), 1)
+    costs = cost_schedule(result, describe(memories__dram__bandwidth_bytes_per_cycle=None))
     timing = type(costs.timing)(costs.timing.pe, costs.timing.start, [0, 0, 3, 3], [0, 0, 3, 3])
     with pytest.raises(ScheduleError, match="runs 3 cycles on hand, less than its cost 4"):
         validate_costs(result, dataclasses.replace(costs, timing=timing))
@@ -235,7 +243,7 @@ def test_fewer_units_than_pes_take_turns(count, spans):
             "memories": {"dram": {"level": "offchip"}},
         }
     )
-    costs = schedule(dag, 2, "list", arch=arch).costs
+    costs = cost_schedule(schedule(dag, 2, "list"), arch)
     assert sorted((costs.timing.start[v], costs.timing.end[v]) for v in tasks) == spans
     assert costs.utilisation["pe"] == 8 / ((count or 2) * spans[1][1])
 
@@ -252,7 +260,7 @@ def test_seed_convolution_on_every_design(conv_seed, shape):
     for scheduler in ("streaming", "list"):
         plain = schedule(dag, 16, scheduler)
         for name, unit in arrays.items():
-            costs = schedule(dag, 16, scheduler, arch=name).costs
+            costs = cost_schedule(schedule(dag, 16, scheduler), name)
             assert {costs.unit_of[v] for v in dag.tasks} == {unit}
             assert costs.offchip_elements(load(name).offchip) >= costs.compulsory_elements > 0
             assert 0 < costs.utilisation[unit] <= 1

@@ -11,6 +11,7 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from dcaccel.architecture import Architecture
+from dcaccel.cost.schedule import cost_schedule
 from dcaccel.dag import NodeKind, TaskDAG
 from dcaccel.errors import DcaccelError
 from dcaccel.scheduler import schedule
@@ -48,9 +49,10 @@ def independent(ops: list[str | None]) -> TaskDAG:
 def test_each_task_where_it_finishes_first():
     """Three 4-element tasks: fast (2 cycles each) takes the first two placed (ends 2, then 4 = slow's 4,
     the lower unit wins the tie), slow the third (ends 4)."""
-    result = schedule(independent([None, None, None]), 1, "heft", arch=two_kinds())
-    costs = result.costs
-    assert result.pes == 2 and result.unit_of_pe == ["fast", "slow"]
+    arch = two_kinds()
+    result = schedule(independent([None, None, None]), 1, "heft", arch=arch)
+    costs = cost_schedule(result, arch)
+    assert result.pes == 2 and result.detail.units == ["fast", "slow"]
     tasks = [v for v in result.placement_order if v in (1, 2, 3)]
     assert [costs.unit_of[v] for v in tasks] == ["fast", "fast", "slow"]
     assert [(costs.timing.start[v], costs.timing.end[v]) for v in tasks] == [(0, 2), (2, 4), (0, 4)]
@@ -68,7 +70,7 @@ def test_each_task_where_it_finishes_first():
 )
 def test_only_on_kinds_that_run_the_op(ops, units):
     arch = two_kinds(fast_ops=("Conv",), slow_ops=("*",))
-    costs = schedule(independent(ops), 1, "heft", arch=arch).costs
+    costs = cost_schedule(schedule(independent(ops), 1, "heft", arch=arch), arch)
     assert [costs.unit_of[v] for v in range(1, len(ops) + 1)] == units
 
 
@@ -82,7 +84,7 @@ def test_needs_an_architecture():
 def test_on_abstract_the_costs_are_the_schedule(dag, pes):
     result = schedule(dag, pes, "heft", arch="abstract")
     assert result.pes == pes
-    assert result.costs.timing == result.timing
+    assert cost_schedule(result, "abstract").timing == result.timing
 
 
 @SETTINGS
@@ -91,9 +93,10 @@ def test_valid_on_two_kinds(dag, fast, slow, split):
     """Validated (schedule and costs), every task on a kind that runs it, no kind above full use."""
     arch = two_kinds(fast_ops=("Conv",) if split else ("*",), fast_count=fast, slow_count=slow)
     result = schedule(dag, 1, "heft", arch=arch)
+    costs = cost_schedule(result, arch)
     assert result.pes == fast + slow
-    assert all(result.costs.unit_of[v] == "slow" for v in dag.tasks) if split else True
-    assert all(0 <= share <= 1 for share in result.costs.utilisation.values())
+    assert all(costs.unit_of[v] == "slow" for v in dag.tasks) if split else True
+    assert all(0 <= share <= 1 for share in costs.utilisation.values())
 
 
 @SETTINGS
@@ -107,10 +110,11 @@ def test_units_beyond_the_nodes_change_nothing(dag, fast, split):
     huge = two_kinds(fast_ops=("Conv",) if split else ("*",), fast_count=fast, slow_count=10**12)
     bounded, unbounded = schedule(dag, 1, "heft", arch=same), schedule(dag, 1, "heft", arch=huge)
     assert unbounded.timing == bounded.timing and unbounded.placement_order == bounded.placement_order
-    assert unbounded.costs.timing == bounded.costs.timing
+    unbounded_costs = cost_schedule(unbounded, huge)
+    assert unbounded_costs.timing == cost_schedule(bounded, same).timing
     assert (unbounded.pes, bounded.pes) == (fast + 10**12, fast + nodes)
-    assert len(unbounded.unit_of_pe) == fast + nodes
-    assert unbounded.costs.unit_counts == {"fast": fast, "slow": 10**12}
+    assert len(unbounded.detail.units) == fast + nodes
+    assert unbounded_costs.unit_counts == {"fast": fast, "slow": 10**12}
 
 
 def test_a_huge_open_count_is_fast():
@@ -122,10 +126,11 @@ def test_a_huge_open_count_is_fast():
     tracemalloc.start()
     began = time.perf_counter()
     result = schedule(independent([None] * 50), 10**12, "heft", arch=arch)
+    costs = cost_schedule(result, arch)
     elapsed = time.perf_counter() - began
     peak = tracemalloc.get_traced_memory()[1]
     tracemalloc.stop()
-    assert result.pes == 10**12 and result.costs.makespan_cycles == 4  # every task on its own unit
+    assert result.pes == 10**12 and costs.makespan_cycles == 4  # every task on its own unit
     assert elapsed < 2 and peak < 20_000_000
 
 
@@ -139,9 +144,10 @@ def test_an_open_kind_beside_a_host_has_p_units():
         }
     )
     result = schedule(independent([None] * 4), 2, "heft", arch=arch)
+    costs = cost_schedule(result, arch)
     assert result.pes == 3
-    assert result.costs.unit_counts == {"pe": 2, "host": 1}
-    assert result.costs.area_mm2 == 2 * 1.0 + 10.0
-    assert result.costs.utilisation["pe"] == sum(
-        result.costs.run_cycles[v] for v in range(result.graph.n) if result.costs.unit_of[v] == "pe"
-    ) / (2 * result.costs.makespan_cycles)
+    assert costs.unit_counts == {"pe": 2, "host": 1}
+    assert costs.area_mm2 == 2 * 1.0 + 10.0
+    assert costs.utilisation["pe"] == sum(
+        costs.run_cycles[v] for v in range(result.graph.n) if costs.unit_of[v] == "pe"
+    ) / (2 * costs.makespan_cycles)

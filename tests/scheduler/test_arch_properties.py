@@ -9,6 +9,7 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from dcaccel.architecture import Architecture, load
+from dcaccel.cost.schedule import cost_schedule
 from dcaccel.dag import NodeKind, TaskDAG
 from dcaccel.scheduler import schedule
 from tests.scheduler.conftest import canonical_dags
@@ -49,12 +50,11 @@ def test_idealised_design_is_abstract(dag, pes, scheduler, name, onchip):
     """Conv tasks run on each design's array (at least 64 units, more than the PEs scheduled)."""
     dag = _with_op(dag, "Conv")
     plain = schedule(dag, pes, scheduler, onchip=onchip)
-    costed = schedule(dag, pes, scheduler, onchip=onchip, arch=idealised(name))
-    abstract = schedule(dag, pes, scheduler, onchip=onchip, arch="abstract")
-    assert costed.timing == plain.timing == abstract.timing
-    assert costed.costs.timing == plain.timing
-    assert abstract.costs.timing == plain.timing
-    assert costed.costs.makespan_cycles == plain.makespan
+    costed = cost_schedule(plain, idealised(name))
+    abstract = cost_schedule(plain, "abstract")
+    assert costed.timing == plain.timing
+    assert abstract.timing == plain.timing
+    assert costed.makespan_cycles == plain.makespan
 
 
 def _bandwidths(data: dict) -> list[tuple[str, ...]]:
@@ -68,9 +68,9 @@ def _bandwidths(data: dict) -> list[tuple[str, ...]]:
 def test_halving_a_bandwidth_never_shortens(dag, pes, scheduler, name, pick):
     data = load(name).to_dict()
     group, key = _bandwidths(data)[pick % len(_bandwidths(data))]
-    before = schedule(dag, pes, scheduler, arch=Architecture.from_dict(data)).costs
+    before = cost_schedule(schedule(dag, pes, scheduler), Architecture.from_dict(data))
     data[group][key]["bandwidth_bytes_per_cycle"] /= 2
-    after = schedule(dag, pes, scheduler, arch=Architecture.from_dict(data)).costs
+    after = cost_schedule(schedule(dag, pes, scheduler), Architecture.from_dict(data))
     assert after.makespan_cycles >= before.makespan_cycles
 
 
@@ -78,8 +78,7 @@ def test_halving_a_bandwidth_never_shortens(dag, pes, scheduler, name, pick):
 @given(dag=canonical_dags(), pes=st.integers(1, 6), scheduler=schedulers, name=st.sampled_from(("abstract", *CONCRETE)))
 def test_energy_is_the_sum_of_its_parts(dag, pes, scheduler, name):
     arch = load(name)
-    result = schedule(dag, pes, scheduler, arch=arch)
-    costs = result.costs
+    costs = cost_schedule(schedule(dag, pes, scheduler), arch)
     assert costs.energy_total_pj == pytest.approx(sum(costs.energy_by_level.values()))
     assert costs.energy_total_pj == pytest.approx(sum(costs.energy_pj.values()))
     for memory, (read, written) in costs.accesses.items():
@@ -121,7 +120,7 @@ def _through_buffers(dag: TaskDAG) -> TaskDAG:
     dag=canonical_dags(), pes=st.integers(1, 6), scheduler=schedulers, name=designs, onchip=st.sampled_from([0, 8, 64])
 )
 def test_offchip_traffic_is_at_least_compulsory(dag, pes, scheduler, name, onchip):
-    costs = schedule(dag, pes, scheduler, onchip=onchip, arch=name).costs
+    costs = cost_schedule(schedule(dag, pes, scheduler, onchip=onchip), name)
     arch = load(name)
     assert costs.compulsory_elements == _compulsory(dag)
     assert costs.offchip_elements(arch.offchip) >= _compulsory(dag)
@@ -133,7 +132,7 @@ def test_offchip_traffic_is_compulsory_when_everything_fits(dag, pes, name):
     """Every edge between tasks through a buffer, one list-schedule block holding every buffer on chip."""
     dag = _through_buffers(dag)
     working_set = sum(dag.volume(dag.predecessors(b)[0], b) for b in dag.buffers)
-    costs = schedule(dag, pes, "list", onchip=working_set, arch=name).costs
+    costs = cost_schedule(schedule(dag, pes, "list", onchip=working_set), name)
     assert costs.offchip_elements(load(name).offchip) == _compulsory(dag)
 
 
@@ -141,5 +140,5 @@ def test_offchip_traffic_is_compulsory_when_everything_fits(dag, pes, name):
 @given(dag=canonical_dags(), pes=st.integers(1, 6), bandwidth=st.sampled_from([0.5, 1, 3, 8]))
 def test_abstract_keeps_the_list_transfer_times(dag, pes, bandwidth):
     """The list scheduler's ``bandwidth`` option (transfer cycles between PEs) is part of the rule re-timed."""
-    result = schedule(dag, pes, "list", bandwidth=bandwidth, arch="abstract")
-    assert result.costs.timing == result.timing
+    result = schedule(dag, pes, "list", bandwidth=bandwidth)
+    assert cost_schedule(result, "abstract").timing == result.timing

@@ -12,12 +12,13 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 
 from dcaccel.architecture import load
+from dcaccel.cost import schedule as costing
+from dcaccel.cost.rates import ratio
+from dcaccel.cost.schedule import CostCache, _access_pass, _accesses, cost_schedule
 from dcaccel.dag import TaskDAG
 from dcaccel.dag import generators as gen
 from dcaccel.dag.taskdag import NodeKind
 from dcaccel.scheduler import CanonicalGraph, schedule
-from dcaccel.scheduler import architecture as costing
-from dcaccel.scheduler.architecture import _access_pass, _accesses, _ratio
 from dcaccel.scheduler.gang import block_orders, first_output_time, gang_schedule, task_duration, timing_terms
 from dcaccel.scheduler.intervals import streaming_intervals
 from dcaccel.scheduler.io import IOVolume, global_io, onchip_placement
@@ -56,10 +57,10 @@ def _accesses_equal_full_pass(g: CanonicalGraph, pes: int, arch_name: str, onchi
     arch = load(arch_name)
     result = schedule(g, pes, "streaming", validate=False)
     placed = frozenset(result.io_at(onchip).onchip_buffers)
-    costs = result.cost_on(arch, onchip)
+    costs = cost_schedule(result, arch, onchip, validate=False)
     unit_of = list(costs.unit_of)
-    bandwidths = {name: _ratio(memory.bandwidth_bytes_per_cycle) for name, memory in arch.memories.items()}
-    got = _accesses(result, arch, placed, unit_of, bandwidths)
+    bandwidths = {name: ratio(memory.bandwidth_bytes_per_cycle) for name, memory in arch.memories.items()}
+    got = _accesses(CostCache(g), result, arch, placed, unit_of, bandwidths)
     full = _access_pass(g, result.streaming, arch, placed, unit_of, bandwidths)
     assert (got.reads, got.writes, got.compulsory) == (full.reads, full.writes, full.compulsory)
     assert list(got.crossings.items()) == list(full.crossings.items())  # the energies are summed in this order
@@ -68,7 +69,7 @@ def _accesses_equal_full_pass(g: CanonicalGraph, pes: int, arch_name: str, onchi
 
 def _costs_by_the_node_by_node_pass(result: Schedule, arch, onchip: int):
     with mock.patch.object(costing, "_keeps_timing", return_value=False):
-        return result.cost_on(arch, onchip)
+        return cost_schedule(result, arch, onchip, validate=False)
 
 
 def _retiming_equals_node_by_node(g: CanonicalGraph, pes: int, scheduler: str, arch_name: str, onchip: int) -> None:
@@ -84,7 +85,7 @@ def _retiming_equals_node_by_node(g: CanonicalGraph, pes: int, scheduler: str, a
         return verdicts[-1]
 
     with mock.patch.object(costing, "_keeps_timing", side_effect=check):
-        costs = result.cost_on(arch, onchip)
+        costs = cost_schedule(result, arch, onchip, validate=False)
     assert costs == _costs_by_the_node_by_node_pass(result, arch, onchip)
     if arch_name == "abstract":
         assert verdicts == [True]
@@ -99,8 +100,8 @@ def _timing_moved_one_cycle(g: CanonicalGraph, pes: int, scheduler: str) -> Sche
     start, end, first = list(t.start), list(t.end), list(t.first_output)
     start[v], end[v], first[v] = start[v] + 1, end[v] + 1, first[v] + 1
     return Schedule(
-        g, pes, scheduler, Timing(list(t.pe), start, end, first), blocks=result.blocks,
-        streaming=result.streaming, placement=result.placement_order,
+        g, pes, scheduler, Timing(list(t.pe), start, end, first), result.placement_order, result.detail,
+        streaming=result.streaming, blocks=result.blocks,
     )  # fmt: skip
 
 
@@ -175,7 +176,7 @@ def test_retiming_check_refuses_a_timing_the_pass_changes(name, scheduler):
     g = CanonicalGraph.from_dag(load_vector(name)[1])
     moved = _timing_moved_one_cycle(g, 4, scheduler)
     arch = load("abstract")
-    costs = moved.cost_on(arch, 0)
+    costs = cost_schedule(moved, arch, 0, validate=False)
     assert costs == _costs_by_the_node_by_node_pass(moved, arch, 0)
     assert costs.timing != moved.timing
 

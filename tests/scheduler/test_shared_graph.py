@@ -1,7 +1,8 @@
-"""What the points of one DAG share (``CanonicalGraph.derived``: depth, buffer I/O, tasks' ops and MACs,
-the memory accesses of the last costings; a schedule's I/O split per on-chip capacity) changes no
-figure: every point scheduled in turn on one graph, its I/O split asked for twice as the sweep does,
-equals the point computed alone on a fresh graph."""
+"""What the points of one DAG share (``CanonicalGraph.derived``: depth, buffer I/O; the caller's
+:class:`~dcaccel.cost.schedule.CostCache`: tasks' ops and MACs, unit kinds, the memory accesses of the last
+costings; a schedule's I/O split per on-chip capacity) changes no figure: every point scheduled and costed
+in turn on one graph and one cache, its I/O split asked for twice as the sweep does, equals the point
+computed alone on a fresh graph without a cache."""
 
 from __future__ import annotations
 
@@ -9,9 +10,10 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 
 from dcaccel.architecture import load
+from dcaccel.cost.schedule import KEPT_ACCESS_PASSES, CostCache, cost_schedule
 from dcaccel.dag import TaskDAG
+from dcaccel.errors import DcaccelError
 from dcaccel.scheduler import CanonicalGraph, schedule
-from dcaccel.scheduler.architecture import KEPT_ACCESS_PASSES
 from tests.scheduler.conftest import canonical_dags, load_vector
 
 POINTS = [
@@ -23,13 +25,12 @@ POINTS = [
 ]
 
 
-def _point(graph: CanonicalGraph, pes: int, scheduler: str, arch: str, onchip: int) -> dict:
+def _point(graph: CanonicalGraph, cache: CostCache | None, pes: int, scheduler: str, arch, onchip: int) -> dict:
     """Everything a sweep point reads from the schedule of ``graph``: its I/O split at ``onchip`` and its
     costs on ``arch`` there (the I/O split asked for first, as the sweep does)."""
-    architecture = load(arch)
-    result = schedule(graph, pes, scheduler, arch=architecture if scheduler == "heft" else None, validate=False)
+    result = schedule(graph, pes, scheduler, arch=arch if scheduler == "heft" else None, validate=False)
     io = result.io_at(onchip)
-    costs = result.cost_on(architecture, onchip)
+    costs = cost_schedule(result, arch, onchip, cache=cache, validate=False)
     return {
         "summary": result.summary(),
         "io": io,
@@ -42,12 +43,18 @@ def _point(graph: CanonicalGraph, pes: int, scheduler: str, arch: str, onchip: i
 
 def _shared_equals_alone(dag: TaskDAG) -> None:
     shared = CanonicalGraph.from_dag(dag)
-    on_shared = [_point(shared, *point) for point in POINTS]
-    alone = [_point(CanonicalGraph.from_dag(dag), *point) for point in POINTS]
+    cache = CostCache(shared)
+    archs = {name: load(name) for name in ("abstract", "eyeriss")}  # one object each, as a sweep holds them
+    on_shared = [_point(shared, cache, pes, scheduler, archs[arch], onchip) for pes, scheduler, arch, onchip in POINTS]
+    alone = [
+        _point(CanonicalGraph.from_dag(dag), None, pes, scheduler, load(arch), onchip)
+        for pes, scheduler, arch, onchip in POINTS
+    ]
     for point, got, expected in zip(POINTS, on_shared, alone, strict=True):
         assert got == expected, point
-    assert {"depth", "io_volume", "task_ops", "accesses"} <= set(shared.derived)
-    assert len(shared.derived["accesses"]) <= KEPT_ACCESS_PASSES
+    assert {"depth", "io_volume"} <= set(shared.derived)
+    assert cache.task_ops is not None and set(cache.units) == set(archs.values())
+    assert 0 < len(cache.accesses) <= KEPT_ACCESS_PASSES
 
 
 @pytest.mark.parametrize("name", ["seedconv_mv", "seedconv_op_noxcolbuf", "fft_rand_8_buf", "chol_rand_6"])
@@ -68,3 +75,12 @@ def test_io_split_is_computed_once_per_capacity(onchip):
     first = result.io_at(onchip)
     assert result.io_at(onchip) is first
     assert schedule(CanonicalGraph.from_dag(graph.dag), 4, "streaming", validate=False).io_at(onchip) == first
+
+
+def test_a_cost_cache_is_of_one_graph():
+    dag = load_vector("seedconv_mv")[1]
+    result = schedule(dag, 4)
+    with pytest.raises(
+        DcaccelError, match="a cost cache of the graph of 'seedconv_mv' was given a schedule of another"
+    ):
+        cost_schedule(result, "eyeriss", cache=CostCache(CanonicalGraph.from_dag(dag)))

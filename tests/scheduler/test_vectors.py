@@ -37,11 +37,11 @@ def test_streaming_schedule_matches_reference(name, pes, partitioning):
     _, dag = load_vector(name)
     expected = _row(name, pes, partitioning)
     result = schedule(dag, pes, "streaming", partitioning)
-    assert result.makespan_before_refinement == expected["streaming_makespan_before_refinement"]
+    assert result.detail.makespan_before_refinement == expected["streaming_makespan_before_refinement"]
     assert result.makespan == expected["streaming_makespan"]
     assert result.num_blocks == expected["num_blocks"]
-    assert result.refinement_iterations == expected["refinement_iterations"]
-    assert result.buffer_space_deadlock == expected["buffer_space_deadlock"]
+    assert result.detail.refinement_iterations == expected["refinement_iterations"]
+    assert result.detail.buffer_space_deadlock == expected["buffer_space_deadlock"]
     for capacity, (off, on, streamed) in expected["io_global"].items():
         io = result.io_at(int(capacity))
         assert (io.off_chip, io.on_chip, io.streamed) == (off, on, streamed), f"on-chip capacity {capacity}"

@@ -99,7 +99,7 @@ def test_greedy_partition_is_scheduled_with_host_and_transfer_tasks(greedy):
         ("to-accelerator", 4096, "cpu_npu_link"),
     ]
     assert greedy.transfer_volume == 5120
-    costs = greedy.schedule.costs
+    costs = greedy.costs
     placed_on = {costs.unit_of[v] for v in greedy.transfer_tasks}
     assert placed_on == {"cpu_npu_link"}
     assert all(costs.unit_of[v] == "cpu" for v in host_tasks)
@@ -164,7 +164,7 @@ def test_cost_objective_is_not_worse_than_greedy(resize_chain, objective, unit, 
     """The cost policy starts from greedy and keeps a region on the host only when its objective drops."""
 
     def value(result):
-        costs = result.schedule.costs
+        costs = result.costs
         return {
             "makespan": costs.makespan_cycles,
             "energy": costs.energy_total_pj,
@@ -242,7 +242,7 @@ def test_builtin_workloads_on_shipped_designs(workload, arch):
         assert result.transfer_volume == 0
     dag = result.dag
     assert all(dag.node(v).meta["unit"] in result.costed.units for v in dag.tasks)
-    assert all(result.schedule.costs.unit_of[v] == dag.node(v).meta["unit"] for v in dag.tasks)
+    assert all(result.costs.unit_of[v] == dag.node(v).meta["unit"] for v in dag.tasks)
     assert result.makespan > 0 and result.energy_pj > 0
 
 

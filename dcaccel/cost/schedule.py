@@ -1,14 +1,15 @@
-"""Costs of a schedule on an :class:`~dcaccel.architecture.Architecture`: time, traffic, energy, area.
+"""What a schedule costs on an :class:`~dcaccel.architecture.Architecture`: time, traffic, energy, area.
 
-The scheduler places and orders the nodes in the abstract model (one element per port per cycle,
-free memory); :func:`architecture_costs` keeps that placement and order and re-times it on the
-architecture, node by node in the order of the abstract start times:
+:func:`cost_schedule` turns (DAG, schedule, architecture) into :class:`ArchitectureCosts`. The scheduler
+(:mod:`dcaccel.scheduler`) places and orders the nodes in the abstract model (one element per port per
+cycle, free memory); the costing keeps that placement and order and re-times it on the architecture,
+node by node in the order of the abstract start times:
 
 * a task runs on the first unit kind whose ``ops`` hold its op (``meta["op"]``, ``"*"`` for every
   op), or, in a heterogeneous schedule (:mod:`dcaccel.scheduler.heft`), on the kind of its PE;
   its run, scheduled for D abstract cycles, takes ``max(⌈D / throughput⌉, ⌈operations / MAC rate⌉)``
-  reference cycles, its operations being its arithmetic, MACs and other operations alike
-  (:func:`dcaccel.dag.arithmetic.task_arithmetic`);
+  reference cycles (:func:`dcaccel.cost.rates.run_cycles`), its operations being its arithmetic, MACs
+  and other operations alike (:func:`dcaccel.dag.arithmetic.task_arithmetic`);
 * it runs on unit ``pe mod count`` of its kind (the schedule's PE itself when the kind has at
   least as many units as the schedule has PEs; fewer units take the tasks of several PEs in turn);
 * it starts once its inputs are ready under the schedule's own rule (a non-streaming predecessor
@@ -33,29 +34,32 @@ on-chip memories' (not the off-chip memory's).
 Under the ``abstract`` description (one element per cycle, no MAC limit, unlimited bandwidth, no
 latency) every re-timed time equals the scheduled one: the abstract start of every node is the
 earliest time the rules above allow (``docs/architecture_description.md``).
+
+What the costings of many schedules of one graph share (each task's op and arithmetic, its unit kind on
+an architecture, the memory accesses of the last few costings) is kept in a :class:`CostCache` the caller
+owns and passes (a sweep keeps one per DAG); without one every costing computes it afresh.
 """
 
 from __future__ import annotations
 
 import math
 from collections import defaultdict
+from collections.abc import Mapping
 from dataclasses import dataclass, field
-from fractions import Fraction
+from pathlib import Path
 from typing import NamedTuple
 
 import numpy as np
 
 from dcaccel.architecture import ANY_OP, Architecture, ArchitectureError
+from dcaccel.architecture import load as load_architecture
 from dcaccel.architecture.links import host_of
+from dcaccel.cost.rates import ONE_PER_CYCLE, cycles, ratio, run_cycles
 from dcaccel.dag.arithmetic import task_arithmetic
-from dcaccel.scheduler.graph import flagged
-from dcaccel.scheduler.schedule import ScheduleError
+from dcaccel.dag.walk import without_cycle_collection
+from dcaccel.scheduler.graph import CanonicalGraph, flagged
+from dcaccel.scheduler.schedule import HeftDetail, ListDetail, Schedule, ScheduleError
 from dcaccel.scheduler.timeline import Timing
-
-#: Largest denominator a throughput or bandwidth is approximated with (exact for decimal YAML values).
-_DENOMINATOR = 1 << 20
-#: The rate of one element per cycle (the abstract model's), as :func:`_ratio` writes it.
-_ONE_PER_CYCLE = (1, 1)
 
 LEVELS = ("offchip", "onchip", "local", "links", "compute")
 
@@ -95,6 +99,10 @@ class ArchitectureCosts:
     compulsory_elements: int  # program inputs read once, outputs written once
     bandwidths: dict[str, tuple[int, int] | None] = field(repr=False, default_factory=dict)  # bytes/cycle
     macs_by_unit: dict[str, int] = field(default_factory=dict)  # unit kind -> Σ of its tasks' MACs
+    host: str | None = None  # the architecture's host unit kind (``role: host``)
+    # component -> the unit kinds and memories it belongs to: a unit kind's compute its kind, a memory
+    # itself, a link the two components it joins
+    component_parts: dict[str, tuple[str, ...]] = field(repr=False, default_factory=dict)
 
     @property
     def makespan_cycles(self) -> int:
@@ -145,6 +153,20 @@ class ArchitectureCosts:
         read, written = self.accesses.get(memory, (0, 0))
         return read + written
 
+    def energy_split(self, links: Mapping[str, object] = ()) -> dict[str, float]:
+        """The energy split into ``host`` (the host unit kind's compute and every link that joins it),
+        ``link`` (the host↔accelerator link units ``links`` of a partition,
+        :func:`dcaccel.architecture.links.link_units`) and ``accelerator`` (everything else)."""
+        split = {"host": 0.0, "accelerator": 0.0, "link": 0.0}
+        for component, energy in self.energy_pj.items():
+            if component in links:
+                split["link"] += energy
+            elif self.host is not None and self.host in self.component_parts[component]:
+                split["host"] += energy
+            else:
+                split["accelerator"] += energy
+        return split
+
     def summary(self) -> dict:
         """The figures as a JSON-ready dict."""
         return {
@@ -162,34 +184,52 @@ class ArchitectureCosts:
         }
 
 
-def _ratio(value: float | None) -> tuple[int, int] | None:
-    """A rate as an exact ratio (numerator, denominator); None stays unlimited."""
-    if value is None:
-        return None
-    fraction = Fraction(value).limit_denominator(_DENOMINATOR)
-    return fraction.numerator, fraction.denominator
+#: Access passes and unit plans a :class:`CostCache` keeps for the next costings (the most recently used).
+KEPT_ACCESS_PASSES = 4
 
 
-def _cycles(amount: int, rate: tuple[int, int] | None) -> int:
-    """⌈amount / rate⌉ (0 for an unlimited rate)."""
-    if rate is None or amount == 0:
-        return 0
-    return -(-amount * rate[1] // rate[0])
+class CostCache:
+    """What the costings of the schedules of one graph share, kept for the caller that costs many of them
+    (a sweep: every P, scheduler, architecture and on-chip size of one DAG): the tasks' ops and
+    arithmetic, the elements every node reads and writes, the unit kind of every task per architecture
+    and the memory accesses of the last :data:`KEPT_ACCESS_PASSES` costings without streaming edges.
+    Architectures are keys as themselves (the cache holds them). None of it changes a figure."""
+
+    def __init__(self, graph: CanonicalGraph):
+        self.graph = graph
+        self.task_ops: tuple[list[int], list[str | None], list[tuple[int, int]]] | None = None
+        self.passed: tuple[list[int], list[int]] | None = None
+        self.units: dict[Architecture, _TaskUnits] = {}
+        self.accesses: dict[tuple, _Accesses] = {}  # (arch, buffers on chip, unit of every node) -> pass
+
+    def check(self, schedule: Schedule) -> None:
+        if schedule.graph is not self.graph:
+            raise ScheduleError(
+                f"a cost cache of the graph of '{self.graph.dag.name}' was given a schedule of another graph "
+                f"('{schedule.dag.name}'): keep one cache per CanonicalGraph"
+            )
+
+    @staticmethod
+    def keep(kept: dict, key, value) -> None:
+        """Put ``key`` last in ``kept`` and drop the least recently used entries beyond the bound."""
+        kept.pop(key, None)
+        kept[key] = value
+        while len(kept) > KEPT_ACCESS_PASSES:
+            del kept[next(iter(kept))]
 
 
-def _task_ops(g) -> tuple[list[int], list[str | None], list[tuple[int, int]]]:
-    """The tasks of ``g``, their ops (``meta["op"]``) and their (MACs, operations)
-    (:func:`~dcaccel.dag.arithmetic.task_arithmetic`): read from the DAG once per graph, for every
-    schedule costed on it."""
-    found = g.derived.get("task_ops")
-    if found is None:
+def _task_ops(cache: CostCache) -> tuple[list[int], list[str | None], list[tuple[int, int]]]:
+    """The tasks of the graph, their ops (``meta["op"]``) and their (MACs, operations)
+    (:func:`~dcaccel.dag.arithmetic.task_arithmetic`): read from the DAG once per cache."""
+    if cache.task_ops is None:
+        g = cache.graph
         dag = g.dag
         tasks = list(dag.tasks)
         metas = [dag.meta(v) for v in tasks]
         ops = [meta.get("op") for meta in metas]
         arithmetic = [task_arithmetic(meta, g.in_volume[v]) for v, meta in zip(tasks, metas, strict=True)]
-        found = g.derived["task_ops"] = (tasks, ops, arithmetic)
-    return found
+        cache.task_ops = (tasks, ops, arithmetic)
+    return cache.task_ops
 
 
 class _TaskUnits(NamedTuple):
@@ -203,13 +243,13 @@ class _TaskUnits(NamedTuple):
     passed_by_unit: dict[str, tuple[int, int]]  # unit kind -> elements its tasks read, write
 
 
-def _task_units(g, arch: Architecture, placed_on: list[str] | None, pe: list[int]) -> _TaskUnits:
+def _task_units(cache: CostCache, arch: Architecture, placed_on: list[str] | None, pe: list[int]) -> _TaskUnits:
     """Every task runs on the first unit kind whose ops hold its op or, in a heterogeneous schedule
-    (``placed_on``: the kind of every PE), on the kind of its PE (which must run its op). Kept on the
-    graph (``derived``) per architecture for the homogeneous schedules."""
-    kept = g.derived.setdefault("task_units", {})
-    if placed_on is None and id(arch) in kept:
-        return kept[id(arch)][1]  # (arch, units): holding the architecture keeps its id unique
+    (``placed_on``: the kind of every PE), on the kind of its PE (which must run its op). Kept in the
+    cache per architecture for the homogeneous schedules."""
+    if placed_on is None and arch in cache.units:
+        return cache.units[arch]
+    g = cache.graph
     dag = g.dag
     unit_of: list[str | None] = [None] * g.n
     operations = [0] * g.n
@@ -217,7 +257,7 @@ def _task_units(g, arch: Architecture, placed_on: list[str] | None, pe: list[int
     macs_by_unit: dict[str, int] = {}
     operations_by_unit: dict[str, int] = {}
     unit_by_op: dict[str | None, str] = {}
-    for v, op, (task_macs, task_operations) in zip(*_task_ops(g), strict=True):
+    for v, op, (task_macs, task_operations) in zip(*_task_ops(cache), strict=True):
         if placed_on is not None:
             unit = placed_on[pe[v]]
             if ANY_OP not in arch.units[unit].ops and op not in arch.units[unit].ops:
@@ -238,16 +278,14 @@ def _task_units(g, arch: Architecture, placed_on: list[str] | None, pe: list[int
             tasks_by_unit[unit] = [v]
             macs_by_unit[unit] = task_macs
             operations_by_unit[unit] = task_operations
-    passed_in, passed_out = _passed(g)
+    passed_in, passed_out = _passed(cache)
     passed_by_unit = {
         unit: (sum(passed_in[v] for v in members), sum(passed_out[v] for v in members))
         for unit, members in tasks_by_unit.items()
     }
     found = _TaskUnits(unit_of, tasks_by_unit, operations, macs_by_unit, operations_by_unit, passed_by_unit)
     if placed_on is None:
-        kept[id(arch)] = arch, found
-        while len(kept) > KEPT_ACCESS_PASSES:
-            del kept[next(iter(kept))]
+        CostCache.keep(cache.units, arch, found)
     return found
 
 
@@ -262,42 +300,37 @@ class _Accesses(NamedTuple):
     first_edge: dict[tuple[str, str], int]  # crossing -> the first edge on it (crossings are in that order)
 
 
-def _passed(g) -> tuple[list[int], list[int]]:
-    """The elements every node reads and writes (Σ of its in- and out-edges' volumes), once per graph."""
-    found = g.derived.get("passed")
-    if found is None:
+def _passed(cache: CostCache) -> tuple[list[int], list[int]]:
+    """The elements every node reads and writes (Σ of its in- and out-edges' volumes), once per cache."""
+    if cache.passed is None:
+        g = cache.graph
         passed_in, passed_out = [0] * g.n, [0] * g.n
         for p, v, volume in zip(g.src, g.dst, g.vol, strict=True):
             passed_out[p] += volume
             passed_in[v] += volume
-        found = g.derived["passed"] = passed_in, passed_out
-    return found
+        cache.passed = passed_in, passed_out
+    return cache.passed
 
 
-#: Access passes a graph keeps for the next schedules costed on it (the most recently used ones).
-KEPT_ACCESS_PASSES = 4
-
-
-def _accesses(schedule, arch: Architecture, onchip_buffers, unit_of: list[str | None], bandwidths) -> _Accesses:
-    """:func:`_access_pass`, kept on the graph (``derived``) without streaming edges for the schedules that
-    share its other inputs: the architecture, the buffers on chip and the unit of every node (the list
-    schedules of every P share one: the on-chip placement is one block's; so do the streaming schedules
-    of an architecture without on-chip memory). A schedule's streaming edges are then taken out of it
+def _accesses(
+    cache: CostCache, schedule: Schedule, arch: Architecture, onchip_buffers, unit_of: list[str | None], bandwidths
+) -> _Accesses:
+    """:func:`_access_pass`, kept in the cache without streaming edges for the schedules that share its
+    other inputs: the architecture, the buffers on chip and the unit of every node (the list schedules of
+    every P share one: the on-chip placement is one block's; so do the streaming schedules of an
+    architecture without on-chip memory). A schedule's streaming edges are then taken out of it
     (:func:`_with_streams`), or the pass is run in full when that cannot give the same order."""
     g = schedule.graph
-    key = (id(arch), frozenset(onchip_buffers), tuple(unit_of))
-    kept = g.derived.setdefault("accesses", {})
-    found = kept.pop(key, None)  # (arch, accesses): holding the architecture keeps its id unique
+    key = (arch, frozenset(onchip_buffers), tuple(unit_of))
+    found = cache.accesses.get(key)
     if found is None:
-        found = arch, _access_pass(g, bytes(g.m), arch, onchip_buffers, unit_of, bandwidths)
-    kept[key] = found
-    while len(kept) > KEPT_ACCESS_PASSES:
-        del kept[next(iter(kept))]
+        found = _access_pass(g, bytes(g.m), arch, onchip_buffers, unit_of, bandwidths)
+    CostCache.keep(cache.accesses, key, found)
     src, dst, is_buffer, source, sink = g.src, g.dst, g.is_buffer, g.source, g.pseudo_sink
     streamed = [e for e in flagged(schedule.streaming) if not is_buffer[dst[e]] and src[e] != source and dst[e] != sink]
     if not streamed:
-        return found[1]
-    with_streams = _with_streams(g, found[1], streamed, arch, onchip_buffers, unit_of)
+        return found
+    with_streams = _with_streams(g, found, streamed, arch, onchip_buffers, unit_of)
     if with_streams is None:
         return _access_pass(g, schedule.streaming, arch, onchip_buffers, unit_of, bandwidths)
     return with_streams
@@ -375,14 +408,14 @@ def _access_pass(g, streaming, arch: Architecture, onchip_buffers, unit_of: list
         if unit_of[node] is not None:
             cross((unit_of[node], memory), volume, e)
         if bandwidths[memory] is not None:
-            slots[node].append((memory, "read", volume, e, _cycles(volume * element_bytes, bandwidths[memory])))
+            slots[node].append((memory, "read", volume, e, cycles(volume * element_bytes, bandwidths[memory])))
 
     def write(node: int, memory: str, volume: int, e: int) -> None:
         writes[memory] += volume
         if unit_of[node] is not None:
             cross((unit_of[node], memory), volume, e)
         if bandwidths[memory] is not None:
-            slots[node].append((memory, "write", volume, e, _cycles(volume * element_bytes, bandwidths[memory])))
+            slots[node].append((memory, "write", volume, e, cycles(volume * element_bytes, bandwidths[memory])))
 
     def copy(node: int, origin: str, target: str, volume: int, e: int) -> None:
         read(node, origin, volume, e)
@@ -438,7 +471,7 @@ def _access_pass(g, streaming, arch: Architecture, onchip_buffers, unit_of: list
                     first_edge[key] = e
                 crossings[key] += volume
             if memory in limited:
-                slots[p].append((memory, "write", volume, e, _cycles(volume * element_bytes, bandwidths[memory])))
+                slots[p].append((memory, "write", volume, e, cycles(volume * element_bytes, bandwidths[memory])))
             if to_buffer:
                 continue
         # read(v, memory, ...) inlined
@@ -450,26 +483,55 @@ def _access_pass(g, streaming, arch: Architecture, onchip_buffers, unit_of: list
                 first_edge[key] = e
             crossings[key] += volume
         if memory in limited:
-            slots[v].append((memory, "read", volume, e, _cycles(volume * element_bytes, bandwidths[memory])))
+            slots[v].append((memory, "read", volume, e, cycles(volume * element_bytes, bandwidths[memory])))
     return _Accesses(reads, writes, crossings, slots, compulsory, first_edge)
 
 
-def architecture_costs(
-    schedule,
-    arch: Architecture,
-    onchip_buffers: frozenset[int] | set[int],
-    transfer_bandwidth: float | None = None,
+def cost_schedule(
+    schedule: Schedule,
+    arch: Architecture | str | Path,
+    onchip: int | None = None,
+    *,
+    cache: CostCache | None = None,
+    validate: bool = True,
 ) -> ArchitectureCosts:
-    """Re-time ``schedule`` (a :class:`~dcaccel.scheduler.Schedule`) on ``arch`` and cost it (see the
-    module docstring); ``onchip_buffers`` are the buffer nodes placed on chip, ``transfer_bandwidth``
-    the list scheduler's inter-PE bandwidth option."""
+    """What ``schedule`` costs on ``arch`` (an :class:`~dcaccel.architecture.Architecture`, a shipped name
+    such as ``"eyeriss"``, or a YAML file): the schedule re-timed there in cycles and seconds, the accesses
+    of every memory, energy by component, area, power and utilisation per unit kind (the module docstring
+    says how). The buffers on chip are those the schedule's I/O split places in ``onchip`` elements (None:
+    the schedule's own capacity, or the architecture's on-chip capacity when the schedule has none).
+    ``cache``: what the costings of schedules of the same graph share (:class:`CostCache`). With
+    ``validate`` (default) the result is checked by :func:`validate_costs`."""
+    arch = load_architecture(arch)
+    if onchip is None:
+        onchip = schedule.onchip or arch.onchip_capacity_elements
+    if cache is None:
+        cache = CostCache(schedule.graph)
+    else:
+        cache.check(schedule)
+    placed = frozenset(schedule.io_at(onchip).onchip_buffers)
+    with without_cycle_collection():
+        costs = _costs(cache, schedule, arch, placed)
+        if validate:
+            validate_costs(schedule, costs)
+    return costs
+
+
+def _costs(
+    cache: CostCache, schedule: Schedule, arch: Architecture, onchip_buffers: frozenset[int]
+) -> ArchitectureCosts:
+    """Re-time ``schedule`` on ``arch`` and cost it (see the module docstring); ``onchip_buffers`` are the
+    buffer nodes placed on chip."""
     g, t = schedule.graph, schedule.timing
     n = g.n
     pes = schedule.pes
     element_bytes = arch.element_bytes
+    detail = schedule.detail
+    transfer_bandwidth = detail.transfer_bandwidth if isinstance(detail, ListDetail) else None
+    placed_on = detail.units if isinstance(detail, HeftDetail) else None
     if onchip_buffers and not arch.onchip:
         raise ArchitectureError(f"architecture {arch.name}: buffers are placed on chip but it has no onchip memory")
-    if schedule.unit_of_pe is None:  # a homogeneous schedule: every PE on its own accelerator unit
+    if placed_on is None:  # a homogeneous schedule: every PE on its own accelerator unit
         capacity = arch.accelerator_units(pes)
         if pes > capacity:
             besides = " besides its host" if host_of(arch) else ""
@@ -478,16 +540,16 @@ def architecture_costs(
             )
         counts = arch.unit_counts(pes)
     else:  # a heterogeneous one (dcaccel.scheduler.heft.UnitLayout): its PEs are the units
-        counts = schedule.unit_of_pe.counts
+        counts = placed_on.counts
 
     # The unit kind and run cycles of every node, and the unit instance of every task (an index into the
     # units of all kinds, kind after kind).
-    plan = _task_units(g, arch, schedule.unit_of_pe, t.pe)
+    plan = _task_units(cache, arch, placed_on, t.pe)
     unit_of = plan.unit_of
     run = [0] * n
     lead = [0] * n  # cycles from the start to the first output
     instance_of = [-1] * n
-    rates = {unit: (_ratio(arch.throughput(unit)), _ratio(arch.mac_rate(unit))) for unit in arch.units}
+    rates = {unit: (ratio(arch.throughput(unit)), ratio(arch.mac_rate(unit))) for unit in arch.units}
     busy: dict[str, int] = dict.fromkeys(arch.units, 0)
     instances = 0
     t_start, t_end, t_first, t_pe = t.start, t.end, t.first_output, t.pe
@@ -498,12 +560,8 @@ def architecture_costs(
         total = 0
         for v in members:
             begin = t_start[v]
-            if throughput == _ONE_PER_CYCLE:  # ⌈D / 1⌉ = D
-                runs, leads = t_end[v] - begin, t_first[v] - begin
-            else:
-                runs, leads = _cycles(t_end[v] - begin, throughput), _cycles(t_first[v] - begin, throughput)
-            if mac_rate is not None:
-                runs = max(runs, _cycles(operations[v], mac_rate))
+            runs = run_cycles(t_end[v] - begin, operations[v], throughput, mac_rate)
+            leads = t_first[v] - begin if throughput == ONE_PER_CYCLE else cycles(t_first[v] - begin, throughput)
             run[v] = runs
             total += runs
             lead[v] = leads if leads < runs else runs
@@ -511,11 +569,11 @@ def architecture_costs(
         busy[unit] = total
         instances += count
 
-    bandwidths = {name: _ratio(memory.bandwidth_bytes_per_cycle) for name, memory in arch.memories.items()}
+    bandwidths = {name: ratio(memory.bandwidth_bytes_per_cycle) for name, memory in arch.memories.items()}
     links = {(a, b): arch.link(a, b) for a in arch.units for b in arch.units}
-    link_rates = {pair: _ratio(link.bandwidth_bytes_per_cycle) for pair, link in links.items() if link is not None}
+    link_rates = {pair: ratio(link.bandwidth_bytes_per_cycle) for pair, link in links.items() if link is not None}
 
-    accesses = _accesses(schedule, arch, onchip_buffers, unit_of, bandwidths)
+    accesses = _accesses(cache, schedule, arch, onchip_buffers, unit_of, bandwidths)
     reads, writes = dict(accesses.reads), dict(accesses.writes)
     crossings, slots, compulsory = accesses.crossings, accesses.slots, accesses.compulsory
     start, end, first, transfers = _retime(
@@ -526,6 +584,7 @@ def architecture_costs(
 
     # Energy by component: memories, links, the units' compute.
     level: dict[str, str] = {name: memory.level.value for name, memory in arch.memories.items()}
+    parts: dict[str, tuple[str, ...]] = {name: (name,) for name in arch.memories}
     compute = dict(plan.operations_by_unit)
     for unit, (read, written) in plan.passed_by_unit.items():
         local = arch.local(unit)
@@ -541,9 +600,11 @@ def architecture_costs(
             name = "-".join(link.between)
             energy[name] = energy.get(name, 0.0) + elements * link.energy_per_element_pj
             level[name] = "links"
+            parts[name] = tuple(link.between)
     for unit, count in compute.items():
         energy[unit] = count * arch.units[unit].energy_per_mac_pj
         level[unit] = "compute"
+        parts[unit] = (unit,)
     return ArchitectureCosts(
         architecture=arch.label,
         clock_mhz=arch.clock_mhz,
@@ -562,6 +623,8 @@ def architecture_costs(
         compulsory_elements=compulsory,
         bandwidths=bandwidths,
         macs_by_unit=dict(plan.macs_by_unit),
+        host=host_of(arch),
+        component_parts=parts,
     )
 
 
@@ -621,7 +684,7 @@ def _retime(
                         ready = first[p]
                         if link is not None:
                             ready += link.latency_cycles
-                            floor = ready + _cycles(vol[e] * element_bytes, link_rates[pair])
+                            floor = ready + cycles(vol[e] * element_bytes, link_rates[pair])
                             if floor > finish_floor:
                                 finish_floor = floor
                     else:
@@ -645,11 +708,11 @@ def _retime(
         finish = begin + run[v]
         if finish_floor > finish:
             finish = finish_floor
-        for memory, direction, elements, e, cycles in slots.get(v, ()):
+        for memory, direction, elements, e, slot_cycles in slots.get(v, ()):
             slot = memory_free[memory]
             if begin > slot:
                 slot = begin
-            slot_end = memory_free[memory] = slot + cycles
+            slot_end = memory_free[memory] = slot + slot_cycles
             transfers.append(new_transfer(Transfer, (memory, v, e, direction, elements, slot, slot_end)))
             if slot_end > finish:
                 finish = slot_end
@@ -745,7 +808,7 @@ def validate_costs(schedule, costs: ArchitectureCosts) -> None:
     run, and no memory above its bandwidth (transfers of a memory never overlap and each lasts at
     least its bytes over the bandwidth). Raises :class:`ScheduleError` naming what breaks."""
     g, t = schedule.graph, costs.timing
-    name = schedule._name
+    name = schedule.node_name
     for v in range(g.n):
         if t.end[v] - t.start[v] < costs.run_cycles[v]:
             raise ScheduleError(

@@ -2,7 +2,7 @@
 
 import pytest
 
-from dcaccel.exploration.cost import CostModel
+from dcaccel.cost.proxy import CostModel
 
 
 def test_area_grows_with_pes_and_memory():
