@@ -194,7 +194,7 @@ class RecurrentBuilder:
         self.shape = MMM.implementations[implementation]
         self.T = f"dace.{spec.dtype.to_string()}"
         self.present = set(steps.sdfg.arrays)
-        self.bias: str | None = None  # the summed biases of the direction being built (G·H)
+        self.bias: dict[str, tuple[str, int]] = {}  # per gate, the container of its biases and where they start
 
     # -- the pieces of a step
     def product(self, label: str, a: Memlet, b: Memlet, shape: tuple, reason: BufferReason | None = None) -> str:
@@ -258,8 +258,9 @@ class RecurrentBuilder:
         if gate in products:
             container, start = products[gate]
             inputs["hr"] = Memlet(f"{container}[__b, {start} + __j]")
-        if self.bias is not None:
-            inputs["bias"] = Memlet(f"{self.bias}[{g * H} + __j]")
+        if gate in self.bias:
+            container, start = self.bias[gate]
+            inputs["bias"] = Memlet(f"{container}[{start} + __j]")
         terms = list(inputs) + ([extra_term] if extra_term else [])
         activation = self.spec.activations[d][cell.applies[g]]
         code = self.clipped(terms) + f"out = {activation.expression('p', self.T)}"
@@ -283,29 +284,33 @@ class RecurrentBuilder:
 
     # -- a direction
     def biases(self, d: int) -> None:
-        """The summed biases Wb + Rb of direction ``d`` (one task; GRU's h gate with ``linear_before_reset``
-        takes Wb alone, in a task of its own: its Rb is added before the reset gate scales it)."""
+        """The summed biases Wb + Rb of direction ``d``, one task; GRU's h gate with ``linear_before_reset``
+        takes Wb alone (its Rb is added before the reset gate scales it), copied by a task of its own into a
+        container of its own (one writer per container, each gate task reading one element of each input)."""
+        self.bias = {}
         if "B" not in self.present:
-            self.bias = None
             return
-        spec, width = self.spec, self.spec.width
-        self.bias = self.steps.transient(f"bias_d{d}", (width,), spec.dtype, BufferReason.REUSE)
-        summed = 2 * spec.hidden if spec.cell.op == "GRU" and spec.linear_before_reset else width
+        spec, width, H = self.spec, self.spec.width, self.spec.hidden
+        apart = spec.cell.op == "GRU" and spec.linear_before_reset
+        summed = self.steps.transient(f"bias_d{d}", (width - H * apart,), spec.dtype, BufferReason.REUSE)
         self.steps.flat_map(
             f"bias_d{d}",
-            {"__c": f"0:{summed}"},
+            {"__c": f"0:{width - H * apart}"},
             {"wb": Memlet(f"B[{d}, __c]"), "rb": Memlet(f"B[{d}, {width} + __c]")},
             "out = wb + rb",
-            {"out": Memlet(f"{self.bias}[__c]")},
+            {"out": Memlet(f"{summed}[__c]")},
         )
-        if summed < width:
+        self.bias = {gate: (summed, k * H) for k, gate in enumerate(spec.cell.gates)}
+        if apart:
+            alone = self.steps.transient(f"bias_h_d{d}", (H,), spec.dtype, BufferReason.REUSE)
             self.steps.flat_map(
                 f"bias_h_d{d}",
-                {"__c": f"{summed}:{width}"},
-                {"wb": Memlet(f"B[{d}, __c]")},
+                {"__c": f"0:{H}"},
+                {"wb": Memlet(f"B[{d}, {2 * H} + __c]")},
                 "out = wb",
-                {"out": Memlet(f"{self.bias}[__c]")},
+                {"out": Memlet(f"{alone}[__c]")},
             )
+            self.bias["h"] = (alone, 0)
 
     def direction(self, d: int, w_t: str, r_t: str | None) -> None:
         """Every step of direction ``d``: the biases, the input product, then per step the hidden product(s),

@@ -131,6 +131,33 @@ def lstm_dags():
     return {shape: extract(lower(sdfg, {"LSTM": shape})) for shape in ("mv", "op", "lmv")}
 
 
+@pytest.fixture(scope="module")
+def case_dags():
+    """The task DAG of every case lowered under its MMM shape (nothing compiled), by case name."""
+    from dace.ml import ONNXModel
+
+    from dcaccel.dag import extract
+    from dcaccel.transforms.lower import lower
+
+    sdfg = ONNXModel("recurrent_cases", build_model(ALL), onnx_simplify=False).sdfg
+    dag = extract(lower(sdfg, SHAPE))
+    return dict.fromkeys(SHAPE, dag)
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("case", ALL, ids=lambda c: c.name)
+def test_every_case_extracts_a_valid_dag_of_mmm_and_gate_tasks(case, case_dags):
+    """Every task of the case comes from its lowering under its shape: MMM tasks and gate tasks, none opaque;
+    the DAG meets the contract (equal in-volumes into every task: each gate task reads one element of each
+    input per iteration)."""
+    dag = case_dags[case.name]
+    dag.validate()
+    ours = [t for t in dag.tasks if dag.meta(t)["node"] == case.name]
+    assert {dag.meta(t)["implementation"] for t in ours} == {SHAPE[case.name]}
+    assert not any(dag.meta(t).get("opaque") for t in ours)
+    assert any(dag.meta(t)["map"].startswith(f"{case.name}_input_d0") for t in ours)
+
+
 STEP_TASKS = ["cell", "gate_c", "gate_i", "gate_o", "state"]
 """The element-wise tasks of an LSTM step without a previous cell state; with one, also ``gate_f``."""
 

@@ -54,6 +54,7 @@ class Family(StrEnum):
     CNN = "cnn"
     ENCODER = "encoder"  # transformer encoder (vision or text)
     DECODER = "decoder"  # causal transformer decoder
+    RECURRENT = "recurrent"  # recurrent classifier (LSTM, GRU)
 
 
 class SingleOutput(torch.nn.Module):
@@ -230,6 +231,35 @@ def _gpt2() -> torch.nn.Module:
     return SingleOutput(GPT2Model(config), "last_hidden_state", attention_mask=True)
 
 
+#: The recurrent classifiers' sequence length, batch and features per step.
+SEQUENCE = (6, 1, 8)
+
+
+class RecurrentClassifier(torch.nn.Module):
+    """A recurrent layer ``cell`` (``torch.nn.LSTM`` or ``GRU``, 16 hidden units) over a sequence of
+    :data:`SEQUENCE`, then a linear classifier of its last step's output into 4 classes."""
+
+    def __init__(self, cell: type, bidirectional: bool = False):
+        super().__init__()
+        self.recurrent = cell(SEQUENCE[2], 16, bidirectional=bidirectional)
+        self.head = torch.nn.Linear(16 * (1 + bidirectional), 4)
+
+    def forward(self, x: torch.Tensor) -> torch.Tensor:
+        y, _ = self.recurrent(x)
+        return self.head(y[-1])
+
+
+def _recurrent(name: str, cell: type, bidirectional: bool) -> CorpusModel:
+    """A :class:`RecurrentClassifier` exported by torch (the GRU with ``linear_before_reset``, as torch's)."""
+
+    def build() -> tuple[torch.nn.Module, torch.Tensor]:
+        torch.manual_seed(SEED)
+        module = RecurrentClassifier(cell, bidirectional).eval()
+        return module, torch.randn(*SEQUENCE, generator=torch.Generator().manual_seed(SEED))
+
+    return CorpusModel(name, Family.RECURRENT, "torch", build)
+
+
 MODELS: dict[str, CorpusModel] = {
     model.name: model
     for model in (
@@ -243,6 +273,8 @@ MODELS: dict[str, CorpusModel] = {
         _transformers("bert", Family.ENCODER, _bert, _tokens),
         _transformers("distilbert", Family.ENCODER, _distilbert, _tokens),
         _transformers("gpt2", Family.DECODER, _gpt2, _tokens),
+        _recurrent("lstm-classifier", torch.nn.LSTM, bidirectional=False),
+        _recurrent("gru-classifier", torch.nn.GRU, bidirectional=True),
         *(_zoo(model, opset) for model in zoo.MODELS for opset in zoo.OPSETS),
     )
 }
