@@ -93,7 +93,8 @@ def test_a_deferred_import_closing_a_circle_is_found(tmp_path):
 
 
 def _imports_alone(module: str) -> tuple[str, str]:
-    done = subprocess.run([sys.executable, "-c", f"import {module}"], capture_output=True, text=True, check=False)
+    code = [sys.executable, "-c", f"import {module}"]
+    done = subprocess.run(code, cwd=PACKAGE.parent, capture_output=True, text=True, check=False)
     return module, done.stderr.strip().splitlines()[-1] if done.returncode else ""
 
 

@@ -2,8 +2,8 @@
 validated from YAML (``dcaccel/architectures/*.yaml`` ships the designs) or built in Python;
 variants with swept parameters (``units.pe.count=16``) come from :mod:`dcaccel.architecture.parameters`.
 
-Importing this package does not import DaCe; the schedulers read an architecture to cost a
-schedule (:mod:`dcaccel.scheduler.architecture`).
+Importing this package does not import DaCe; the costing reads an architecture to cost a
+schedule (:mod:`dcaccel.cost.schedule`).
 """
 
 from dcaccel.architecture.graph import Architecture, ArchitectureError, all_to_all, bus, mesh_2d

@@ -5,7 +5,7 @@ The component graph has one node per unit kind (``kind="unit"``) and per memory
 ``topology`` says how its instances connect (:func:`all_to_all`, :func:`mesh_2d`, :func:`bus`
 build the instance graph). The queries the schedulers need (which unit runs an op, the off-chip
 memory, the on-chip capacity, link and memory parameters) are methods here; the costs themselves
-are computed by :mod:`dcaccel.scheduler.architecture`.
+are computed by :mod:`dcaccel.cost.schedule`.
 """
 
 from __future__ import annotations

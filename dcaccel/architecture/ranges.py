@@ -3,7 +3,7 @@
 Every number is strict (``true`` or ``"16"`` is not a number, an integer field takes no fraction) and
 finite, and lies in a range (``docs/architecture_description.md``, "Ranges") chosen so that what the
 schedulers compute from it stays exact and finite: a rate or bandwidth becomes a fraction whose
-denominator is at most 2**20 (:mod:`dcaccel.scheduler.architecture`), so none may be so small that it
+denominator is at most 2**20 (:mod:`dcaccel.cost.rates`), so none may be so small that it
 rounds to zero, and energies, areas and times multiplied by the largest counts and volumes stay far
 below the largest float and int64.
 """
