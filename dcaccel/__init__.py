@@ -24,6 +24,7 @@ _EXPORTS = {
     "schedule": "dcaccel.scheduler",
     "Schedule": "dcaccel.scheduler",
     "explore": "dcaccel.exploration",
+    "Study": "dcaccel.exploration",
     "map": "dcaccel.mapping",
     "pareto_front": "dcaccel.exploration",
     "partition": "dcaccel.partitioning",

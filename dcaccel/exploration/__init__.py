@@ -10,7 +10,7 @@ from dcaccel.exploration.assignments import Assignment
 from dcaccel.exploration.pareto import pareto_front
 from dcaccel.exploration.points import ExplorationPoint
 
-__all__ = ["Assignment", "CostModel", "ExplorationPoint", "explore", "pareto_front"]
+__all__ = ["Assignment", "CostModel", "ExplorationPoint", "Study", "explore", "pareto_front"]
 
 
 def __getattr__(name: str):
@@ -18,4 +18,8 @@ def __getattr__(name: str):
         from dcaccel.exploration.sweep import explore
 
         return explore
+    if name == "Study":
+        from dcaccel.exploration.study import Study
+
+        return Study
     raise AttributeError(f"module 'dcaccel.exploration' has no attribute '{name}'")
