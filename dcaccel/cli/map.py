@@ -44,6 +44,12 @@ def register(subparsers) -> None:
         metavar="ELEMENTS",
         help="on-chip elements (default: the design's)",
     )
+    parser.add_argument(
+        "--whole-network",
+        action="store_true",
+        help="loopnest: also the whole network, every operator, activations kept on chip between layers and "
+        "overlap (lowers the program for the design)",
+    )
     parser.add_argument("--json", action="store_true", help="print one JSON object instead of the table")
     parser.set_defaults(run=run)
 
@@ -55,6 +61,8 @@ def run(args) -> int:
     architecture = load_architecture(args.arch)
     if args.search == LOOPNEST:
         return _loopnest(args, architecture)
+    if args.whole_network:
+        raise DcaccelError("--whole-network applies to --search loopnest only")
     if args.capacity is None and architecture.onchip_capacity_elements < 1:
         raise DcaccelError(
             f"--arch {args.arch}: architecture {architecture.name} has no on-chip capacity; give --capacity ELEMENTS"
@@ -99,7 +107,7 @@ def _loopnest(args, architecture) -> int:
             bar.total = total
             bar.update(done - bar.n)
 
-        result = network_cost(workload, architecture, args.objective, progress=progress)
+        result = network_cost(workload, architecture, args.objective, progress=progress, whole=args.whole_network)
     if args.json:
         sys.stdout.write(json.dumps(result.to_json()) + "\n")
         return 0
@@ -109,6 +117,13 @@ def _loopnest(args, architecture) -> int:
         f"{result.total('cycles'):,.0f} cycles, {result.total('energy_pj') / 1e6:.4g} µJ, "
         f"{result.total('offchip_bytes'):,.0f} off-chip bytes over {len(result.costs)} layers, {result.seconds:.1f} s\n"
     )
+    if result.whole is not None:
+        totals = result.whole.totals()
+        sys.stdout.write(
+            f"whole network ({len(result.whole.rows)} operators, activations kept in {result.whole.buffer}, "
+            f"overlap): {totals['cycles']:,.0f} cycles, {totals['energy_pj'] / 1e6:.4g} µJ, "
+            f"{totals['offchip_bytes']:,.0f} off-chip bytes\n"
+        )
     for node, reason in result.uncounted:
         if not reason.endswith("is not a multiply-accumulate layer"):
             sys.stdout.write(f"not counted: {node}: {reason}\n")

@@ -26,11 +26,12 @@ from dcaccel.cost.evaluate import LayerCost
 from dcaccel.cost.hierarchy import Hierarchy
 from dcaccel.cost.nest import LayerNest, layer_nest
 from dcaccel.cost.search import best_mapping
+from dcaccel.cost.wholenetwork import WholeNetwork, whole_network
 from dcaccel.errors import DcaccelError
 from dcaccel.frontend.load import resolve
 from dcaccel.frontend.onnx_import import readable_node_names
 from dcaccel.mapping.layers import MAPPED_OPS, node_attributes, program_model, static_shapes
-from dcaccel.transforms.offload import op_instances
+from dcaccel.transforms.offload import lower_partitioned, op_instances
 
 
 @dataclass(frozen=True)
@@ -60,6 +61,7 @@ class NetworkCost:
     costs: tuple[tuple[str, str, LayerCost], ...]  # (node, op, cost)
     uncounted: tuple[tuple[str, str], ...]  # (node, why it has no loop nest here)
     seconds: float
+    whole: WholeNetwork | None = None  # every operator, kept activations, overlap (network_cost(whole=True))
 
     def rows(self) -> list[LayerRow]:
         return [
@@ -95,7 +97,7 @@ class NetworkCost:
             }
             layers.append({**dataclasses.asdict(row), "energy_by_memory_pj": dict(cost.energy_pj), "traffic": traffic})
         totals = {column: self.total(column) for column in ("macs", "cycles", "energy_pj", "offchip_bytes")}
-        return {
+        result = {
             "workload": self.workload,
             "architecture": self.architecture,
             "objective": self.objective,
@@ -104,6 +106,13 @@ class NetworkCost:
             "uncounted": dict(self.uncounted),
             "seconds": round(self.seconds, 3),
         }
+        if self.whole is not None:
+            result["whole_network"] = {
+                "totals": self.whole.totals(),
+                "activation_buffer": self.whole.buffer,
+                "operators": [dataclasses.asdict(row) for row in self.whole.rows],
+            }
+        return result
 
 
 _COLUMNS = [field.name for field in dataclasses.fields(LayerRow)]
@@ -125,11 +134,13 @@ def network_cost(
     objective: str = "makespan",
     *,
     progress: Callable[[int, int], None] | None = None,
+    whole: bool = False,
 ) -> NetworkCost:
     """The best mapping of every MAC layer of ``workload`` (a built-in workload's name, a model file, a
     Workload or an ONNX proto) on ``arch`` by ``objective``, each on the accelerator unit kind its support
     rules place it on (:func:`dcaccel.architecture.support.annotate`); a layer placed on the host, or on no
-    unit, is listed in ``uncounted`` with the reason. ``progress(done, total)`` is called after each node."""
+    unit, is listed in ``uncounted`` with the reason. ``progress(done, total)`` is called after each node.
+    ``whole``: also the whole network, every operator included (:mod:`dcaccel.cost.wholenetwork`)."""
     start = time.perf_counter()
     arch = arch if isinstance(arch, Architecture) else load_architecture(arch)
     program = resolve(workload)
@@ -141,6 +152,7 @@ def network_cost(
     hierarchies: dict[str, Hierarchy] = {}
     searched: dict[tuple, LayerCost] = {}
     costs, uncounted = [], []
+    nests: dict[str, LayerNest] = {}
     for index, node in enumerate(nodes):
         nest = _nest(node, shapes)
         where = placement.get(node.name)
@@ -155,8 +167,14 @@ def network_cost(
             if key not in searched:
                 searched[key] = best_mapping(nest, hierarchies[where.target], objective)
             costs.append((node.name, node.op_type, dataclasses.replace(searched[key], layer=node.name)))
+            nests[node.name] = nest
         if progress is not None:
             progress(index + 1, len(nodes))
-    return NetworkCost(
-        name, arch.name, objective, arch.offchip, tuple(costs), tuple(uncounted), time.perf_counter() - start
-    )
+    result = NetworkCost(name, arch.name, objective, arch.offchip, tuple(costs), tuple(uncounted), 0.0)
+    if whole:
+        on_host = {node for node, where in placement.items() if where.target is not None and not where.offloaded}
+        lowered = lower_partitioned(program, placement, on_host, {})
+        result = dataclasses.replace(
+            result, whole=whole_network(result, arch, inferred, shapes, placement, lowered, nests, hierarchies)
+        )
+    return dataclasses.replace(result, seconds=time.perf_counter() - start)

@@ -63,3 +63,22 @@ def test_loopnest_search_on_an_imported_design(capsys):
     assert set(layer["energy_by_memory_pj"]) == {"mac", "rf_128B", "rf_2B", "sram_2MB", "dram"}
     assert main(["map", "conv-seed", "--arch", str(design), "--search", "loopnest", "--pes", "4"]) == 2
     assert "--pes does not apply to --search loopnest" in capsys.readouterr().err
+
+
+@pytest.mark.slow
+def test_loopnest_whole_network(capsys):
+    """``--whole-network`` adds every operator of LeNet on the imported tpu_like, activations kept in its 2 MB
+    buffer: the off-chip bytes fall to the weights, the image and the 10 scores; the per-layer rows stay."""
+    from pathlib import Path
+
+    design = Path(__file__).parents[2] / "benchmarks" / "data" / "zigzag_tpu_like.arch.yaml"
+    assert main(["map", "lenet", "--arch", str(design), "--search", "loopnest", "--whole-network", "--json"]) == 0
+    out = json.loads(capsys.readouterr().out)
+    whole = out["whole_network"]
+    assert whole["activation_buffer"] == "sram_2MB"
+    assert [row["node"] for row in whole["operators"]][:3] == ["conv1", "Relu_0", "MaxPool_0"]
+    assert whole["totals"]["macs"] == out["totals"]["macs"] == 281_640
+    weights = 150 + 2400 + 30_720 + 10_080 + 840
+    assert whole["totals"]["offchip_bytes"] == weights + 28 * 28 + 10 < out["totals"]["offchip_bytes"]
+    assert main(["map", "lenet", "--arch", "eyeriss", "--whole-network"]) == 2
+    assert "--whole-network applies to --search loopnest only" in capsys.readouterr().err

@@ -131,3 +131,51 @@ def test_access_bytes_are_the_step_of_every_transfer():
 def test_a_host_kind_has_no_array():
     with pytest.raises(DcaccelError, match="'cpu' is not an accelerator unit kind"):
         hierarchy(_design(), "cpu")
+
+
+@pytest.fixture(scope="module")
+def whole():
+    return network_cost(_model(), _design(), "makespan", whole=True)
+
+
+@pytest.mark.slow
+def test_whole_network_keeps_activations_on_chip(whole):
+    rows = {row.node: row for row in whole.whole.rows}
+    assert whole.whole.buffer == "glb"
+    # conv's 144-byte output and relu's stay in glb: neither is written off chip nor read back
+    assert rows["conv"].output_kept and rows["relu"].output_kept
+    assert rows["relu"].offchip_bytes == 0 and rows["relu"].buffer_bytes == 2 * 144
+    per_layer = sum(whole.layers["offchip_bytes"])
+    totals = whole.whole.totals()
+    assert totals["offchip_bytes"] <= per_layer - 144  # the conv's output write at least
+    # never below the compulsory: the weights, the model's input and its output cross once
+    assert totals["offchip_bytes"] >= 72 + 1440 + 2 * 8 * 8 + 10
+
+
+@pytest.mark.slow
+def test_whole_network_costs_every_operator(whole):
+    rows = {row.node: row for row in whole.whole.rows}
+    assert list(rows) == ["conv", "relu", "flatten", "fc"]
+    assert rows["relu"].operations == 144 and rows["relu"].cycles == math.ceil(144 / 4)
+    assert rows["flatten"].operations == 0 and rows["flatten"].cycles == 0  # a view: moves nothing
+    assert rows["conv"].macs == 4 * 2 * 9 * 6 * 6 and rows["fc"].macs == 1440
+    totals = whole.whole.totals()
+    assert totals["macs"] == 4 * 2 * 9 * 6 * 6 + 1440
+    # one unit kind runs everything here: no overlap, the makespan is the sum
+    assert totals["cycles"] == totals["serial_cycles"] == sum(row.cycles for row in rows.values())
+
+
+@pytest.mark.slow
+def test_a_host_conv_costs_its_arithmetic_not_its_weights():
+    """Support rules that refuse the 3×3 Conv send it (and Relu, Flatten) to the host: it costs its 2,592
+    MACs and bias additions at the host's 0.25 per cycle, not its 72 weights."""
+    refused = network_cost(
+        _model(), _design("support: [{op: Conv, kernel_shape: [[1, 1]]}, {op: Gemm}]"), "makespan", whole=True
+    )
+    rows = {row.node: row for row in refused.whole.rows}
+    assert (rows["conv"].unit, rows["fc"].unit) == ("cpu", "pe")
+    assert rows["conv"].macs == 4 * 2 * 9 * 6 * 6
+    assert rows["conv"].cycles == math.ceil(rows["conv"].operations / 0.25) >= 4 * 2592
+    assert not rows["conv"].output_kept  # produced on the host: written off chip
+    # host and accelerator work one after the other here (a chain): the makespan is at least the sum
+    assert refused.whole.makespan >= sum(row.cycles for row in rows.values())
