@@ -14,6 +14,7 @@ narrows where it may match:
   weights buffers and program inputs/outputs are never fused away.
 """
 
+from collections import Counter
 from dataclasses import dataclass
 
 import dace
@@ -50,7 +51,22 @@ class ElementwiseMapFusion(MapFusionVertical):
             return False
         if not (is_elementwise(graph, first_entry) and is_elementwise(graph, self.second_map_entry)):
             return False
+        if not _equal_reads(graph, (first_entry, self.second_map_entry), self.array.data):
+            return False
         return super().can_be_applied(graph, expr_index, sdfg, permissive)
+
+
+def _equal_reads(state: dace.SDFGState, entries, intermediate: str) -> bool:
+    """Whether the maps of ``entries`` fused would read every container other than ``intermediate`` the same
+    number of times per iteration (the contract's equal in-volumes: two gates of an LSTM reading the one
+    gate-product container at two offsets, fused with a task reading the cell state once, would not)."""
+    reads = Counter(
+        edge.data.data
+        for entry in entries
+        for edge in state.out_edges(entry)
+        if not edge.data.is_empty() and edge.data.data != intermediate
+    )
+    return len(set(reads.values())) <= 1
 
 
 @dataclass(frozen=True)
