@@ -19,6 +19,17 @@ from tests.frontend import zoo
 
 CASES = [pytest.param(model, opset, id=f"{model.name}-{opset}") for model in zoo.MODELS for opset in zoo.OPSETS]
 
+#: The model whose whole pipeline (lowering, extraction, schedule) runs in the fast subset, at every opset; the
+#: others take seconds each and run in the full suite.
+FAST_PIPELINE = "squeezenet"
+
+
+def _pipeline_param(model: zoo.ZooModel, *opsets: int) -> pytest.param:
+    """``model`` (at ``opsets``) as a parameter, slow unless it is the fast subset's model."""
+    marks = [] if model.name == FAST_PIPELINE else [pytest.mark.slow]
+    return pytest.param(model, *opsets, marks=marks, id="-".join(map(str, (model.name, *opsets))))
+
+
 #: Ops that compute nothing at inference or compute constants only: none is left after preparation.
 _PREPARED_AWAY = {"Dropout", "Identity", "Constant", "ConstantOfShape", "Shape", "Gather", "Unsqueeze", "Cast"}
 
@@ -67,7 +78,7 @@ def _pipeline(model: zoo.ZooModel, opset: int):
     return dag, dcaccel.schedule(dag, 16)
 
 
-@pytest.mark.parametrize(("model", "opset"), CASES)
+@pytest.mark.parametrize(("model", "opset"), [_pipeline_param(m, opset) for m in zoo.MODELS for opset in zoo.OPSETS])
 def test_lowers_extracts_and_schedules(model, opset):
     dag, schedule = _pipeline(model, opset)
     dag.validate()
@@ -75,7 +86,7 @@ def test_lowers_extracts_and_schedules(model, opset):
     assert schedule.lower_bound <= schedule.makespan <= schedule.work
 
 
-@pytest.mark.parametrize("model", [pytest.param(m, id=m.name) for m in zoo.MODELS])
+@pytest.mark.parametrize("model", [_pipeline_param(m) for m in zoo.MODELS])
 def test_the_opset_does_not_change_the_task_dag(model):
     """The zoo builders write the same network at every opset: the DAGs and makespans are equal."""
     figures = {
@@ -98,7 +109,9 @@ def test_lowered_googlenet_matches_onnxruntime():
 
 #: The model-zoo networks onnx ships as backend test data ("light": opset 9, IR version 3, weights built by
 #: ``ConstantOfShape`` at run time and listed as graph inputs), with the ops each keeps after import (a
-#: BatchNormalization after a Conv is folded into it; DenseNet's follow a Concat and stay) and its output shape. The three with hundreds of MB of weights take tens of seconds to fold: slow.
+#: BatchNormalization after a Conv is folded into it; DenseNet's follow a Concat and stay), its output shape and
+#: whether it is slow: each folds tens to hundreds of MB of weights (seconds to tens of seconds), the fast subset
+#: imports the smallest, SqueezeNet.
 _LIGHT = os.path.join(os.path.dirname(onnx.__file__), "backend", "test", "data", "light")
 _CNN = {"Conv", "Relu", "MaxPool"}
 LIGHT_MODELS = [
@@ -107,22 +120,22 @@ LIGHT_MODELS = [
         "shufflenet",
         _CNN | {"AveragePool", "Concat", "Gemm", "Reshape", "Softmax", "Sum", "Transpose"},
         (1, 1000),
-        False,
+        True,
     ),
-    ("inception_v1", _CNN | {"AveragePool", "Concat", "Gemm", "LRN", "Reshape", "Softmax"}, (1, 1000), False),
+    ("inception_v1", _CNN | {"AveragePool", "Concat", "Gemm", "LRN", "Reshape", "Softmax"}, (1, 1000), True),
     (
         "inception_v2",
         _CNN | {"Add", "AveragePool", "Concat", "Gemm", "Mul", "Reshape", "Softmax"},
         (1, 1000),
-        False,
+        True,
     ),
     (
         "densenet121",
         _CNN | {"Add", "AveragePool", "BatchNormalization", "Concat", "GlobalAveragePool", "Mul"},
         (1, 1000, 1, 1),
-        False,
+        True,
     ),
-    ("resnet50", _CNN | {"AveragePool", "Gemm", "Reshape", "Softmax", "Sum"}, (1, 1000), False),
+    ("resnet50", _CNN | {"AveragePool", "Gemm", "Reshape", "Softmax", "Sum"}, (1, 1000), True),
     ("bvlc_alexnet", _CNN | {"Gemm", "LRN", "Reshape", "Softmax"}, (1, 1000), True),
     ("zfnet512", _CNN | {"Gemm", "LRN", "Reshape", "Softmax"}, (1, 1000), True),
     ("vgg19", _CNN | {"Gemm", "Reshape", "Softmax"}, (1, 1000), True),
