@@ -3,7 +3,7 @@ block command by command through ``dcaccel.cli.main``, each block in an empty fo
 
 Not run here: the install and test commands above the first section (they are what runs this), and
 the section "Running sweeps on a cluster" (its examples need a Dask cluster; tests/exploration covers
-them). Examples that compile SDFGs or sweep a whole network are marked slow."""
+them). Examples that compile SDFGs, sweep a whole network or search mappings are marked slow."""
 
 import os
 import re
@@ -24,8 +24,9 @@ README = ROOT / "README.md"
 #: Sections whose examples are tested elsewhere.
 OTHER_SECTIONS = ("Running sweeps on a cluster",)
 
-#: What makes an example slow: compiling an SDFG (verify, run) or sweeping a whole network.
-SLOW = ("dcaccel verify", ".run(", 'explore("lenet"')
+#: What makes an example slow: compiling an SDFG (verify, run), sweeping a whole network or searching mappings
+#: (tests/cli runs each of these commands on small inputs in the fast subset).
+SLOW = ("dcaccel verify", ".run(", 'explore("lenet"', "dcaccel map")
 
 
 def commands(code: str) -> list[list[str]]:
