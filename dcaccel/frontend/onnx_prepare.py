@@ -327,9 +327,8 @@ def fold_batch_norms(proto: onnx.ModelProto, source: str) -> onnx.ModelProto:
             logger.debug("%s: BatchNormalization '%s' stays as written: %s", source, norm.name or f"#{index}", reason)
             continue
         weight, bias = _folded_parameters(norm, conv, initializers)
-        names = [conv.input[1], *conv.input[2:3], norm.input[2]]
-        weight_name = _own_name(names[:1], reads, initializers)
-        bias_name = _own_name(names[1:], reads, initializers)
+        weight_name = _own_name([conv.input[1]], reads, initializers)
+        bias_name = _own_name([name for name in [*conv.input[2:3], norm.input[2]] if name], reads, initializers)
         for name, value in ((weight_name, weight), (bias_name, bias)):
             if name in initializers:
                 initializers[name].CopyFrom(onnx.numpy_helper.from_array(value, name))
@@ -357,7 +356,7 @@ def _unfoldable(norm: onnx.NodeProto, conv: onnx.NodeProto | None, initializers:
         return "it is in training mode or not spatial"
     if any(reads[name] for name in norm.output[1:] if name):
         return "its running statistics are read"
-    parameters = [*conv.input[1:], *norm.input[1:]]
+    parameters = [name for name in [*conv.input[1:], *norm.input[1:]] if name]  # a Conv's bias is optional
     missing = [name for name in parameters if name not in initializers]
     if missing:
         return f"'{missing[0]}' is not a constant"

@@ -50,14 +50,17 @@ def _norm(prefix: str, x: str, y: str, **attributes) -> onnx.NodeProto:
     return helper.make_node("BatchNormalization", inputs, [y], name=prefix, **attributes)
 
 
-def conv_norm(bias: bool, groups: int, epsilon: float) -> onnx.ModelProto:
-    """``y = BN(Conv(x))`` on a 1x4x7x7 input, the Conv with or without bias and in ``groups`` groups."""
+def conv_norm(bias: bool, groups: int, epsilon: float, empty_bias: bool = False) -> onnx.ModelProto:
+    """``y = BN(Conv(x))`` on a 1x4x7x7 input, the Conv with or without bias (``empty_bias``: an input
+    named ``""``, as some exporters write an absent one) and in ``groups`` groups."""
     rng = np.random.default_rng(groups + 2 * bias)
     weights = {"w": rng.normal(size=(CHANNELS, 4 // groups, 3, 3)), **_norm_parameters(rng, "bn")}
     conv_inputs = ["x", "w"]
     if bias:
         weights["b"] = rng.normal(size=CHANNELS)
         conv_inputs.append("b")
+    elif empty_bias:
+        conv_inputs.append("")
     nodes = [
         helper.make_node("Conv", conv_inputs, ["c"], name="conv", group=groups),
         _norm("bn", "c", "y", epsilon=epsilon),
@@ -96,6 +99,7 @@ def _op_types(proto: onnx.ModelProto) -> Counter:
     "model",
     [
         pytest.param(conv_norm(bias=False, groups=1, epsilon=1e-5), id="no-bias"),
+        pytest.param(conv_norm(bias=False, groups=1, epsilon=1e-5, empty_bias=True), id="empty-bias-input"),
         pytest.param(conv_norm(bias=True, groups=1, epsilon=1e-3), id="bias"),
         pytest.param(conv_norm(bias=True, groups=2, epsilon=1e-5), id="grouped"),
         pytest.param(shared_weight(), id="shared-weight"),
