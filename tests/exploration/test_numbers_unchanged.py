@@ -1,7 +1,7 @@
-"""The numbers do not move (issue 23): four sweeps, re-run on the live tree, give the points they gave at commit
-91f9bb2, saved as CSV in ``data/before/`` (its README says how they were captured and why each sweep is this
-size). Every column the CSV holds but the timing ones is compared: integers and strings exactly, floats to a
-relative 1e-9; the rows are matched by their key columns.
+"""The numbers do not move (issue 23): four sweeps, re-run on the live tree, give the points they gave before
+the refactor (91f9bb2; ResNet-18 at c450d7a), saved as CSV in ``data/before/`` (its README says how they were
+captured and why each sweep is this size). Every column the CSV holds but the timing ones is compared:
+integers and strings exactly, floats to a relative 1e-9; the rows are matched by their key columns.
 
 Running this file as a script writes the CSVs: ``PYTHONPATH=<a work tree at the reference commit> python
 tests/exploration/test_numbers_unchanged.py`` (the script's folder comes first on ``sys.path``, then
