@@ -41,7 +41,8 @@ BUILTIN = {
     "pusch-mimo": (1, NOT_BACK),
     "resnet18": (2, None),
 }
-SLOW = {"resnet18"}
+#: Seconds each (several lowerings of a whole network): the full suite only.
+SLOW = {"resnet18", "lenet", "mobilenetv2-block", "transformer-encoder"}
 CORPUS = {
     "resnet": (3, None),
     "bert": (1, None),

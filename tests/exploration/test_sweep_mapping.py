@@ -30,7 +30,7 @@ def test_rows_and_columns(mapped):
     assert mapped[uncomputed].isna().all().all()
 
 
-@pytest.mark.parametrize("arch", ["eyeriss", "tpu"])
+@pytest.mark.parametrize("arch", ["eyeriss", pytest.param("tpu", marks=pytest.mark.slow)])
 def test_rows_are_the_search(mapped, arch):
     result = dcaccel.map("conv-seed", arch, "edp", pes=(16,))
     rows = mapped[mapped["architecture"] == arch]
@@ -52,7 +52,7 @@ def test_rows_are_the_search(mapped, arch):
     ("options", "message"),
     [
         ({"objective": "work"}, "the mapping strategy's objective is one of makespan, energy, edp, not 'work'"),
-        ({"partition_policy": "greedy"}, "the mapping strategy takes no results file and no partition policy"),
+        ({"partition_policy": "greedy"}, "the mapping strategy takes no partition policy"),
         ({"arch": "abstract"}, "has no on-chip capacity"),
         ({"arch": []}, "explore: arch is empty"),
     ],
@@ -61,3 +61,30 @@ def test_bad_options(options, message):
     options = {"arch": "eyeriss", **options}
     with pytest.raises(DcaccelError, match=message):
         explore("conv-seed", pes=[16], strategy="mapping", **options)
+
+
+@pytest.mark.slow
+def test_the_search_runs_on_the_pool_and_resumes_from_its_store(mapped, tmp_path, monkeypatch):
+    """The layers are the assignments of the process pool; their rows are stored, and a resumed study
+    evaluates nothing and gives the same rows."""
+    from dcaccel.exploration import run
+    from dcaccel.exploration.store import ResultStore
+
+    timing = [name for name in columns() if name.endswith("_seconds")]
+    path = tmp_path / "m.sqlite"
+    options = {"pes": [16], "strategy": "mapping", "arch": "eyeriss", "objective": "edp", "results": str(path)}
+    started = []
+    make_executor = run.make_executor
+    monkeypatch.setattr(run, "make_executor", lambda kind, *args: started.append(kind) or make_executor(kind, *args))
+    pooled = explore("conv-seed", executor="process", workers=1, progress=False, **options)
+    assert started == ["process"]
+    local = mapped[mapped["architecture"] == "eyeriss"].reset_index(drop=True)
+    assert pooled.drop(columns=timing).equals(local.drop(columns=timing))
+    with ResultStore(path, {}, resume=True) as store:
+        (stored,) = store.mapped("conv-seed").values()
+    assert [(row.architecture, row.mapping, row.makespan_cycles) for row in stored] == [
+        ("eyeriss", local["assignment"][0], local["makespan_cycles"][0])
+    ]
+    monkeypatch.setattr(run, "make_executor", lambda *args: pytest.fail("a layer was searched again"))
+    resumed = explore("conv-seed", resume=True, progress=False, **options)
+    assert resumed.drop(columns=timing).equals(local.drop(columns=timing))

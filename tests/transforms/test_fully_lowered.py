@@ -7,6 +7,8 @@ import pytest
 from dcaccel.transforms.checks import assert_fully_lowered
 
 SHAPES = ("mv", "op", "lmv")
+#: (workload, shape) lowerings of seconds each, besides ResNet-18: the full suite only.
+SLOW = {("transformer-encoder", "op"), ("transformer-encoder", "lmv")}
 #: workload (with small sizes where the default is large) → the op types whose implementation is chosen
 CHOICES = {
     ("conv-seed", ()): ("Conv",),
@@ -23,7 +25,7 @@ CASES = [
         dict(sizes),
         {op: shape if shape != "direct" or op == "Conv" else "mv" for op in ops},
         id=f"{name}-{shape}",
-        marks=[pytest.mark.slow] if name == "resnet18" else [],
+        marks=[pytest.mark.slow] if name == "resnet18" or (name, shape) in SLOW else [],
     )
     for (name, sizes), ops in CHOICES.items()
     for shape in (*SHAPES, "direct") if shape != "direct" or "Conv" in ops

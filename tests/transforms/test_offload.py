@@ -158,7 +158,14 @@ def test_bad_options(resize_chain, options, message):
         partition(resize_chain, NPU_ARCH, **options)
 
 
-@pytest.mark.parametrize(("objective", "unit"), [("makespan", "cycles"), ("energy", "pJ"), ("edp", "pJ·cycles")])
+@pytest.mark.parametrize(
+    ("objective", "unit"),
+    [
+        ("makespan", "cycles"),
+        pytest.param("energy", "pJ", marks=pytest.mark.slow),  # two partitions of seconds each per case
+        pytest.param("edp", "pJ·cycles", marks=pytest.mark.slow),
+    ],
+)
 @pytest.mark.parametrize("cpu", [{}, {"elements_per_cycle": 64, "macs_per_cycle": 64}])
 def test_cost_objective_is_not_worse_than_greedy(resize_chain, objective, unit, cpu):
     """The cost policy starts from greedy and keeps a region on the host only when its objective drops."""
