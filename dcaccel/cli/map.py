@@ -63,12 +63,14 @@ def run(args) -> int:
         return _loopnest(args, architecture)
     if args.whole_network:
         raise DcaccelError("--whole-network applies to --search loopnest only")
+    workload = resolve_model(args.model, args.symbols, args.fold)
+    _check_supported(workload, architecture, args.search)
     if args.capacity is None and architecture.onchip_capacity_elements < 1:
         raise DcaccelError(
             f"--arch {args.arch}: architecture {architecture.name} has no on-chip capacity; give --capacity ELEMENTS"
         )
     result = map_workload(
-        resolve_model(args.model, args.symbols, args.fold),
+        workload,
         architecture,
         args.objective,
         search=args.search,
@@ -88,6 +90,24 @@ def run(args) -> int:
     for node, reason in result.uncounted.items():
         sys.stdout.write(f"not counted: {node}: {reason}\n")
     return 0
+
+
+def _check_supported(workload, architecture, search: str) -> None:
+    """The schedule-based searches place every node on the design's PEs: refuse a node the support rules
+    of its units do not run there (``--search loopnest`` places it on the unit the rules choose)."""
+    from dcaccel.architecture.support import annotate
+    from dcaccel.transforms.offload import op_instances
+
+    instances = op_instances(workload)
+    placement = annotate(architecture.units, instances)
+    for instance in instances:
+        where = placement[instance.name]
+        if not where.offloaded:
+            raise DcaccelError(
+                f"--search {search}: {instance.op} node '{instance.name}' would be placed on the PEs of "
+                f"{architecture.name}, whose support rules refuse it ({where.reason}); --search loopnest runs it "
+                f"on {where.target or 'no unit'}"
+            )
 
 
 def _loopnest(args, architecture) -> int:

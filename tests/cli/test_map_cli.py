@@ -82,3 +82,17 @@ def test_loopnest_whole_network(capsys):
     assert whole["totals"]["offchip_bytes"] == weights + 28 * 28 + 10 < out["totals"]["offchip_bytes"]
     assert main(["map", "lenet", "--arch", "eyeriss", "--whole-network"]) == 2
     assert "--whole-network applies to --search loopnest only" in capsys.readouterr().err
+
+
+def test_the_schedule_based_search_refuses_a_node_the_support_rules_refuse(tmp_path, capsys):
+    """eyeriss whose PEs run 1×1 and 3×3 convolutions only: the seed's 5×5 Conv is not placed on them."""
+    from dcaccel.architecture import load
+
+    spec = load("eyeriss").spec.model_dump(mode="json")
+    spec["units"]["pe"]["support"] = [{"op": "Conv", "kernel_shape": [[1, 1], [3, 3]]}]
+    design = tmp_path / "eyeriss_small_kernels.yaml"
+    design.write_text(json.dumps(spec), encoding="utf-8")
+    assert main(["map", "conv-seed", "--arch", str(design), "--top-k", "1", "--pes", "4"]) == 2
+    err = capsys.readouterr().err
+    assert err.startswith("dcaccel map: error: --search decoupled: Conv node '") and "support rules refuse" in err
+    assert err.count("\n") == 1
