@@ -130,7 +130,7 @@ def test_every_listed_op_has_a_canonical_implementation():
     "before",
     [
         "from dace.libraries.onnx import ONNXRelu\nassert 'canonical' not in ONNXRelu.implementations\n",
-        "",
+        pytest.param("", marks=pytest.mark.slow),  # a fresh interpreter each (seconds): the fast subset runs the above
     ],
     ids=["dace-built-its-classes-first", "dcaccel-first"],
 )
