@@ -28,8 +28,12 @@ from __future__ import annotations
 
 import argparse
 import hashlib
+import itertools
 import json
+import math
 import platform
+import re
+import resource
 import shlex
 import subprocess
 import sys
@@ -199,6 +203,28 @@ def _layer_record(cme, wall_seconds: float) -> dict:
     }
 
 
+def zigzag_api_side(onnx_path: str, design: str, out_path: str) -> None:
+    """One evaluation of ``onnx_path`` on ZigZag's shipped ``design`` with its shipped mapping file (the
+    spatial mapping fixed, LOMA's temporal search), as ``zigzag.api.get_hardware_performance_zigzag`` runs it
+    with its defaults; write its cycles, energy and wall time."""
+    import zigzag
+    from zigzag.api import get_hardware_performance_zigzag
+
+    inputs = Path(zigzag.__file__).parent / "inputs"
+    with tempfile.TemporaryDirectory() as folder:
+        start = time.perf_counter()
+        energy, latency, _ = get_hardware_performance_zigzag(
+            onnx_path,
+            str(inputs / "hardware" / f"{design}.yaml"),
+            str(inputs / "mapping" / f"{design}.yaml"),
+            dump_folder=folder,
+            loma_show_progress_bar=False,
+        )
+        seconds = time.perf_counter() - start
+    result = {"cycles": latency, "energy_pj": energy, "seconds": seconds, "mapping_file": f"{design}.yaml"}
+    Path(out_path).write_text(json.dumps(result) + "\n", encoding="utf-8")
+
+
 # ---------------------------------------------------------------------------------------------
 # dcaccel side
 
@@ -233,12 +259,49 @@ def run_zigzag(zigzag_python: str, model: str, design: str, command: str) -> dic
     return result
 
 
-def run_dcaccel(model: str, arch_file: Path) -> dict:
-    """``dcaccel map MODEL --arch ARCH_FILE --search loopnest --objective makespan --json`` (a subprocess: as
-    a user runs it)."""
-    command = [*DCACCEL, "map", model, "--arch", str(arch_file), "--search", "loopnest", "--objective", "makespan"]
+def run_dcaccel(model: str, arch_file: Path, objective: str | None = "makespan", whole: bool = False) -> dict:
+    """``dcaccel map MODEL --arch ARCH_FILE --search loopnest --objective OBJECTIVE [--whole-network] --json``
+    (a subprocess: as a user runs it; ``objective`` None: map's default)."""
+    command = [*DCACCEL, "map", model, "--arch", str(arch_file), "--search", "loopnest"]
+    if objective is not None:
+        command += ["--objective", objective]
+    if whole:
+        command.append("--whole-network")
     out = subprocess.run([*command, "--json"], check=True, capture_output=True, text=True)
     return json.loads(out.stdout)
+
+
+def time_one_evaluation(zigzag_python: str, model: str, design: str) -> str:
+    """ZigZag's API on ``model`` with the design's shipped mapping file, then ``dcaccel map MODEL --arch
+    <imported design> --search loopnest --json``, one after the other on this machine: both wall times."""
+    with tempfile.TemporaryDirectory() as folder:
+        onnx_path = Path(folder) / f"{model}.onnx"
+        out_path = Path(folder) / "zigzag.json"
+        export_onnx(model, onnx_path)
+        wall, cpu = _timed(
+            lambda: subprocess.run(
+                [zigzag_python, __file__, "--zigzag-api", str(onnx_path), design, str(out_path)], check=True
+            )
+        )
+        zigzag = json.loads(out_path.read_text(encoding="utf-8"))
+    arch_file = DATA / f"zigzag_{design}.arch.yaml"
+    mine = {}
+    my_wall, my_cpu = _timed(lambda: mine.update(run_dcaccel(model, arch_file, objective=None)))
+    return (
+        f"{model} on {design}, one evaluation: ZigZag {ZIGZAG_VERSION} API with {zigzag['mapping_file']} "
+        f"{wall:.1f} s wall, {cpu:.1f} s CPU ({zigzag['cycles']:,.0f} cycles, {zigzag['energy_pj'] / 1e6:.2f} µJ); "
+        f"dcaccel map --search loopnest --json {my_wall:.1f} s wall, {my_cpu:.1f} s CPU "
+        f"({mine['totals']['cycles']:,.0f} cycles, {mine['totals']['energy_pj'] / 1e6:.2f} µJ): "
+        f"{my_wall / wall:.2f} of ZigZag's wall time, {my_cpu / cpu:.2f} of its CPU time"
+    )
+
+
+def _timed(run) -> tuple[float, float]:
+    """Wall seconds and CPU seconds (user + system of the child processes) of ``run()``."""
+    before, start = resource.getrusage(resource.RUSAGE_CHILDREN), time.perf_counter()
+    run()
+    after, wall = resource.getrusage(resource.RUSAGE_CHILDREN), time.perf_counter() - start
+    return wall, (after.ru_utime - before.ru_utime) + (after.ru_stime - before.ru_stime)
 
 
 def import_design(zigzag_python: str | None, design: str) -> Path:
@@ -311,6 +374,77 @@ def table(zigzag: dict, dcaccel: dict | None = None) -> str:
     return "\n".join("  ".join(cell.rjust(width) for cell, width in zip(line, widths, strict=True)) for line in lines)
 
 
+#: ZigZag's array dimensions as ``dcaccel arch import zigzag`` names them on a 2-D mesh.
+MESH = {"D1": "rows", "D2": "cols"}
+
+
+def zigzag_mapping(layer: dict) -> tuple[tuple, tuple, dict[str, tuple[int, ...]]]:
+    """ZigZag's chosen mapping of one layer as dcaccel's ``LayerMapping`` fields: the spatial unrolling
+    ``(dimension, loop, factor)``, the temporal loops innermost first, and per operand the number of temporal
+    loops inside each of its levels (read from the text ZigZag prints, ``{O: [[(FY, 3), ...], [], ...], ...}``)."""
+    spatial = tuple(
+        (MESH[dim], loop, int(factor))
+        for dim, unrolled in re.findall(r"(D\d): \{([^{}]*)\}", layer["spatial_mapping"])
+        for loop, factor in re.findall(r"(\w+): (\d+)", unrolled)
+    )
+    text = layer["temporal_mapping"]
+    starts = list(re.finditer(r"(\w+): \[", text))
+    levels = {}
+    for start, end in zip(starts, [*starts[1:], None], strict=True):
+        body = text[start.end() : end.start() if end else len(text)]
+        levels[start.group(1)] = [
+            [(loop, math.ceil(float(factor))) for loop, factor in re.findall(r"\((\w+), ([\d.]+)\)", level)]
+            for level in re.findall(r"\[([^\[\]]*)\]", body)
+        ]
+    temporal = tuple(loop for level in levels["O"] for loop in level)
+    boundaries = {operand: tuple(itertools.accumulate(len(level) for level in levels[operand])) for operand in OPERANDS}
+    return spatial, temporal, boundaries
+
+
+def same_mappings(zigzag: dict, arch_file: Path) -> list[dict]:
+    """Per layer, dcaccel's cost of ZigZag's own mapping on the imported design beside ZigZag's (the two
+    models compared without their searches)."""
+    import onnx
+
+    from dcaccel.architecture import load
+    from dcaccel.cost.architecture import hierarchy
+    from dcaccel.cost.evaluate import LayerMapping, evaluate
+    from dcaccel.cost.nest import layer_nest
+    from dcaccel.frontend.onnx_import import readable_node_names
+    from dcaccel.mapping.layers import node_attributes, static_shapes
+    from dcaccel.workloads import get
+
+    model = readable_node_names(onnx.shape_inference.infer_shapes(get(zigzag["model"]).onnx_model))
+    shapes = static_shapes(model)
+    nodes = {node.name: node for node in model.graph.node}
+    target = hierarchy(load(str(arch_file)), "pe")
+    rows = []
+    for layer in zigzag["layers"]:
+        node = nodes[layer["layer"]]
+        cost = evaluate(layer_nest(node, shapes, node_attributes(node)), target, LayerMapping(*zigzag_mapping(layer)))
+        rows.append(
+            {
+                "layer": layer["layer"],
+                "cycles": cost.cycles / layer["cycles"],
+                "energy": cost.energy_total_pj / layer["energy_pj"],
+            }
+        )
+    return rows
+
+
+def worst_layer(zigzag: dict, dcaccel: dict) -> tuple[float, float]:
+    """The largest factor between the two tools over the layers, either direction: of cycles or energy, and
+    of DRAM bytes."""
+    rows = summary(zigzag, dcaccel)[:-1]
+
+    def factor(mine: float, theirs: float) -> float:
+        return max(mine / theirs, theirs / mine)
+
+    work = max(factor(row[f"dc_{key}"], row[key]) for row in rows for key in ("cycles", "energy_pj"))
+    dram = max(factor(row["dc_dram"], sum(row[f"dram_{operand}"] for operand in OPERANDS)) for row in rows)
+    return work, dram
+
+
 def dram_bytes(layer: dict) -> dict[str, int]:
     """Bytes one layer moves between DRAM (every operand's top level) and the level below, per operand:
     reads down for W and I, writes up plus reads back down (partial sums) for O."""
@@ -335,6 +469,9 @@ def main(argv: list[str] | None = None) -> int:
     if argv[:1] == ["--zigzag-side"]:
         zigzag_side(*argv[1:])
         return 0
+    if argv[:1] == ["--zigzag-api"]:
+        zigzag_api_side(*argv[1:])
+        return 0
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     source = parser.add_mutually_exclusive_group(required=True)
     source.add_argument("--zigzag-python", help="the interpreter of a venv with zigzag-dse==3.9.1 and six")
@@ -342,12 +479,24 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--models", default=",".join(MODELS), help=f"comma-separated, of {', '.join(MODELS)}")
     parser.add_argument("--designs", default=",".join(DESIGNS), help=f"comma-separated, of {', '.join(DESIGNS)}")
     parser.add_argument("--skip-dcaccel", action="store_true", help="ZigZag's numbers only")
+    parser.add_argument(
+        "--time-one-evaluation",
+        action="store_true",
+        help="with --zigzag-python: time ZigZag's API (the design's shipped mapping) and dcaccel map, nothing else",
+    )
     args = parser.parse_args(argv)
     models = [m for m in args.models.split(",") if m]
     designs = [d for d in args.designs.split(",") if d]
     unknown = sorted(set(models) - set(MODELS)) + sorted(set(designs) - set(DESIGNS))
     if unknown:
         parser.error(f"unknown model or design: {', '.join(unknown)}")
+    if args.time_one_evaluation:
+        if not args.zigzag_python:
+            parser.error("--time-one-evaluation needs --zigzag-python")
+        for design in designs:
+            for model in models:
+                sys.stdout.write(time_one_evaluation(args.zigzag_python, model, design) + "\n")
+        return 0
     command = shlex.join(["python", "benchmarks/validate_zigzag.py", *argv])
     DATA.mkdir(exist_ok=True)
     for design in designs:
@@ -357,11 +506,37 @@ def main(argv: list[str] | None = None) -> int:
                 zigzag = json.loads(_data_file(design, model).read_text(encoding="utf-8"))
             else:
                 zigzag = run_zigzag(args.zigzag_python, model, design, command)
-            dcaccel = None if arch_file is None else run_dcaccel(model, arch_file)
+            dcaccel = None if arch_file is None else run_dcaccel(model, arch_file, whole=True)
             mine = "" if dcaccel is None else f", dcaccel map --search loopnest ({dcaccel['seconds']:.0f} s)"
             peer = f"ZigZag {zigzag['versions']['zigzag-dse']} ({zigzag['wall_seconds']:.0f} s)"
             sys.stdout.write(f"\n{model} on {design}: {peer}{mine}\n")
             sys.stdout.write(table(zigzag, dcaccel) + "\n")
+            if dcaccel is not None:
+                work, dram = worst_layer(zigzag, dcaccel)
+                sys.stdout.write(f"worst layer x: cycles or energy {work:.2f}, DRAM bytes {dram:.2f}\n")
+                whole, layers = dcaccel["whole_network"]["totals"], dcaccel["totals"]
+                sys.stdout.write(
+                    f"whole network, every operator, activations kept in "
+                    f"{dcaccel['whole_network']['activation_buffer']}, overlap: "
+                    + ", ".join(
+                        f"{label} {whole[key]:,.0f} (layer sums {layers[key]:,.0f})"
+                        for label, key in (
+                            ("cycles", "cycles"),
+                            ("energy pJ", "energy_pj"),
+                            ("DRAM B", "offchip_bytes"),
+                        )
+                    )
+                    + "\n"
+                )
+                same = same_mappings(zigzag, arch_file)
+                sys.stdout.write(
+                    "ZigZag's own mappings costed by dcaccel, x per layer: "
+                    + ", ".join(
+                        f"{key} {min(row[key] for row in same):.3f}-{max(row[key] for row in same):.3f}"
+                        for key in ("cycles", "energy")
+                    )
+                    + "\n"
+                )
     return 0
 
 
