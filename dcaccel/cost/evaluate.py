@@ -80,6 +80,7 @@ class LayerCost:
     traffic: Mapping[tuple[str, str], Traffic]
     energy_pj: Mapping[str, float]  # memory name (and "mac") -> pJ
     port_stalls: Mapping[str, int] = field(default_factory=dict)  # "memory.r|w|rw" -> its stall cycles
+    operand_energy_pj: Mapping[tuple[str, str], float] = field(default_factory=dict)  # (memory, operand) -> pJ
 
     @property
     def cycles(self) -> int:
@@ -353,13 +354,16 @@ def evaluate(nest: LayerNest, hierarchy: Hierarchy, mapping: LayerMapping, tiles
     ]
     counts: dict[tuple[str, str], list[int]] = {}
     energy: dict[str, float] = {"mac": nest.macs * hierarchy.mac_energy_pj}
+    operand_energy: dict[tuple[str, str], float] = {}
     for link in links:
         row = counts.setdefault((link.memory.name, link.operand), [0, 0, 0, 0])
         elements = link.elements * link.periods * link.instances
         row[0 if link.read else 1] += elements
         row[2 if link.read else 3] += link.total_bits
-        cost = link.memory.read_energy_pj if link.read else link.memory.write_energy_pj
-        energy[link.memory.name] = energy.get(link.memory.name, 0.0) + link.words() * cost
+        cost = link.words() * (link.memory.read_energy_pj if link.read else link.memory.write_energy_pj)
+        energy[link.memory.name] = energy.get(link.memory.name, 0.0) + cost
+        key = (link.memory.name, link.operand)
+        operand_energy[key] = operand_energy.get(key, 0.0) + cost
     traffic = {key: Traffic(*values) for key, values in counts.items()}
 
     temporal = math.prod([factor for _, factor in mapping.temporal])
@@ -377,6 +381,7 @@ def evaluate(nest: LayerNest, hierarchy: Hierarchy, mapping: LayerMapping, tiles
         traffic,
         energy,
         port_stalls,
+        operand_energy,
     )
 
 

@@ -88,11 +88,16 @@ class NetworkCost:
         return float(self.layers[column].sum())
 
     def to_json(self) -> dict:
-        """Per layer: cycles, energy per memory, bits per memory and operand, off-chip bytes, utilisation."""
+        """Per layer: cycles, energy per memory, bits and energy per memory and operand, off-chip bytes,
+        utilisation."""
         layers = []
         for row, (_, _, cost) in zip(self.rows(), self.costs, strict=True):
             traffic = {
-                f"{memory}.{operand}": {"read_bits": t.read_bits, "write_bits": t.write_bits}
+                f"{memory}.{operand}": {
+                    "read_bits": t.read_bits,
+                    "write_bits": t.write_bits,
+                    "energy_pj": cost.operand_energy_pj.get((memory, operand), 0.0),
+                }
                 for (memory, operand), t in sorted(cost.traffic.items())
             }
             layers.append({**dataclasses.asdict(row), "energy_by_memory_pj": dict(cost.energy_pj), "traffic": traffic})

@@ -61,6 +61,11 @@ def test_loopnest_search_on_an_imported_design(capsys):
     assert layer["offchip_bytes"] == 150 + 784 + 3456
     assert layer["cycles"] >= layer["ideal_cycles"] == -(-layer["macs"] // 1024)
     assert set(layer["energy_by_memory_pj"]) == {"mac", "rf_128B", "rf_2B", "sram_2MB", "dram"}
+    # energy per level and operand: the operands of a memory add up to its energy
+    for memory in ("rf_128B", "rf_2B", "sram_2MB", "dram"):
+        parts = [entry["energy_pj"] for key, entry in layer["traffic"].items() if key.startswith(f"{memory}.")]
+        assert sum(parts) == pytest.approx(layer["energy_by_memory_pj"][memory]) and all(p > 0 for p in parts)
+    assert 0 < layer["utilisation"] <= 1
     assert main(["map", "conv-seed", "--arch", str(design), "--search", "loopnest", "--pes", "4"]) == 2
     assert "--pes does not apply to --search loopnest" in capsys.readouterr().err
 
