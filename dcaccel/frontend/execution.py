@@ -25,6 +25,7 @@ from dace.codegen.compiled_sdfg import CompiledSDFG
 from dcaccel.errors import UnsupportedOpError
 from dcaccel.frontend.ops import library_nodes, op_type
 from dcaccel.frontend.shapes import concrete_shape, dimension_str
+from dcaccel.transforms.host import host_callbacks, with_host_tasks
 
 if TYPE_CHECKING:
     from dcaccel.frontend.workload import Workload
@@ -38,12 +39,15 @@ _PROGRAMS: "OrderedDict[str, CompiledSDFG]" = OrderedDict()  # program_key -> pr
 def compiled(sdfg: dace.SDFG) -> CompiledSDFG:
     """The compiled program of ``sdfg``: compiled on first use, then cached by :func:`program_key`.
 
-    Raises :class:`UnsupportedOpError` for a library node that has no implementation to expand it.
+    An ONNX node without any implementation runs on the host through onnxruntime (it is compiled as its host
+    task, :func:`dcaccel.transforms.host.with_host_tasks`); raises :class:`UnsupportedOpError` for another
+    library node that has no implementation to expand it.
     """
     _use_cache_build_folder()
     key = program_key(sdfg)
     program = _PROGRAMS.get(key)
     if program is None:
+        sdfg = with_host_tasks(sdfg)
         check_implementations(sdfg)
         with warnings.catch_warnings():
             # Notes from inside DaCe's library-node expansions and code generator; nothing a user can act on.
@@ -147,4 +151,5 @@ def program_arguments(
             shape = concrete_shape(spec.name, [dimension_str(d) for d in desc.shape], symbols)
             arguments[spec.container] = np.zeros(shape, dtype=spec.dtype)
     arguments.update({name: value for name, value in symbols.items() if name in parameters})
+    arguments.update(host_callbacks(parameters))  # the onnxruntime calls of host tasks (dcaccel.transforms.host)
     return arguments

@@ -6,7 +6,8 @@ The transforms stage of ``dcaccel.partition`` (:mod:`dcaccel.partitioning` runs 
 1. **Annotate** (:func:`annotations_of`). Every operator of the imported graph (:func:`op_instances`) gets
    the first accelerator unit kind whose support declarations run it
    (:func:`dcaccel.architecture.support.annotate`: support rules with constraints, composite patterns),
-   else the architecture's host with the reason (unsupported op, the violated constraint).
+   else the architecture's host with the reason (unsupported op, the violated constraint); an operator with
+   no canonical implementation runs on the host whatever the kinds declare (reason :data:`NO_LOWERING`).
 2. **Regions** (:func:`regions_of`). Maximal connected sets of offloaded operators (operators joined by a
    tensor one produces and the other reads) are the accelerator regions.
 3. **Policy.** ``greedy`` offloads every region; ``min-region`` keeps a region on the host when it has
@@ -34,12 +35,14 @@ from dcaccel.architecture import Architecture
 from dcaccel.architecture.support import Annotation, OpInstance, annotate
 from dcaccel.errors import DcaccelError
 from dcaccel.frontend.ops import library_nodes, op_type
-from dcaccel.transforms.lower import LoweredWorkload, OpaqueOpWarning, lower
+from dcaccel.transforms.lower import LoweredWorkload, OpaqueOpWarning, lower, opaque_nodes
 
 #: The partitioning policies.
 POLICIES = ("greedy", "min-region", "cost")
 #: Why a region kept on the host by ``min-region`` is there.
 TOO_SMALL = "region too small"
+#: The reason an operator without a canonical implementation runs on the host (DaCe's expansion, or onnxruntime).
+NO_LOWERING = "no canonical implementation"
 
 _CONSTRAINED_ATTRIBUTES = ("kernel_shape", "strides", "group")
 
@@ -137,6 +140,8 @@ def annotations_of(workload, arch: Architecture, host: str | None) -> tuple[list
     when an operator no accelerator kind runs has no host to run it."""
     instances = op_instances(workload)
     annotations = annotate(arch.units, instances)
+    for name in opaque_nodes(workload.sdfg):  # no canonical lowering: nothing an accelerator kind could run
+        annotations[name] = Annotation(host, False, NO_LOWERING)
     for instance in instances:
         if annotations[instance.name].target is None:
             raise DcaccelError(

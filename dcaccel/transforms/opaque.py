@@ -3,7 +3,9 @@
 Such a node does not stop the lowering (unless it is strict): it is expanded with DaCe's own
 implementation (for an ONNX op, the first of DaCe's registered ``ONNXForward`` implementations whose
 ``forward_can_be_applied`` accepts the node, e.g. ``pure``; for another library node, the
-implementation set on it or its class's default) into one nested SDFG. Every library node inside
+implementation set on it or its class's default) into one nested SDFG. An ONNX op DaCe has no
+implementation for that applies becomes a host task instead, one tasklet calling onnxruntime back
+(:mod:`dcaccel.transforms.host`), marked like the nested SDFGs. Every library node inside
 that nested SDFG is expanded with DaCe's defaults too, so the lowered program stays a real program
 that compiles. The nested SDFG is kept whole (``no_inline``: lowering's inlining and simplification
 leave it alone) and carries the opaque mark ``location["dcaccel.opaque"]``, in a DaCe ``DictProperty``
@@ -20,6 +22,7 @@ from dace.sdfg import nodes
 
 from dcaccel.errors import UnsupportedOpError
 from dcaccel.frontend.ops import op_type
+from dcaccel.transforms.host import HOST_IMPLEMENTATION, host_task
 
 _KEY = "dcaccel.opaque"
 _MARK = "1"  # a constant: DaCe reads the values of a code node's location as symbolic expressions
@@ -40,9 +43,11 @@ def is_opaque(node: nodes.Node) -> bool:
 
 
 def fallback_implementation(node: nodes.LibraryNode, state: dace.SDFGState) -> str:
-    """The name of DaCe's implementation that expands ``node`` as an opaque task (the graph is not touched).
+    """The name of DaCe's implementation that expands ``node`` as an opaque task (the graph is not touched); for
+    an ONNX op DaCe has none for that applies, :data:`~dcaccel.transforms.host.HOST_IMPLEMENTATION` (the op runs
+    through onnxruntime, :mod:`dcaccel.transforms.host`).
 
-    Raises :class:`UnsupportedOpError` naming op and node when DaCe has none that applies.
+    Raises :class:`UnsupportedOpError` naming op and node for another library node DaCe has no default for.
     """
     from dcaccel.expansions.registry import all_implementations
 
@@ -61,7 +66,7 @@ def fallback_implementation(node: nodes.LibraryNode, state: dace.SDFGState) -> s
                 applies = False
             if applies:
                 return name
-        raise UnsupportedOpError(op, node.label, "no dcaccel implementation, and DaCe has none that applies")
+        return HOST_IMPLEMENTATION
     for name in (node.implementation, type(node).default_implementation):
         if name is not None and name in registered and name not in ours:
             return name
@@ -73,6 +78,10 @@ def expand_opaque(node: nodes.LibraryNode, state: dace.SDFGState, implementation
     return the node that replaced it, marked; raises :class:`UnsupportedOpError` naming op and node when
     DaCe's expansion fails."""
     op = op_type(node)
+    if implementation == HOST_IMPLEMENTATION:
+        tasklet = host_task(node, state)
+        mark_opaque(tasklet)
+        return tasklet
     before = set(state.nodes())
     try:
         node.expand(state, implementation)

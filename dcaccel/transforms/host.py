@@ -1,0 +1,172 @@
+"""Host tasks: an ONNX op that neither dcaccel nor DaCe can expand runs through onnxruntime, called back from
+the compiled program.
+
+The node is replaced by one tasklet (a code node marked opaque, :mod:`dcaccel.transforms.opaque`) whose
+connectors keep the node's ONNX connector names and read and write its whole tensors; its code calls a DaCe
+callback (a symbol of type ``dace.callback``, an argument of the compiled program) with a pointer to every
+input and output, inputs first in the node's ONNX order. The callback is a :class:`HostCall`: a one-node ONNX
+model of the op (its attributes, its opset version, the element types and shapes of its tensors, which ONNX
+shape inference gave the imported model) run by an onnxruntime session that writes its results into the
+outputs. :func:`host_callbacks` gives a program's callbacks by symbol name (:mod:`dcaccel.frontend.execution`
+passes them on every run); the DAG extraction counts the task like every opaque task: its volumes the sizes of
+its tensors, its arithmetic from its op and shapes (:func:`dcaccel.dag.arithmetic.opaque_arithmetic`).
+"""
+
+import copy
+import functools
+import hashlib
+from collections.abc import Iterable
+from dataclasses import dataclass
+
+import dace
+import numpy as np
+from dace.libraries.onnx.nodes.onnx_op import ONNXOp
+from dace.sdfg import nodes
+
+from dcaccel.errors import UnsupportedOpError
+from dcaccel.frontend.ops import op_type
+
+#: The name of the implementation that runs an op through onnxruntime on the host.
+HOST_IMPLEMENTATION = "onnxruntime"
+
+#: The callbacks of every host task built in this process, by callback symbol.
+_CALLS: dict[str, "HostCall"] = {}
+
+
+@dataclass(frozen=True)
+class HostCall:
+    """One op run by onnxruntime: its one-node model and the ONNX names of the callback's arguments, inputs
+    first, then outputs."""
+
+    model: bytes
+    inputs: tuple[str, ...]
+    outputs: tuple[str, ...]
+
+    def __call__(self, *arrays: np.ndarray) -> None:
+        """Run the op on the input ``arrays`` and write its results into the output ones (same order)."""
+        feed = dict(zip(self.inputs, arrays[: len(self.inputs)], strict=True))
+        results = _session(self.model).run(list(self.outputs), feed)
+        for target, result in zip(arrays[len(self.inputs) :], results, strict=True):
+            target[...] = np.asarray(result).reshape(target.shape)
+
+
+@functools.lru_cache(maxsize=64)
+def _session(model: bytes):
+    import onnxruntime
+
+    options = onnxruntime.SessionOptions()
+    options.intra_op_num_threads = options.inter_op_num_threads = 1
+    return onnxruntime.InferenceSession(model, options, providers=["CPUExecutionProvider"])
+
+
+def host_callbacks(parameters: Iterable[str]) -> dict[str, HostCall]:
+    """The callbacks among a program's ``parameters`` (its argument names), by name."""
+    return {name: _CALLS[name] for name in parameters if name in _CALLS}
+
+
+def _onnx_names(node: ONNXOp, connectors: set[str], params) -> list[str]:
+    """The node's connectors in ONNX order, ``""`` for an absent optional one (trailing ones left out)."""
+    names = []
+    for param in params:
+        variadic = sorted(
+            (c for c in connectors if c.startswith(f"{param.name}__")), key=lambda c: int(c[2 + len(param.name) :])
+        )
+        names.extend(variadic or [param.name if param.name in connectors else ""])
+    while names and not names[-1]:
+        names.pop()
+    return names
+
+
+def _value_info(name: str, desc: dace.data.Data):
+    from onnx import helper
+
+    shape = [] if isinstance(desc, dace.data.Scalar) else [int(s) if str(s).isdigit() else str(s) for s in desc.shape]
+    return helper.make_tensor_value_info(name, helper.np_dtype_to_tensor_dtype(np.dtype(desc.dtype.type)), shape)
+
+
+def one_node_model(node: ONNXOp, descs: dict[str, dace.data.Data], inputs: list[str], outputs: list[str]) -> bytes:
+    """The ONNX model of ``node`` alone: its op, attributes and opset version; graph inputs and outputs the
+    tensors ``descs`` describes (by connector)."""
+    from onnx import helper
+
+    attributes = {name: getattr(node, name) for name in node.schema.attributes if getattr(node, name, None) is not None}
+    try:
+        proto = helper.make_node(node.schema.name, inputs, outputs, domain=node.schema.domain, **attributes)
+    except (TypeError, ValueError) as err:
+        raise UnsupportedOpError(op_type(node), node.label, f"attributes onnxruntime cannot be given: {err}") from None
+    graph = helper.make_graph(
+        [proto],
+        node.label,
+        [_value_info(name, descs[name]) for name in inputs if name],
+        [_value_info(name, descs[name]) for name in outputs if name],
+    )
+    opset = helper.make_opsetid(node.schema.domain, node.schema.since_version)
+    return helper.make_model(graph, opset_imports=[opset], ir_version=9).SerializeToString()
+
+
+def host_task(node: ONNXOp, state: dace.SDFGState) -> nodes.Tasklet:
+    """Replace ``node`` by the host task calling onnxruntime for it (see the module docstring); returns the
+    tasklet, not yet marked opaque. :class:`UnsupportedOpError` for a scalar output (the callback writes
+    through pointers) or attributes onnxruntime cannot be given."""
+    sdfg = state.sdfg
+    in_edges, out_edges = list(state.in_edges(node)), list(state.out_edges(node))
+    descs = {e.dst_conn: sdfg.arrays[e.data.data] for e in in_edges if not e.data.is_empty()}
+    descs |= {e.src_conn: sdfg.arrays[e.data.data] for e in out_edges if not e.data.is_empty()}
+    scalars = [c for c in node.out_connectors if isinstance(descs.get(c), dace.data.Scalar)]
+    if scalars:
+        raise UnsupportedOpError(op_type(node), node.label, f"scalar output '{scalars[0]}' on the host")
+    inputs = _onnx_names(node, set(node.in_connectors), node.schema.inputs)
+    outputs = _onnx_names(node, set(node.out_connectors), node.schema.outputs)
+    model = one_node_model(node, descs, inputs, outputs)
+    arguments = [name for name in (*inputs, *outputs) if name]
+    symbol = f"__dcaccel_host_{hashlib.sha256(model).hexdigest()[:16]}"
+    _CALLS[symbol] = HostCall(model, tuple(n for n in inputs if n), tuple(n for n in outputs if n))
+    callback = dace.callback(None, *(_callback_type(descs[name]) for name in arguments))
+    _declare(sdfg, symbol, callback)
+    tasklet = state.add_tasklet(
+        node.label,
+        set(node.in_connectors),
+        set(node.out_connectors),
+        f"{symbol}({', '.join(arguments)})",
+        side_effects=True,
+    )
+    for edge in in_edges:
+        state.add_edge(edge.src, edge.src_conn, tasklet, edge.dst_conn, edge.data)
+    for edge in out_edges:
+        state.add_edge(tasklet, edge.src_conn, edge.dst, edge.dst_conn, edge.data)
+        tasklet.out_connectors[edge.src_conn] = dace.pointer(descs[edge.src_conn].dtype)
+    state.remove_node(node)
+    return tasklet
+
+
+def _callback_type(desc: dace.data.Data) -> dace.data.Data:
+    """The type of a callback argument: the tensor (an array, passed as a pointer), or a scalar's value."""
+    return desc if isinstance(desc, dace.data.Array) else desc.dtype
+
+
+def _declare(sdfg: dace.SDFG, symbol: str, callback: dace.callback) -> None:
+    """Declare the callback ``symbol`` in ``sdfg`` and every SDFG it is nested in, mapped through each nested
+    SDFG node, so that it is an argument of the top-level program."""
+    while sdfg is not None:
+        if symbol not in sdfg.symbols:
+            sdfg.add_symbol(symbol, callback)
+        if sdfg.parent_nsdfg_node is not None:
+            sdfg.parent_nsdfg_node.symbol_mapping[symbol] = symbol
+        sdfg = sdfg.parent_sdfg
+
+
+def with_host_tasks(sdfg: dace.SDFG) -> dace.SDFG:
+    """``sdfg`` with every ONNX node that has no implementation at all (not even DaCe's) replaced by its host
+    task, on a copy (``sdfg`` itself when there is none): the unlowered program of a model then compiles too."""
+    from dcaccel.frontend.ops import library_nodes
+    from dcaccel.transforms.opaque import mark_opaque
+
+    def hosted(graph: dace.SDFG) -> list:
+        return [(n, s) for n, s in library_nodes(graph) if isinstance(n, ONNXOp) and not type(n).implementations]
+
+    if not hosted(sdfg):
+        return sdfg
+    sdfg = copy.deepcopy(sdfg)
+    for node, state in hosted(sdfg):
+        mark_opaque(host_task(node, state))
+    return sdfg
