@@ -101,6 +101,11 @@ class Sweep:
             found += schedule_points(workload.name, built, grid, self.label, self.cost_model, (split.costed,), split)
         return found
 
+    def stored(self, store, workload: str) -> dict[str, list[ExplorationPoint]]:
+        """The points ``store`` (a :class:`~dcaccel.exploration.store.ResultStore`) holds for ``workload`` at
+        this sweep's granularity, by assignment."""
+        return store.points(workload, self.label)
+
     def settings(self, workload) -> dict[str, object]:
         """What a result file must share to be resumed by this sweep on ``workload``: the options not in
         a point's key, the description behind each ``architecture`` label, and the workload's fingerprint

@@ -93,19 +93,20 @@ def metrics() -> list[str]:
     return [name for name in columns() if hints[name] in (int, float)]
 
 
-def typed(values: tuple) -> ExplorationPoint:
-    """The point whose fields are ``values`` (in field order), after checking each has its field's type
-    (an integer for a float is taken); raises ValueError naming the first field that has not."""
-    hints = typing.get_type_hints(ExplorationPoint)
+def typed(values: tuple, record: type = ExplorationPoint):
+    """The ``record`` (a dataclass of str, int and float fields; default a point) whose fields are ``values``
+    (in field order), after checking each has its field's type (an integer for a float is taken); raises
+    ValueError naming the first field that has not."""
+    hints = typing.get_type_hints(record)
     checked = []
-    for name, value in zip(columns(), values, strict=True):
+    for name, value in zip([field.name for field in fields(record)], values, strict=True):
         kind = hints[name]
         if kind is float and type(value) is int:
             value = float(value)
         if type(value) is not kind:
             raise ValueError(f"{name} {value!r} is not {_ARTICLES[kind]}")
         checked.append(value)
-    return ExplorationPoint(*checked)
+    return record(*checked)
 
 
 def inconsistency(point: ExplorationPoint) -> str | None:

@@ -2,6 +2,8 @@
 (stored points skipped), recorded in its result store; the points as a DataFrame.
 """
 
+from __future__ import annotations
+
 import math
 from collections.abc import Callable, Mapping, Sequence
 from contextlib import ExitStack
@@ -28,10 +30,10 @@ from dcaccel.exploration.load import (
     nodes_by_op_type,
     report_opaque,
 )
-from dcaccel.exploration.mapping import mapping_points
+from dcaccel.exploration.mapping import MappingSearch, layer_assignment, mapping_frame, searched_layers
 from dcaccel.exploration.points import ExplorationPoint, to_frame
 from dcaccel.exploration.store import ResultStore
-from dcaccel.exploration.study import MAPPING, Study
+from dcaccel.exploration.study import MAPPING, Study, objective_column
 
 
 def run_study(study: Study, loaded: LoadedModel | None = None, progress: bool | None = None) -> pd.DataFrame:
@@ -61,7 +63,7 @@ def _run_model(study: Study, archs: tuple[Architecture, ...], model: LoadedModel
     """The points of ``study`` on one loaded model."""
     workload = model.workload
     if study.strategy == MAPPING:
-        return mapping_points(workload, archs, study.onchip_memory, study.objective, study.pes)
+        return _run_mapping(study, archs, model, progress)
     options = study.partition
     grid = Grid(
         study.pes,
@@ -84,7 +86,46 @@ def _run_model(study: Study, archs: tuple[Architecture, ...], model: LoadedModel
     covers = covering_assignments(implementations) if dag.compose else ()
     granularity = Granularity.parse(dag.granularity)
     sweep = Sweep(grid, granularity, dag.edge_volume, study.cost_model, dag.strict, archs, dag.compose, covers)
-    return _evaluate(study, sweep, model, Space(nodes, implementations), progress)
+    space = Space(nodes, implementations)
+    if study.strategy == "greedy":
+        column = objective_column(study.objective)
+        choose = lambda evaluate: greedy(evaluate, space.nodes, space.implementations, column)  # noqa: E731
+        run = _evaluate(study, sweep, model, [], progress, choose)
+    else:
+        run = _evaluate(study, sweep, model, space.assignments(study.strategy, study.max_assignments), progress)
+    frame = to_frame([point for assignment in run.order if assignment in run.found for point in run.found[assignment]])
+    return _finished(run, workload.name, frame)
+
+
+def _run_mapping(study: Study, archs: tuple[Architecture, ...], model: LoadedModel, progress: bool | None):
+    """The rows of the mapping strategy on one loaded model: its layers searched as the study's
+    assignments (:mod:`dcaccel.exploration.mapping`)."""
+    from dcaccel.mapping.search import LayerOptions, onchip_capacity
+
+    for arch in archs:
+        for memory in study.onchip_memory:
+            onchip_capacity(arch, memory or None)
+    name = model.workload.name
+    layers, searched = searched_layers(model.workload)
+    options = LayerOptions(study.pes, study.objective)
+    search = MappingSearch(name, searched, archs, study.onchip_memory, options)
+    run = _evaluate(study, search, model, [layer_assignment(node) for node in searched], progress)
+    found = {assignment.choices[0][0]: rows for assignment, rows in run.found.items()}
+    return _finished(run, name, mapping_frame(name, layers, found, archs, study.onchip_memory))
+
+
+def _finished(run: Run, name: str, frame: pd.DataFrame) -> pd.DataFrame:
+    """``frame``, the rows of ``run`` on the model ``name``; a :class:`SweepError` carrying it when
+    assignments failed."""
+    if run.failures:
+        first = next(iter(run.failures.values()))
+        raise SweepError(
+            f"explore {name}: {len(run.failures)} of {len(run.order)} assignments failed "
+            f"(first: {first.assignment}: {first.error})",
+            frame,
+            list(run.failures.values()),
+        )
+    return frame
 
 
 @dataclass(frozen=True)
@@ -106,16 +147,19 @@ class Space:
         return list(dict.fromkeys(assignment.effective(self.nodes) for assignment in found))
 
 
-def _evaluate(study: Study, sweep: Sweep, model: LoadedModel, space: Space, progress: bool | None) -> pd.DataFrame:
-    """Evaluate the assignments of ``space`` (or choose greedily) on the study's executor, recording in its
-    store."""
+def _evaluate(
+    study: Study, evaluation, model: LoadedModel, assignments: list[Assignment], progress, choose=None
+) -> Run:
+    """Evaluate ``assignments`` with ``evaluation`` (a :class:`Sweep` or a :class:`MappingSearch`) on the
+    study's executor, recording in its store, or let ``choose`` pick them (it takes :meth:`Run.evaluate`)."""
     workload = model.workload
-    assignments = space.assignments(study.strategy, study.max_assignments)
     execution = study.execution
     with ExitStack() as stack:
         store = None
         if study.store.results is not None:
-            store = stack.enter_context(ResultStore(study.store.results, sweep.settings(workload), study.store.resume))
+            store = stack.enter_context(
+                ResultStore(study.store.results, evaluation.settings(workload), study.store.resume)
+            )
             store.record_study(study.to_yaml())
         bar = stack.enter_context(
             tqdm(
@@ -130,24 +174,15 @@ def _evaluate(study: Study, sweep: Sweep, model: LoadedModel, space: Space, prog
         def start() -> Executor:
             source = WorkloadSource.of(workload, model.builtin)
             return stack.enter_context(
-                make_executor(execution.executor, workload, source, sweep, execution.address, execution.workers)
+                make_executor(execution.executor, workload, source, evaluation, execution.address, execution.workers)
             )
 
-        run = Run(sweep, workload, store, bar, start, store.points(workload.name, sweep.label) if store else {})
-        if study.strategy == "greedy":
-            greedy(run.evaluate, space.nodes, space.implementations, study.objective)
+        run = Run(evaluation, workload, store, bar, start, evaluation.stored(store, workload.name) if store else {})
+        if choose is not None:
+            choose(run.evaluate)
         else:
             run.evaluate(assignments)
-    frame = to_frame([point for assignment in run.order if assignment in run.found for point in run.found[assignment]])
-    if run.failures:
-        first = next(iter(run.failures.values()))
-        raise SweepError(
-            f"explore {workload.name}: {len(run.failures)} of {len(run.order)} assignments failed "
-            f"(first: {first.assignment}: {first.error})",
-            frame,
-            list(run.failures.values()),
-        )
-    return frame
+    return run
 
 
 class SweepError(DcaccelError):

@@ -1,9 +1,11 @@
 """The result file of a sweep: an SQLite database that points stream into as their assignments finish.
 
-Three tables, each derived from a dataclass or a mapping, never listed by hand:
+Four tables, each derived from a dataclass or a mapping, never listed by hand:
 
 - ``points``: one row per :class:`ExplorationPoint` (its fields are the columns), keyed by the
   design point (:data:`KEY`), so a point is stored at most once;
+- ``mappings``: the mapping strategy's rows, one :class:`~dcaccel.exploration.mapping.MappedLayer` per
+  layer, architecture and on-chip size;
 - ``failures``: the last :class:`Failure` of each assignment that has not succeeded since;
 - ``settings``: what the numbers depend on that is not part of a point's key: the sweep's options
   (edge-volume rule, partitioning, cost model), the description behind each ``architecture`` label
@@ -42,6 +44,7 @@ import pandas as pd
 
 from dcaccel.errors import DcaccelError
 from dcaccel.exploration.executors import Failure
+from dcaccel.exploration.mapping import MappedLayer
 from dcaccel.exploration.points import ExplorationPoint, columns, inconsistency, to_frame, typed
 
 #: The columns that identify a design point.
@@ -58,8 +61,8 @@ APPLICATION_ID = 0x64636163
 
 #: Version of the tables' layout, SQLite's ``user_version`` (files of dcaccel before it have none).
 #: 3: the opaque_tasks and opaque_work_share columns; 4: the architecture columns; 5: the architecture in the key;
-#: 6: the partition columns, the policy in the key
-SCHEMA_VERSION = 6
+#: 6: the partition columns, the policy in the key; 7: the mapping strategy's table
+SCHEMA_VERSION = 7
 
 #: The setting holding the YAML text of the study that wrote the file (:meth:`ResultStore.record_study`).
 STUDY = "study"
@@ -79,9 +82,14 @@ def _declared(record: type) -> list[tuple[str, str]]:
 #: The columns of each table, in order.
 TABLES = {
     "points": (_declared(ExplorationPoint), KEY),
+    "mappings": (_declared(MappedLayer), ("workload", "layer", "architecture", "onchip_memory")),
     "failures": (_declared(Failure), ("assignment",)),
     "settings": ([("name", "TEXT"), ("value", "TEXT")], ("name",)),
 }
+
+
+#: The tables of the files dcaccel wrote before it had a schema version.
+TABLES_BEFORE_VERSIONS = ("points", "failures", "settings")
 
 
 def _create(name: str) -> str:
@@ -127,7 +135,7 @@ def _check_file(connection: sqlite3.Connection, path: Path, create: bool) -> Non
         connection.execute(f"PRAGMA user_version = {SCHEMA_VERSION}")
         return
     if application != APPLICATION_ID:
-        if set(TABLES) <= tables:
+        if set(TABLES_BEFORE_VERSIONS) <= tables:
             raise DcaccelError(
                 f"results file {path}: written by an older dcaccel (no schema version; this one reads "
                 f"version {SCHEMA_VERSION}): remove it or use another file"
@@ -282,15 +290,30 @@ class ResultStore:
             found.setdefault(point.assignment, []).append(point)
         return found
 
-    def add(self, points: Iterable[ExplorationPoint]) -> None:
-        """Store the points of one finished assignment in one transaction (points already stored are
-        kept) and forget the assignment's failure."""
+    def mapped(self, workload: str) -> dict[str, list[MappedLayer]]:
+        """The stored rows of the mapping strategy on ``workload``, by the layer's unit of work (each checked)."""
+        names = ", ".join(field.name for field in fields(MappedLayer))
+        with _sqlite_errors(self.path):
+            rows = self.connection.execute(f"SELECT {names} FROM mappings WHERE workload = ?", (workload,)).fetchall()
+        found: dict[str, list[MappedLayer]] = {}
+        for row in rows:
+            try:
+                mapped = typed(row, MappedLayer)
+            except ValueError as err:
+                raise DcaccelError(f"results file {self.path}: mapping of {row[1]!r}: {err}") from None
+            found.setdefault(mapped.assignment, []).append(mapped)
+        return found
+
+    def add(self, points: Iterable[ExplorationPoint | MappedLayer]) -> None:
+        """Store the points (or the mapping strategy's rows) of one finished assignment in one transaction
+        (rows already stored are kept) and forget the assignment's failure."""
         points = list(points)
         if not points:
             return
-        marks = ", ".join("?" * len(columns()))
+        table = "mappings" if isinstance(points[0], MappedLayer) else "points"
+        marks = ", ".join("?" * len(TABLES[table][0]))
         with _sqlite_errors(self.path), self.connection:
-            self.connection.executemany(f"INSERT OR IGNORE INTO points VALUES ({marks})", map(_row, points))
+            self.connection.executemany(f"INSERT OR IGNORE INTO {table} VALUES ({marks})", map(_row, points))
             self.connection.execute("DELETE FROM failures WHERE assignment = ?", (points[0].assignment,))
 
     def add_failure(self, failure: Failure) -> None:

@@ -44,6 +44,8 @@ NO_PARTITION = "none"
 PARTITION_POLICIES = (NO_PARTITION, *POLICIES)
 DEFAULT_PES = (1, 2, 4, 8, 16, 32, 64, 128)
 DEFAULT_SCHEDULERS = ("streaming", "list")
+#: The objectives the commands share, and the results column each ranks points by.
+OBJECTIVE_COLUMNS = {"makespan": "makespan_cycles", "energy": "energy_pj"}
 
 #: A value of an architecture parameter: a YAML scalar.
 Scalar = str | int | float | bool
@@ -112,8 +114,14 @@ class PartitionOptions(_Part):
     partition_policy: tuple[str, ...] | None = Field(
         None, description="none (the plain pipeline), greedy, min-region, cost; unset: the plain pipeline only"
     )
-    min_nodes: int = Field(2, description="min-region: fewest operators of an offloaded region")
-    min_work_share: float = Field(0.05, description="min-region: least share of the work of an offloaded region")
+    min_nodes: int = Field(
+        2, description="min-region: fewest operators of an offloaded region", json_schema_extra={"unit": "operators"}
+    )
+    min_work_share: float = Field(
+        0.05,
+        description="min-region: least share of the work of an offloaded region",
+        json_schema_extra={"unit": "a fraction of the work, 0 to 1"},
+    )
     partition_objective: str = Field("makespan", description="what the cost policy minimises: makespan, energy, edp")
 
     @field_validator("partition_policy", mode="before")
@@ -155,7 +163,11 @@ class Execution(_Part):
     """Where the assignments are evaluated."""
 
     executor: str = Field("local", description="local (this process), process (a pool), or dask (a cluster)")
-    workers: int | None = Field(None, description="processes of the pool or of the local Dask cluster (unset: cores)")
+    workers: int | None = Field(
+        None,
+        description="processes of the pool or of the local Dask cluster (unset: cores)",
+        json_schema_extra={"unit": "processes"},
+    )
     address: str | None = Field(None, description="Dask scheduler address (unset: a local cluster on loopback)")
 
     @model_validator(mode="after")
@@ -198,18 +210,34 @@ class Study(_Part):
     strategy: str = Field(
         "per-op-type", description="per-op-type, per-node, greedy, or mapping (the mapping search per layer)"
     )
-    max_assignments: int = Field(4096, gt=0, description="the most assignments of the per-node strategy")
-    objective: str = Field("makespan", description="what greedy (a results column) or the mapping search minimises")
+    max_assignments: int = Field(
+        4096,
+        gt=0,
+        description="the most assignments of the per-node strategy",
+        json_schema_extra={"unit": "assignments"},
+    )
+    objective: str = Field(
+        "makespan",
+        description="what greedy or the mapping search minimises: makespan (cycles on the architecture), energy "
+        "(pJ), edp (mapping) or a numeric results column",
+    )
     arch: tuple[ArchitectureEntry, ...] = Field(
         (DEFAULT_ARCHITECTURE,), description="architectures every point is costed on: names, YAML files or descriptions"
     )
     arch_params: dict[str, tuple[Scalar, ...]] | None = Field(
         None, description="architecture parameter path -> values: each architecture swept over their product"
     )
-    pes: tuple[int, ...] = Field(DEFAULT_PES, description="PE counts P (heft: the architecture's units, P if open)")
+    pes: tuple[int, ...] = Field(
+        DEFAULT_PES,
+        description="PE counts P: the processing elements a schedule uses, and the count of a unit kind the "
+        "architecture leaves open (heft: the architecture's units)",
+        json_schema_extra={"unit": "PEs"},
+    )
     scheduler: tuple[str, ...] = Field(DEFAULT_SCHEDULERS, description="streaming, list and/or heft")
     onchip_memory: tuple[int, ...] = Field(
-        (0,), description="on-chip memory per block, in elements (0: the architecture's on-chip capacity)"
+        (0,),
+        description="on-chip memory per block (0: the architecture's on-chip capacity)",
+        json_schema_extra={"unit": "elements"},
     )
     partitioning: str = Field("relaxed", description="how the streaming scheduler splits the DAG: relaxed or strict")
     cost_model: CostModel = Field(default_factory=CostModel, description="coefficients of the area and power proxy")
@@ -275,10 +303,12 @@ class Study(_Part):
                     f"the mapping strategy's objective is one of {', '.join(MAPPING_OBJECTIVES)}, "
                     f"not {self.objective!r}"
                 )
-            if self.store.results is not None or self.partition.partition_policy is not None:
-                raise ValueError("the mapping strategy takes no results file and no partition policy")
-        elif self.objective not in metrics():
-            raise ValueError(f"objective {self.objective!r} is not a numeric column of the results")
+            if self.partition.partition_policy is not None:
+                raise ValueError("the mapping strategy takes no partition policy (its rows are mappings)")
+        elif objective_column(self.objective) not in metrics():
+            raise ValueError(
+                f"objective {self.objective!r} is neither makespan, energy nor a numeric column of the results"
+            )
         policies = self.partition.policies
         if any(name != NO_PARTITION for name in policies) and HETEROGENEOUS not in self.scheduler:
             raise ValueError(
@@ -340,6 +370,13 @@ class Study(_Part):
     def replace(self, **fields: Any) -> Study:
         """This study with ``fields`` changed, named flat as in :meth:`of`, validated again."""
         return Study.of("study", **{**flat(self), **fields})
+
+
+def objective_column(objective: str) -> str:
+    """The results column an ``objective`` ranks points by: ``makespan`` the cycles on the point's
+    architecture (``makespan_cycles``: the abstract makespan on ``abstract``), ``energy`` its energy in pJ; any
+    other objective names its column."""
+    return OBJECTIVE_COLUMNS.get(objective, objective)
 
 
 def describe_error(error: pydantic.ValidationError, source: str) -> str:

@@ -237,6 +237,40 @@ def place_canonical(layer: Layer, arch: Architecture, capacity: int, pes: tuple[
     return row, mapping
 
 
+def onchip_capacity(architecture: Architecture, capacity: int | None) -> int:
+    """The on-chip elements a search places buffers in: ``capacity``, else the architecture's; refused when
+    there are none."""
+    capacity = architecture.onchip_capacity_elements if capacity is None else capacity
+    if capacity < 1:
+        raise DcaccelError(f"map: architecture {architecture.name} has no on-chip capacity; give capacity= (elements)")
+    return capacity
+
+
+@dataclass(frozen=True)
+class LayerOptions:
+    """How one layer is searched (:func:`search_layer`; the keywords of :func:`map_workload`)."""
+
+    pes: tuple[int, ...] = (16,)
+    objective: str = "edp"
+    search: str = "decoupled"
+    top_k: int = 4
+    implementations: tuple[str, ...] = IMPLEMENTATIONS
+    tile_limit: int | None = 4
+
+
+def search_layer(layer: Layer, architecture: Architecture, capacity: int, options: LayerOptions):
+    """The best mapping of ``layer`` on ``architecture`` with ``capacity`` on-chip elements, and its row: the
+    search of its mapping space for a matrix product, the best placement of its canonical lowering for any
+    other node (a :class:`DcaccelError` when that node does not lower alone)."""
+    if not layer.mapped:
+        return place_canonical(layer, architecture, capacity, options.pes, options.objective)
+    run = LayerSearch(layer, architecture, capacity)
+    space = MappingSpace.of(
+        layer.node, layer.nest, implementations=options.implementations, pes=options.pes, tile_limit=options.tile_limit
+    )
+    return run.run(space, options.objective, options.search, options.top_k)
+
+
 def map_workload(
     workload,
     arch: Architecture | str = "abstract",
@@ -265,9 +299,7 @@ def map_workload(
         raise DcaccelError(f"top_k must be a positive integer, got {top_k!r}")
     start = time.perf_counter()
     architecture = load_architecture(arch)
-    capacity = architecture.onchip_capacity_elements if capacity is None else capacity
-    if capacity < 1:
-        raise DcaccelError(f"map: architecture {architecture.name} has no on-chip capacity; give capacity= (elements)")
+    capacity = onchip_capacity(architecture, capacity)
     name, model = program_model(workload)
     layers = model_layers(model)
     if not any(layer.mapped for layer in layers):
@@ -290,20 +322,15 @@ def map_workload(
                     shared_with=first,
                 )
             )
-        elif not layer.mapped:
+        else:
+            options = LayerOptions(tuple(pes), objective, search, top_k, tuple(implementations), tile_limit)
             try:
-                row, mapping = place_canonical(layer, architecture, capacity, tuple(pes), objective)
+                row, mapping = search_layer(layer, architecture, capacity, options)
             except DcaccelError as error:
+                if layer.mapped:
+                    raise
                 uncounted[layer.node] = str(error).splitlines()[0]
                 continue
-            searched[layer.signature] = (layer.node, (row, mapping))
-            rows.append(row)
-        else:
-            run = LayerSearch(layer, architecture, capacity)
-            space = MappingSpace.of(
-                layer.node, layer.nest, implementations=implementations, pes=pes, tile_limit=tile_limit
-            )
-            row, mapping = run.run(space, objective, search, top_k)
             searched[layer.signature] = (layer.node, (row, mapping))
             rows.append(row)
         best[layer.node] = mapping
