@@ -131,8 +131,8 @@ def step_features(step: TaskScope | Copy, place: StepPlace) -> dict[str, float |
     depth, tasklets, unit, accesses = _scope_shape(place.state, place.scope)
     return {
         "kind": "map",
-        "op": str(step.meta.get("op", "none")),
-        "implementation": str(step.meta.get("implementation", "none")),
+        "op": step.info.op or "none",
+        "implementation": step.info.implementation or "none",
         "iterations": math.prod(place.size(size) or 1.0 for size in place.scope.map.range.size()),
         "depth": float(depth),
         "volume_in": volume_in,

@@ -34,6 +34,7 @@ from dcaccel.costmodel.features import StepPlace, step_features, step_tokens
 from dcaccel.costmodel.timer import NANOSECOND_TIMER
 from dcaccel.dag.extract import origins_of
 from dcaccel.dag.scopes import Copy, LoweredProgram, TaskScope, read_program
+from dcaccel.dag.task import TaskInfo
 from dcaccel.errors import DcaccelError
 from dcaccel.frontend.execution import compiled, program_arguments
 
@@ -201,7 +202,7 @@ def measure(
     symbols = workload.bind_symbols(inputs)
     origins = origins_of(lowered)
     sources = {
-        node.guid: {**origins.get(node.guid, {}), "guid": node.guid}
+        node.guid: origins.get(node.guid, TaskInfo()).derive(guid=node.guid)
         for state in sdfg.states()
         for node in state.nodes()
         if isinstance(node, dace.nodes.MapEntry) and state.scope_dict()[node] is None
@@ -258,7 +259,7 @@ def _places(sdfg: dace.SDFG, program: LoweredProgram, symbols: Mapping[str, int]
     entries = {node.guid: node for state in sdfg.states() for node in state.nodes()}
     places = []
     for step in program.steps:
-        scope = entries.get(step.meta.get("guid")) if isinstance(step, TaskScope) else None
+        scope = entries.get(step.info.guid) if isinstance(step, TaskScope) else None
         if isinstance(step, TaskScope) and not isinstance(scope, dace.nodes.MapEntry):
             places.append((StepPlace(sdfg, states[step.state], None, program.containers, symbols), None, None))
             continue
