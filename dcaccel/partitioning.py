@@ -6,7 +6,7 @@ transfers cost (``docs/partitioning.md``).
 1. **Annotate, regions, policy, lower** (:mod:`dcaccel.transforms.offload`): every operator gets the unit
    kind that runs it, the offloaded ones form regions, the policy keeps some regions on the host, and the
    program is lowered with the host's operators as DaCe's opaque tasks.
-2. **Extract and place** (:mod:`dcaccel.dag.placement`): the TaskDAG gets ``meta["unit"]`` on every task
+2. **Extract and place** (:mod:`dcaccel.dag.placement`): every task's record gets its ``unit``
    and a transfer task on every edge between the host and an accelerator kind.
 3. **Schedule and cost**: the heterogeneous list scheduler (``heft``) runs the placed DAG on the
    architecture plus one unit kind per host↔accelerator link (:mod:`dcaccel.architecture.links`), and
@@ -31,7 +31,7 @@ from dcaccel.architecture import load as load_architecture
 from dcaccel.architecture.links import host_of, link_units
 from dcaccel.cost.schedule import ArchitectureCosts, cost_schedule
 from dcaccel.dag import extract
-from dcaccel.dag.arithmetic import ELEMENTS, task_arithmetic
+from dcaccel.dag.arithmetic import task_arithmetic
 from dcaccel.dag.metrics import task_costs
 from dcaccel.dag.placement import place, transfer_tasks
 from dcaccel.errors import DcaccelError
@@ -95,7 +95,7 @@ class Partition:
     @property
     def transfer_volume(self) -> int:
         """Elements crossing the host↔accelerator links (Σ over transfer tasks of their volume)."""
-        return sum(int(self.dag.node(v).meta[ELEMENTS]) for v in self.transfer_tasks)
+        return sum(int(self.dag.info(v).elements) for v in self.transfer_tasks)
 
     @property
     def offloaded_work_share(self) -> float:
@@ -165,7 +165,8 @@ def partition(
     objective: str = "makespan",
     progress: bool | None = False,
 ) -> Partition:
-    """Partition ``workload`` (a Workload or a built-in workload's name) on ``arch`` with ``policy``
+    """Partition ``workload`` (a Workload, a built-in workload's name, an ONNX file or
+    ``path/to/file.py:attribute``, as :func:`dcaccel.frontend.load.resolve` reads it) on ``arch`` with ``policy``
     (``greedy``, ``min-region``, ``cost``), lower, extract, place and schedule it (see the module docstring).
     ``choices`` are implementation choices as for ``lower``; ``pes`` the count of unit kinds without one;
     ``granularity`` and ``edge_volume`` those of :func:`dcaccel.dag.extract`; ``objective`` what the
@@ -176,9 +177,9 @@ def partition(
     if objective not in OBJECTIVES:
         raise DcaccelError(f"unknown partition objective '{objective}' (choose from {', '.join(OBJECTIVES)})")
     if isinstance(workload, str):
-        from dcaccel import workloads
+        from dcaccel.frontend.load import resolve
 
-        workload = workloads.get(workload)
+        workload = resolve(workload)
     arch = load_architecture(arch)
     host = host_of(arch)
     instances, annotations = annotations_of(workload, arch, host)
@@ -289,15 +290,15 @@ def _shown(value: float) -> str:
 
 
 def _node_figures(dag, costs) -> dict[str, tuple[int, int]]:
-    """Per operator (``meta["node"]``): the work Σ T(v) of its tasks and their MACs
+    """Per operator (its tasks' records' ``node``): the work Σ T(v) of its tasks and their MACs
     (:func:`dcaccel.dag.arithmetic.task_arithmetic`, as the architecture costs count them)."""
     first_in: dict[int, int] = {}
     for _, dst, volume in dag.edges:
         first_in.setdefault(dst, int(volume))
     figures: dict[str, tuple[int, int]] = {}
     for v in dag.tasks:
-        meta = dag.node(v).meta
-        work, macs = figures.get(meta.get("node"), (0, 0))
-        task_macs, _ = task_arithmetic(meta, first_in.get(v, 0))
-        figures[meta.get("node")] = (work + int(costs[v]), macs + task_macs)
+        info = dag.info(v)
+        work, macs = figures.get(info.node, (0, 0))
+        task_macs, _ = task_arithmetic(info, first_in.get(v, 0))
+        figures[info.node] = (work + int(costs[v]), macs + task_macs)
     return figures

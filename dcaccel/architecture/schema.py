@@ -33,7 +33,7 @@ from dcaccel.architecture.ranges import (
 from dcaccel.architecture.reader import shown
 from dcaccel.architecture.support import PatternText, SupportRule, UnitRole, check_support
 
-#: An op name as a task's ``meta["op"]`` carries it (ONNX op type), or ``"*"`` for every op.
+#: An op name as a task's record (``TaskInfo.op``) carries it (ONNX op type), or ``"*"`` for every op.
 ANY_OP = "*"
 
 Name = Annotated[str, Field(strict=True, min_length=1, max_length=64, pattern=r"^[A-Za-z_][A-Za-z0-9_\-]*$")]

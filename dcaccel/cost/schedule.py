@@ -5,7 +5,7 @@
 cycle, free memory); the costing keeps that placement and order and re-times it on the architecture,
 node by node in the order of the abstract start times:
 
-* a task runs on the first unit kind whose ``ops`` hold its op (``meta["op"]``, ``"*"`` for every
+* a task runs on the first unit kind whose ``ops`` hold its op (its record's ``op``, ``"*"`` for every
   op), or, in a heterogeneous schedule (:mod:`dcaccel.scheduler.heft`), on the kind of its PE;
   its run, scheduled for D abstract cycles, takes ``max(⌈D / throughput⌉, ⌈operations / MAC rate⌉)``
   reference cycles (:func:`dcaccel.cost.rates.run_cycles`), its operations being its arithmetic, MACs
@@ -219,15 +219,15 @@ class CostCache:
 
 
 def _task_ops(cache: CostCache) -> tuple[list[int], list[str | None], list[tuple[int, int]]]:
-    """The tasks of the graph, their ops (``meta["op"]``) and their (MACs, operations)
+    """The tasks of the graph, their ops (their records' ``op``) and their (MACs, operations)
     (:func:`~dcaccel.dag.arithmetic.task_arithmetic`): read from the DAG once per cache."""
     if cache.task_ops is None:
         g = cache.graph
         dag = g.dag
         tasks = list(dag.tasks)
-        metas = [dag.meta(v) for v in tasks]
-        ops = [meta.get("op") for meta in metas]
-        arithmetic = [task_arithmetic(meta, g.in_volume[v]) for v, meta in zip(tasks, metas, strict=True)]
+        infos = [dag.info(v) for v in tasks]
+        ops = [info.op for info in infos]
+        arithmetic = [task_arithmetic(info, g.in_volume[v]) for v, info in zip(tasks, infos, strict=True)]
         cache.task_ops = (tasks, ops, arithmetic)
     return cache.task_ops
 

@@ -110,7 +110,7 @@ def activation_buffer(arch: Architecture) -> tuple[str | None, int]:
 
 
 def node_arithmetic(lowered) -> dict[str, tuple[int, int]]:
-    """Per operator (``meta["node"]`` of its tasks): (MACs, operations) of the lowered program."""
+    """Per operator (the ``node`` of its tasks' records): (MACs, operations) of the lowered program."""
     from dcaccel.dag.extract import extract
 
     dag = extract(lowered)
@@ -119,10 +119,10 @@ def node_arithmetic(lowered) -> dict[str, tuple[int, int]]:
         first_in.setdefault(dst, int(volume))
     figures: dict[str, list[int]] = defaultdict(lambda: [0, 0])
     for v in dag.tasks:
-        meta = dag.node(v).meta
-        macs, operations = task_arithmetic(meta, first_in.get(v, 0))
-        figures[meta.get("node")][0] += macs
-        figures[meta.get("node")][1] += operations
+        info = dag.info(v)
+        macs, operations = task_arithmetic(info, first_in.get(v, 0))
+        figures[info.node][0] += macs
+        figures[info.node][1] += operations
     return {node: (macs, operations) for node, (macs, operations) in figures.items()}
 
 

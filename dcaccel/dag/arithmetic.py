@@ -1,19 +1,20 @@
 """The arithmetic of a task: its multiply-accumulates and its other operations (docs/dag.md, "Arithmetic").
 
-The task keys of ``TaskDAG`` metadata that hold arithmetic are defined here, and only here:
+The counts of a task's record (:class:`~dcaccel.dag.task.TaskInfo`) that hold arithmetic are defined
+here, and only here:
 
-* ``meta["macs"]`` (:data:`MACS`): the task's multiplications. Each is one operation of a MAC unit; the
+* ``macs``: the task's multiplications. Each is one operation of a MAC unit; the
   addition or subtraction that consumes the product in the same expression is fused into it
   (``a * b + c``, ``acc = acc + a * b``, ``acc += a * b``, and ``c = a * b`` written with a sum
   write-conflict resolution are one MAC each). A product whose sum is taken elsewhere (the ``op`` shape's
   outer products, summed by a ``Reduce`` task) is a MAC of the task that multiplies, so a program's MACs
   do not depend on how its products are split into tasks;
-* ``meta["ops"]`` (:data:`OPS`): every other arithmetic operation (add, subtract, divide, max, min,
+* ``ops``: every other arithmetic operation (add, subtract, divide, max, min,
   exp, a comparison, a negation... one per operator or call; ``max(a, b, c)`` is two), including the
   operation of a write-conflict resolution that is not fused into a MAC (``m = v`` with a max WCR is one);
-* ``meta["elements"]`` (:data:`ELEMENTS`): a transfer task's elements moved between host and
+* ``elements``: a transfer task's elements moved between host and
   accelerator (:mod:`dcaccel.dag.placement`); a transfer has no MACs (:func:`task_arithmetic` says how
-  the costs read all three keys).
+  the costs read all three).
 
 Counts are per execution of a tasklet (its Python code read with ``ast``, never evaluated; a C++
 tasklet is read by :mod:`dcaccel.dag.cpp`) times the iterations of the maps around it, exact for
@@ -24,7 +25,7 @@ arithmetic, e.g. the bounds check that masks a padded position) costs nothing, n
 (``dace.float32(0)``), a subscript's index, or an assignment. A loop ``for i in
 range(...)`` multiplies its body; an ``if`` statement counts its costlier branch (its test is control
 flow, typically a bounds check on indices), a conditional expression ``a if c else b`` its test and its
-costlier branch. An opaque task (an op without a canonical implementation, ``meta["opaque"]``) counts by
+costlier branch. An opaque task (an op without a canonical implementation, the opaque role) counts by
 one rule from its ONNX op and shapes (:func:`opaque_arithmetic`). This module does not import DaCe.
 """
 
@@ -38,16 +39,8 @@ from functools import lru_cache
 import sympy
 
 from dcaccel.dag import volume as vol
+from dcaccel.dag.task import TaskInfo
 from dcaccel.errors import DcaccelError
-
-#: Metadata key of a task's multiply-accumulates.
-MACS = "macs"
-#: Metadata key of a task's other arithmetic operations.
-OPS = "ops"
-#: Metadata key of a transfer task's elements moved.
-ELEMENTS = "elements"
-#: The metadata keys that hold counts (integers ≥ 0, or expressions in the sizes).
-ARITHMETIC_KEYS = frozenset({MACS, OPS, ELEMENTS})
 
 #: Calls that convert a value's type and compute nothing (DaCe's and Python's scalar types).
 _CASTS = frozenset(
@@ -76,9 +69,9 @@ class Arithmetic:
         """Per count, the larger of the two (the costlier branch of a condition)."""
         return Arithmetic(vol.maximum(self.macs, other.macs), vol.maximum(self.ops, other.ops))
 
-    def meta(self) -> dict[str, vol.Volume]:
-        """The arithmetic as task metadata (the keys :data:`MACS` and :data:`OPS`)."""
-        return {MACS: vol.concrete(self.macs), OPS: vol.concrete(self.ops)}
+    def counts(self) -> dict[str, vol.Volume]:
+        """The arithmetic as the fields ``macs`` and ``ops`` of a task's record (concrete where it can be)."""
+        return {"macs": vol.concrete(self.macs), "ops": vol.concrete(self.ops)}
 
 
 NONE = Arithmetic()
@@ -316,15 +309,15 @@ def opaque_arithmetic(
     return Arithmetic(macs, produced if bias in inputs else 0)
 
 
-def task_arithmetic(meta: Mapping, first_in: int) -> tuple[int, int]:
-    """(MACs, operations) of a task as the costs read them: its :data:`MACS`, and the operations its unit
-    performs, one per slot of the unit's MAC rate and one MAC's energy each: its MACs plus its :data:`OPS`.
-    A transfer task has no MACs; its operations are its :data:`ELEMENTS` (a link unit's operation is one
-    element moved, :mod:`dcaccel.architecture.links`). A task without counts (a DAG file, a generated DAG)
-    is the canonical model's: one MAC per element of its first in-edge (``first_in``)."""
-    if MACS in meta:
-        macs = int(meta[MACS])
-        return macs, macs + int(meta.get(OPS, 0))
-    if ELEMENTS in meta:
-        return 0, int(meta[ELEMENTS])
+def task_arithmetic(info: TaskInfo, first_in: int) -> tuple[int, int]:
+    """(MACs, operations) of a task (its record ``info``) as the costs read them: its ``macs``, and the
+    operations its unit performs, one per slot of the unit's MAC rate and one MAC's energy each: its MACs
+    plus its ``ops``. A transfer task has no MACs; its operations are its ``elements`` (a link unit's
+    operation is one element moved, :mod:`dcaccel.architecture.links`). A task without counts (a DAG file,
+    a generated DAG) is the canonical model's: one MAC per element of its first in-edge (``first_in``)."""
+    if info.macs is not None:
+        macs = int(info.macs)
+        return macs, macs + int(info.ops or 0)
+    if info.elements is not None:
+        return 0, int(info.elements)
     return first_in, first_in

@@ -31,7 +31,7 @@ from collections.abc import Mapping
 from dataclasses import replace
 from typing import TYPE_CHECKING, Any
 
-from dcaccel.dag.extract import Granularity, _Group, _instantiate, extract_program, origins_of
+from dcaccel.dag.extract import Granularity, TaskGroup, extract_program, instantiate, origins_of
 from dcaccel.dag.fragments import (
     Fragment,
     NotComposable,
@@ -74,7 +74,7 @@ class Composer:
         self.layout: tuple | None = None  # per state: its reference and its parts in node order
         self.hosts: dict = {}  # (state reference, tensor) -> the part its access node sits with
         self.inlinings: dict[tuple[str, str | None], Any] = {}
-        self.tasks: dict[tuple, _Group] = {}
+        self.tasks: dict[tuple, TaskGroup] = {}
         self.frame: Skeleton | None = None
         self.attach(workload)
         try:
@@ -230,7 +230,7 @@ class Composer:
             groups = self._groups(origin, granularity)
         return extract_program(program, granularity, edge_volume, name=self.name, groups=groups)
 
-    def _groups(self, origin, granularity: Granularity) -> dict[int, _Group]:
+    def _groups(self, origin, granularity: Granularity) -> dict[int, TaskGroup]:
         """The tasks of every task scope of a composed program, by step index: instantiated once per
         (fragment step, granularity), then renamed to the composed program's containers and state."""
         from dcaccel.dag.scopes import Copy
@@ -243,7 +243,7 @@ class Composer:
             key = (granularity, fragment.node, fragment.implementation, position)
             group = self.tasks.get(key)
             if group is None:
-                group = self.tasks[key] = _instantiate(step, granularity)
+                group = self.tasks[key] = instantiate(step, granularity)
             groups[index] = _renamed(group, changed, state, step.state)
         return groups
 
@@ -257,14 +257,14 @@ class Composer:
         return False
 
 
-def _renamed(group: _Group, changed: Mapping[str, str], state: str, was: str) -> _Group:
+def _renamed(group: TaskGroup, changed: Mapping[str, str], state: str, was: str) -> TaskGroup:
     """``group`` with its containers renamed by ``changed`` and its tasks in ``state`` (they were in ``was``)."""
     if not changed and state == was:
         return group
-    metas = group.metas if state == was else [{**meta, "state": state} for meta in group.metas]
-    return _Group(
+    infos = group.infos if state == was else [info.derive(state=state) for info in group.infos]
+    return TaskGroup(
         group.labels,
-        metas,
+        infos,
         {changed.get(name, name): rows for name, rows in group.reads.items()},
         {changed.get(name, name): rows for name, rows in group.writes.items()},
         frozenset(changed.get(name, name) for name in group.accumulated),

@@ -6,7 +6,7 @@ with the one walk of :mod:`dcaccel.dag.walk` and builds a :class:`~dcaccel.dag.t
 * every task scope becomes one task, a task map one task per iteration (``granularity="task"``),
   one task (``"coarse"``) or T tasks of consecutive iterations (``("tiles", T)``);
 * every buffer container becomes one buffer node, created when first accessed; a buffer written
-  again after it was read gets a new node (a new *version*, ``meta["version"]``), so the graph
+  again after it was read gets a new node (a new *version*, its record's ``container_version``), so the graph
   stays acyclic for in-place updates;
 * a container that is not a buffer is collapsed: its producers connect straight to its consumers.
   A consumer is connected to the producers whose written elements it reads (element boxes are
@@ -16,7 +16,7 @@ with the one walk of :mod:`dcaccel.dag.walk` and builds a :class:`~dcaccel.dag.t
   the consumer's whole read volume on every in-edge (the seed's tool);
 * where the result would break the DAG contract (a stream re-read, unequal in-volumes into a
   task, a task with non-uniform outputs) the collapsed container at fault is turned into a buffer
-  node, with a warning and ``meta["inserted_buffer"]`` giving the reason;
+  node, with a warning and its record's ``inserted_buffer`` giving the reason;
 * one pseudo source feeds every node without predecessors (volume: the first out-edge of the
   target); a pseudo sink collects the exits when there is more than one (``sink="auto"``), always
   (``"always"``) or never (``"never"``: the seed's DAGs end in the output buffer);
@@ -38,14 +38,13 @@ import warnings
 from collections import Counter
 from collections.abc import Mapping
 from dataclasses import dataclass
-from types import MappingProxyType
 from typing import TYPE_CHECKING, Any
 
 import numpy as np
 import sympy
 
 from dcaccel.dag import volume as vol
-from dcaccel.dag.arithmetic import MACS, OPS
+from dcaccel.dag.task import TaskInfo
 from dcaccel.dag.taskdag import NodeKind, TaskDAG
 from dcaccel.dag.walk import (
     EDGE_VOLUME_RULES,
@@ -70,7 +69,7 @@ if TYPE_CHECKING:
 
 __all__ = ["EDGE_VOLUME_RULES", "SINK_MODES", "ConcreteGraph", "Granularity", "extract", "extract_program"]
 
-#: Detail of the extraction: the buffer nodes the contract repair inserted (``meta["inserted_buffer"]``).
+#: Detail of the extraction: the buffer nodes the contract repair inserted (their records' ``inserted_buffer``).
 logger = logging.getLogger(__name__)
 
 #: Largest number of (producer, consumer) box pairs intersected in one NumPy operation.
@@ -106,33 +105,28 @@ def _same_extent(a: Rows, b: Rows) -> bool:
 
 
 @dataclass
-class _Group:
-    """The DAG tasks one task scope becomes: labels, metadata and their accesses per container.
-
-    The metadata are made read-only here (each dict wrapped, not copied: the group is given dicts of its
-    own), so that every DAG built from the group shares them (:meth:`TaskDAG.add_nodes`)."""
+class TaskGroup:
+    """The DAG tasks one task scope becomes: labels, records and their accesses per container (every DAG
+    built from the group shares its records, :meth:`TaskDAG.add_nodes`)."""
 
     labels: list[str]
-    metas: list[Mapping[str, Any]]
+    infos: list[TaskInfo]
     reads: dict[str, Rows]
     writes: dict[str, Rows]
     accumulated: frozenset[str] = frozenset()
 
-    def __post_init__(self):
-        self.metas = [meta if type(meta) is MappingProxyType else MappingProxyType(meta) for meta in self.metas]
 
-
-def _instantiate(scope: TaskScope, granularity: Granularity) -> _Group:
+def instantiate(scope: TaskScope, granularity: Granularity) -> TaskGroup:
     """The tasks of ``scope`` at ``granularity`` with their accesses."""
-    base = {"state": scope.state, **scope.meta}
+    base = scope.info.derive(state=scope.state)
     accumulated = frozenset(a.data for a in scope.whole_writes if a.accumulate)
     if not scope.is_task_map or granularity.mode == "coarse":
-        meta = {**base, **scope.whole_arithmetic.meta()}
+        info = base.derive(**scope.whole_arithmetic.counts())
         if scope.is_task_map:
-            meta["iterations"] = vol.concrete(vol.iterations(scope.ranges))
-        return _Group(
+            info = info.derive(iterations=vol.concrete(vol.iterations(scope.ranges)))
+        return TaskGroup(
             [scope.label],
-            [meta],
+            [info],
             {a.data: single_rows(a) for a in scope.whole_reads},
             {a.data: single_rows(a) for a in scope.whole_writes},
             accumulated,
@@ -141,23 +135,25 @@ def _instantiate(scope: TaskScope, granularity: Granularity) -> _Group:
         tiles = tiles_of(scope, granularity)
         labels = [f"{scope.label}{t}" for t in range(len(tiles.bounds))]
         counts = iteration_arithmetic(scope, iteration_points(scope))
-        metas = [
-            {**base, "tile": t, "iterations": [a, b], MACS: sum(counts[0][a:b]), OPS: sum(counts[1][a:b])}
+        infos = [
+            base.derive(
+                tile=t, iterations=b - a, iteration_range=(a, b), macs=sum(counts[0][a:b]), ops=sum(counts[1][a:b])
+            )
             for t, (a, b) in enumerate(tiles.bounds)
         ]
-        return _Group(labels, metas, tiles.reads, tiles.writes, accumulated)
+        return TaskGroup(labels, infos, tiles.reads, tiles.writes, accumulated)
     points = iteration_points(scope)
     names = [p.name for p in scope.params]
     labels = [f"{scope.label}{i}" for i in range(points.shape[0])]
-    indices = [dict(zip(names, point, strict=True)) for point in points.tolist()]
+    indices = [tuple(zip(names, point, strict=True)) for point in points.tolist()]
     macs, ops = iteration_arithmetic(scope, points)
-    metas = [
-        {**base, "iteration": i, "index": index, MACS: m, OPS: o}
+    infos = [
+        base.derive(iteration=i, index=index, macs=m, ops=o)
         for i, (index, m, o) in enumerate(zip(indices, macs, ops, strict=True))
     ]
     reads = {a.data: iteration_rows(a, scope.params, points) for a in scope.reads}
     writes = {a.data: iteration_rows(a, scope.params, points) for a in scope.writes}
-    return _Group(labels, metas, reads, writes, accumulated)
+    return TaskGroup(labels, infos, reads, writes, accumulated)
 
 
 #: Largest value of an int64: exact volumes are computed in int64 while no intermediate product exceeds it.
@@ -273,16 +269,16 @@ class ConcreteGraph:
 
     Members of a step are arrays of node ids, accesses :class:`~dcaccel.dag.walk.Rows` (one row per
     member). ``groups`` caches the tasks of each step across the passes of the contract repair. Nodes are
-    kept as columns (``kinds``, ``labels``, ``metas``), edges as arrays in an :class:`EdgeLog`, merged into
+    kept as columns (``kinds``, ``labels``, ``infos``), edges as arrays in an :class:`EdgeLog`, merged into
     an :class:`EdgeTable` once the pass is over (:meth:`edges`): no object per node or edge.
     """
 
-    def __init__(self, granularity: Granularity, groups: dict[int, _Group]):
+    def __init__(self, granularity: Granularity, groups: dict[int, TaskGroup]):
         self.granularity = granularity
         self.groups = groups
         self.kinds: list[NodeKind] = []
         self.labels: list[str] = []
-        self.metas: list[dict[str, Any]] = []
+        self.infos: list[TaskInfo] = []
         self.log = EdgeLog()
         self.produced: dict[int, Any] = {}
         self.tasks: list[int] = []
@@ -290,10 +286,10 @@ class ConcreteGraph:
         self._table: EdgeTable | None = None
 
     # -- nodes and edges
-    def add_buffer(self, data: str, meta: dict[str, Any]) -> int:
+    def add_buffer(self, data: str, info: TaskInfo) -> int:
         self.kinds.append(NodeKind.BUFFER)
         self.labels.append(data)
-        self.metas.append(meta)
+        self.infos.append(info)
         return len(self.kinds) - 1
 
     def edges(self) -> EdgeTable:
@@ -308,19 +304,19 @@ class ConcreteGraph:
     def single(self, access: Access) -> Rows:
         return single_rows(access)
 
-    def task_group(self, index: int, scope: TaskScope) -> _Group:
+    def task_group(self, index: int, scope: TaskScope) -> TaskGroup:
         group = self.groups.get(index)
         if group is None:
-            group = self.groups[index] = _instantiate(scope, self.granularity)
+            group = self.groups[index] = instantiate(scope, self.granularity)
         if self.granularity.mode == "tiles" and scope.is_task_map and len(group.labels) < self.granularity.tiles:
             self.fewer_tiles.append(f"{scope.label} ({len(group.labels)})")
         return group
 
-    def add_tasks(self, group: _Group) -> np.ndarray:
+    def add_tasks(self, group: TaskGroup) -> np.ndarray:
         start, count = len(self.kinds), len(group.labels)
         self.kinds.extend([NodeKind.TASK] * count)
         self.labels.extend(group.labels)
-        self.metas.extend(group.metas)
+        self.infos.extend(group.infos)
         self.tasks.extend(range(start, start + count))
         return np.arange(start, start + count)
 
@@ -488,7 +484,7 @@ def extract_program(
     *,
     sink: str = "auto",
     name: str | None = None,
-    groups: dict[int, _Group] | None = None,
+    groups: dict[int, TaskGroup] | None = None,
 ) -> TaskDAG:
     """The task DAG of the steps of ``program`` (what :func:`extract` does once it has read the SDFG).
 
@@ -506,7 +502,7 @@ def _extract_program(program, granularity, edge_volume, sink, name, groups) -> T
 
         walk = walk_program(program, lambda: SymbolicGraph(granularity), edge_volume)
         nodes, edges, produced = walk.graph.materialise()
-        columns = ([node.kind for node in nodes], [node.label for node in nodes], [node.meta for node in nodes])
+        columns = ([node.kind for node in nodes], [node.label for node in nodes], [node.info for node in nodes])
         ends = tuple(np.array([pair[side] for pair in edges], dtype=np.int64) for side in (0, 1))
         rounded = (vol.rounded(edge.volume(edge_volume)) for edge in edges.values())
         volumes = np.fromiter(rounded, dtype=object, count=len(edges))
@@ -515,7 +511,7 @@ def _extract_program(program, granularity, edge_volume, sink, name, groups) -> T
         walk = walk_program(program, lambda: ConcreteGraph(granularity, groups), edge_volume)
         graph = walk.graph
         table, produced = graph.edges(), graph.produced
-        columns = (graph.kinds, graph.labels, graph.metas)
+        columns = (graph.kinds, graph.labels, graph.infos)
         ends = (table.src, table.dst)
         volumes = table.volume(edge_volume)
         _warn_fewer_tiles(graph.fewer_tiles, granularity)
@@ -539,30 +535,32 @@ def _warn_fewer_tiles(fewer: list[str], granularity: Granularity) -> None:
         )
 
 
-def origins_of(lowered) -> dict[str, dict[str, str]]:
-    """Map-entry guid → the source node it lowers (``op``, ``node``, ``implementation``), from the
-    ``origins`` table of a ``LoweredWorkload`` (guids survive inlining and copies of the SDFG)."""
+def origins_of(lowered) -> dict[str, TaskInfo]:
+    """Map-entry guid → the record of the source node it lowers (``op``, ``node``, ``implementation``),
+    from the ``origins`` table of a ``LoweredWorkload`` (guids survive inlining and copies of the SDFG)."""
     return {
-        entry.guid: {"op": origin.op_type, "node": origin.node, "implementation": origin.implementation}
+        entry.guid: TaskInfo(op=origin.op_type, node=origin.node, implementation=origin.implementation)
         for entry, origin in getattr(lowered, "origins", {}).items()
     }
 
 
-def _fused_origins(origins: dict[str, dict], fusions) -> dict[str, dict]:
-    """The origins after ``fusions``: a fused task keeps the first origin and lists all of them,
-    in program order, under ``fused``."""
+def _fused_origins(origins: dict[str, TaskInfo], fusions) -> dict[str, TaskInfo]:
+    """The origins after ``fusions``: a fused task keeps the first origin and lists the nodes of all of
+    them, in program order, as ``fused``."""
     parts = {guid: [origin] for guid, origin in origins.items()}
     for fusion in fusions:
         parts[fusion.kept] = parts.get(fusion.kept, []) + parts.pop(fusion.merged, [])
     return {
-        guid: {**items[0], "fused": items} if len(items) > 1 else items[0] for guid, items in parts.items() if items
+        guid: items[0].derive(fused=tuple(item.node for item in items)) if len(items) > 1 else items[0]
+        for guid, items in parts.items()
+        if items
     }
 
 
 def _emit(
     kinds: list[NodeKind],
     labels: list[str],
-    metas: list[dict[str, Any]],
+    infos: list[TaskInfo],
     src: np.ndarray,
     dst: np.ndarray,
     volumes: np.ndarray,
@@ -576,7 +574,7 @@ def _emit(
     dag = TaskDAG(name)
     source = dag.add_node(NodeKind.SOURCE, "pseudo-source")
     n = len(kinds)
-    dag.add_nodes(kinds, labels, metas)  # walk node i is node i + 1
+    dag.add_nodes(kinds, labels, infos)  # walk node i is node i + 1
     dag.add_edges(src + 1, dst + 1, volumes)
     first_out = _first_volumes(src, volumes)
     first_in = _first_volumes(dst, volumes)

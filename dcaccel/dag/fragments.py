@@ -503,7 +503,7 @@ def _owner(step: TaskScope | Copy, owner: Mapping[str, str]) -> str | None:
     """The node a step belongs to: the node its origin names, else the one whose containers it touches
     (None when it touches only the source program's tensors)."""
     nodes = {owner[a.data] for a in accesses(step) if a.data in owner}
-    node = getattr(step, "meta", {}).get("node")
+    node = step.info.node if hasattr(step, "info") else None  # a TaskScope's origin (a Copy has none)
     if node is not None:
         nodes.add(node)
     if len(nodes) > 1:

@@ -16,8 +16,16 @@ from __future__ import annotations
 import random
 from collections.abc import Sequence
 
+from dcaccel.dag.task import Role, TaskInfo
 from dcaccel.dag.taskdag import NodeKind, TaskDAG
 from dcaccel.errors import DcaccelError
+
+_BUFFER = TaskInfo(role=Role.BUFFER)
+
+
+def _iteration(parameter: str, value: int) -> TaskInfo:
+    """The record of the task that is iteration ``value`` of the canonical map over ``parameter``."""
+    return TaskInfo(iteration=value, index=((parameter, value),))
 
 
 def chain(volumes: Sequence[int], name: str = "") -> TaskDAG:
@@ -88,7 +96,7 @@ def layered(
         count = min(width, tasks - placed)
         layer_volume.append(rng.choice(volumes))
         volume_in = layer_volume[layer]
-        current = [dag.add_node(NodeKind.TASK, f"L{layer}_{i}", layer=layer) for i in range(count)]
+        current = [dag.add_node(NodeKind.TASK, f"L{layer}_{i}", TaskInfo(layer=layer)) for i in range(count)]
         for task in current:
             if not previous:
                 dag.add_edge(source, task, volume_in)
@@ -107,7 +115,7 @@ def layered(
     sink = dag.add_node(NodeKind.SINK, "sink")
     for v in range(dag.num_nodes):
         if dag.kind(v) is NodeKind.TASK and v not in read:
-            dag.add_edge(v, sink, layer_volume[dag.meta(v)["layer"] + 1])
+            dag.add_edge(v, sink, layer_volume[dag.info(v).layer + 1])
     return dag
 
 
@@ -123,14 +131,14 @@ def mmm(shape: str, n: int, k: int, m: int, name: str = "") -> TaskDAG:
         raise DcaccelError(f"mmm needs positive sizes, got N={n}, K={k}, M={m}")
     dag = TaskDAG(name or f"mmm_{shape}_{n}_{k}_{m}")
     source = dag.add_node(NodeKind.SOURCE, "source")
-    a = dag.add_node(NodeKind.BUFFER, "A", reason="program-io")
-    b = dag.add_node(NodeKind.BUFFER, "B", reason="program-io")
+    a = dag.add_node(NodeKind.BUFFER, "A", _BUFFER.derive(reason="program-io"))
+    b = dag.add_node(NodeKind.BUFFER, "B", _BUFFER.derive(reason="program-io"))
     if shape == "mv":
-        copy_b = dag.add_node(NodeKind.BUFFER, "_b", reason="reuse")
+        copy_b = dag.add_node(NodeKind.BUFFER, "_b", _BUFFER.derive(reason="reuse"))
         bcast = dag.add_node(NodeKind.TASK, "BcastA")
-        workers = [dag.add_node(NodeKind.TASK, f"MV{j}", column=j) for j in range(m)]
+        workers = [dag.add_node(NodeKind.TASK, f"MV{j}", _iteration("j", j)) for j in range(m)]
         gather = dag.add_node(NodeKind.TASK, "Gather")
-        c = dag.add_node(NodeKind.BUFFER, "C", reason="program-io")
+        c = dag.add_node(NodeKind.BUFFER, "C", _BUFFER.derive(reason="program-io"))
         dag.add_edge(source, a, n * k)
         dag.add_edge(source, b, k * m)
         dag.add_edge(b, copy_b, k * m)
@@ -141,11 +149,11 @@ def mmm(shape: str, n: int, k: int, m: int, name: str = "") -> TaskDAG:
             dag.add_edge(worker, gather, n)
         dag.add_edge(gather, c, n * m)
     elif shape == "op":
-        copy_a = dag.add_node(NodeKind.BUFFER, "_a", reason="reuse")
-        copy_b = dag.add_node(NodeKind.BUFFER, "_b", reason="reuse")
-        workers = [dag.add_node(NodeKind.TASK, f"OP{i}", index=i) for i in range(k)]
+        copy_a = dag.add_node(NodeKind.BUFFER, "_a", _BUFFER.derive(reason="reuse"))
+        copy_b = dag.add_node(NodeKind.BUFFER, "_b", _BUFFER.derive(reason="reuse"))
+        workers = [dag.add_node(NodeKind.TASK, f"OP{i}", _iteration("k", i)) for i in range(k)]
         reduce = dag.add_node(NodeKind.TASK, "Reduce")
-        c = dag.add_node(NodeKind.BUFFER, "C", reason="accumulate")
+        c = dag.add_node(NodeKind.BUFFER, "C", _BUFFER.derive(reason="accumulate"))
         dag.add_edge(source, a, n * k)
         dag.add_edge(source, b, k * m)
         dag.add_edge(a, copy_a, n * k)
@@ -156,11 +164,11 @@ def mmm(shape: str, n: int, k: int, m: int, name: str = "") -> TaskDAG:
             dag.add_edge(worker, reduce, n * m)
         dag.add_edge(reduce, c, n * m)
     elif shape == "lmv":
-        copy_a = dag.add_node(NodeKind.BUFFER, "_a", reason="reuse")
+        copy_a = dag.add_node(NodeKind.BUFFER, "_a", _BUFFER.derive(reason="reuse"))
         bcast = dag.add_node(NodeKind.TASK, "BcastB")
-        workers = [dag.add_node(NodeKind.TASK, f"LMV{i}", row=i) for i in range(n)]
+        workers = [dag.add_node(NodeKind.TASK, f"LMV{i}", _iteration("i", i)) for i in range(n)]
         gather = dag.add_node(NodeKind.TASK, "Gather")
-        c = dag.add_node(NodeKind.BUFFER, "C", reason="reorder")
+        c = dag.add_node(NodeKind.BUFFER, "C", _BUFFER.derive(reason="reorder"))
         dag.add_edge(source, a, n * k)
         dag.add_edge(source, b, k * m)
         dag.add_edge(a, copy_a, n * k)

@@ -42,9 +42,9 @@ def work(dag: TaskDAG) -> Volume:
 
 
 def opaque_work(dag: TaskDAG) -> tuple[int, float | Volume]:
-    """The number of opaque tasks (``meta["opaque"]``: ops with no canonical implementation, docs/dag.md)
-    and their share of the work, Σ T(v) over them / W (0.0 when there are none)."""
-    opaque = [v for v in dag.tasks if dag.node(v).meta.get("opaque")]
+    """The number of opaque tasks (role opaque: ops with no canonical implementation, docs/dag.md) and
+    their share of the work, Σ T(v) over them / W (0.0 when there are none)."""
+    opaque = [v for v in dag.tasks if dag.info(v).opaque]
     if not opaque:
         return 0, 0.0
     costs = task_costs(dag)

@@ -3,10 +3,10 @@ transfer task on every edge that crosses between the host and an accelerator kin
 
 :func:`place` is the dag stage of partitioning (``dcaccel.partition``): the lowering decided which
 operators run on the host, the architecture (:mod:`dcaccel.architecture.links`) gives the link unit of
-each host↔accelerator pair; here the extracted DAG gets ``meta["unit"]`` on every task and the transfers
-as tasks (``meta["op"] = "Transfer"``, ``meta["transfer"]`` the direction, ``meta["elements"]`` the
-elements moved, :data:`dcaccel.dag.arithmetic.ELEMENTS`), so that any scheduler that honours
-``meta["unit"]`` (``heft``) costs them on the link.
+each host↔accelerator pair; here the extracted DAG's records (:class:`~dcaccel.dag.task.TaskInfo`)
+get ``unit`` on every task and the transfers become tasks (role transfer, ``op`` ``"Transfer"``,
+``transfer`` the direction, ``elements`` the elements moved, :mod:`dcaccel.dag.arithmetic`), so that any
+scheduler that honours ``unit`` (``heft``) costs them on the link.
 Importing this module does not import DaCe.
 """
 
@@ -15,7 +15,7 @@ from __future__ import annotations
 from collections.abc import Mapping
 
 from dcaccel.architecture.links import TRANSFER
-from dcaccel.dag.arithmetic import ELEMENTS
+from dcaccel.dag.task import Role, TaskInfo
 from dcaccel.dag.taskdag import NodeKind, TaskDAG
 
 
@@ -25,7 +25,7 @@ def place(
     host: str | None,
     links: Mapping[tuple[str, str], str],
 ) -> TaskDAG:
-    """A copy of ``dag`` with ``meta["unit"]`` on every task (its operator's unit kind in ``target``) and a
+    """A copy of ``dag`` with ``unit`` in the record of every task (its operator's unit kind in ``target``) and a
     transfer task on every edge between the host and an accelerator kind (``links``: (host, kind) -> link
     unit). A buffer sits on the side of the task that writes it first; pseudo nodes and program buffers
     (written by nothing) are on no side. A transfer moves what the producer wrote (from a buffer: at most
@@ -34,8 +34,8 @@ def place(
     ONNX op, :func:`dcaccel.dag.arithmetic.opaque_arithmetic`), which its unit costs."""
     side: dict[int, str] = {}
     for node in dag.nodes:
-        if node.kind == NodeKind.TASK and node.meta.get("node") in target:
-            side[node.id] = target[node.meta["node"]]
+        if node.kind == NodeKind.TASK and node.info.node in target:
+            side[node.id] = target[node.info.node]
     for src, dst, _ in dag.edges:  # edges come in the order the walk produced them: producers first
         if dag.node(dst).kind == NodeKind.BUFFER and src in side and dst not in side:
             side[dst] = side[src]
@@ -44,10 +44,8 @@ def place(
         received[dst] = received.get(dst, 0) + int(volume)
     placed = TaskDAG(dag.name)
     for node in dag.nodes:
-        meta = dict(node.meta)
-        if node.id in side:
-            meta["unit"] = side[node.id]
-        placed.add_node(node.kind, node.label, **meta)
+        info = node.info.derive(unit=side[node.id]) if node.id in side else node.info
+        placed.add_node(node.kind, node.label, info)
     for src, dst, volume in dag.edges:
         a, b = side.get(src), side.get(dst)
         crossing = a is not None and b is not None and a != b and host in (a, b)
@@ -60,16 +58,15 @@ def place(
         transfer = placed.add_node(
             NodeKind.TASK,
             f"{TRANSFER}({dag.label(src)}->{dag.label(dst)})",
-            op=TRANSFER,
-            transfer=direction,
-            unit=links[host, kind],
-            **{ELEMENTS: moved},
+            TaskInfo(role=Role.TRANSFER, op=TRANSFER, transfer=direction, unit=links[host, kind], elements=moved),
         )
         placed.add_edge(src, transfer, moved)
         if moved == volume:
             placed.add_edge(transfer, dst, volume)
             continue
-        landing = placed.add_node(NodeKind.BUFFER, f"{dag.label(src)}@{b}", transfer=direction, unit=b)
+        landing = placed.add_node(
+            NodeKind.BUFFER, f"{dag.label(src)}@{b}", TaskInfo(role=Role.BUFFER, transfer=direction, unit=b)
+        )
         placed.add_edge(transfer, landing, moved)
         placed.add_edge(landing, dst, volume)
     placed.validate()
@@ -78,4 +75,4 @@ def place(
 
 def transfer_tasks(dag: TaskDAG) -> list[int]:
     """The transfer tasks of a placed DAG."""
-    return [v for v in dag.tasks if dag.node(v).meta.get("op") == TRANSFER]
+    return [v for v in dag.tasks if dag.info(v).is_transfer]

@@ -21,8 +21,9 @@ Rules (architecture.md, Contract 2):
   carrying the mark of :mod:`dcaccel.transforms.opaque`: an op dcaccel has no canonical
   implementation of) reads and writes whole tensors: each access's volume is the number of elements
   of the tensor it moves, raised to the largest of the node's inputs (outputs) when those differ,
-  so that its in-edges (out-edges) carry one volume as the DAG contract requires; its ``meta`` has
-  ``opaque: True`` and ``node`` (``op`` and ``implementation`` come with the lowering's origins);
+  so that its in-edges (out-edges) carry one volume as the DAG contract requires; its record
+  (:class:`~dcaccel.dag.task.TaskInfo`) has the opaque role and ``node`` (``op`` and ``implementation``
+  come with the lowering's origins);
 * a task scope's arithmetic (:mod:`dcaccel.dag.arithmetic`): its tasklets' MACs and other operations
   times the iterations of the maps around them (per iteration of a task map, in its parameters, and
   for the whole scope), an opaque task's from its op and the shapes of its tensors;
@@ -44,7 +45,6 @@ from __future__ import annotations
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 from functools import lru_cache
-from typing import Any
 
 import dace
 import sympy
@@ -56,6 +56,7 @@ from dcaccel.buffers import BufferReason, buffer_reason
 from dcaccel.dag import volume as vol
 from dcaccel.dag.arithmetic import NONE, Arithmetic, count_statements, opaque_arithmetic, tasklet_arithmetic
 from dcaccel.dag.cpp import cpp_arithmetic
+from dcaccel.dag.task import NO_CANONICAL, Role, TaskInfo
 from dcaccel.errors import DcaccelError
 from dcaccel.transforms.opaque import is_opaque
 
@@ -79,6 +80,10 @@ class Access:
     accumulate: bool = False
 
 
+#: The record of a scope the lowering's origins do not name.
+_UNKNOWN = TaskInfo()
+
+
 @dataclass(frozen=True)
 class TaskScope:
     """One top-level scope that is a task, or a task map whose iterations are tasks.
@@ -97,7 +102,7 @@ class TaskScope:
     writes: tuple[Access, ...]
     whole_reads: tuple[Access, ...]
     whole_writes: tuple[Access, ...]
-    meta: Mapping[str, Any] = field(default_factory=dict)
+    info: TaskInfo = field(default_factory=TaskInfo)
     arithmetic: Arithmetic = NONE
     whole_arithmetic: Arithmetic = NONE
 
@@ -165,7 +170,7 @@ class _Reader:
         sdfg: dace.SDFG,
         symbols: Mapping[str, int] | None,
         positive: bool,
-        sources: Mapping[str, Mapping[str, Any]] | None,
+        sources: Mapping[str, TaskInfo] | None,
     ):
         self.sdfg = sdfg
         self.positive = positive
@@ -279,18 +284,18 @@ class _Reader:
 
     def node_scope(self, state: SDFGState, node) -> TaskScope:
         reads, writes = self.outer_accesses(state, node)
-        meta = {"node_type": type(node).__name__, "scope": node.label, **self.sources.get(node.guid, {})}
+        info = self.sources.get(node.guid, _UNKNOWN).derive(library_node=type(node).__name__)
         if is_opaque(node):
             reads, writes = _whole_tensors(reads), _whole_tensors(writes)
-            meta = {**meta, "node": meta.get("node", node.label), "opaque": True}
-            arithmetic = self.opaque_arithmetic(state, node, meta.get("op"))
+            info = info.derive(role=Role.OPAQUE, reason=NO_CANONICAL, node=info.node or node.label)
+            arithmetic = self.opaque_arithmetic(state, node, info.op)
         else:
             arithmetic = self.node_arithmetic(state, node, {}, None)
-        return TaskScope(node.label, state.label, (), (), reads, writes, reads, writes, meta, arithmetic, arithmetic)
+        return TaskScope(node.label, state.label, (), (), reads, writes, reads, writes, info, arithmetic, arithmetic)
 
     def map_scope(self, state: SDFGState, entry: dnodes.MapEntry, children) -> TaskScope:
         whole_reads, whole_writes = self.outer_accesses(state, entry)
-        meta = {"map": entry.map.label, **self.sources.get(entry.guid, {})}
+        info = self.sources.get(entry.guid, _UNKNOWN).derive(map=entry.map.label)
         label = entry.map.label
         params = {p: parameter_symbol(p) for p in entry.map.params}
         ranges = tuple(tuple(self.expr(v, {}) for v in rng) for rng in entry.map.range.ranges)
@@ -298,7 +303,7 @@ class _Reader:
         whole = Arithmetic(*(vol.summed(count, params.values(), ranges) for count in (arithmetic.macs, arithmetic.ops)))
         if not any(isinstance(child, dnodes.MapEntry) for child in children[entry]):
             return TaskScope(
-                label, state.label, (), (), whole_reads, whole_writes, whole_reads, whole_writes, meta, whole, whole
+                label, state.label, (), (), whole_reads, whole_writes, whole_reads, whole_writes, info, whole, whole
             )
         reads = self.inner_accesses(state, entry, params, reading=True)
         writes = self.inner_accesses(state, state.exit_node(entry), params, reading=False)
@@ -311,7 +316,7 @@ class _Reader:
             writes,
             whole_reads,
             whole_writes,
-            meta,
+            info,
             arithmetic,
             whole,
         )
@@ -493,13 +498,14 @@ def read_program(
     sdfg: dace.SDFG,
     symbols: Mapping[str, int] | None = None,
     positive_sizes: bool = False,
-    sources: Mapping[str, Mapping[str, Any]] | None = None,
+    sources: Mapping[str, TaskInfo] | None = None,
 ) -> LoweredProgram:
     """The steps and containers of the fully lowered ``sdfg``, with the sizes in ``symbols`` substituted;
     the remaining sizes become plain symbols, or positive integer ones with ``positive_sizes``.
 
     ``sources`` maps the guid of a top-level scope node (a map entry) to what the lowering knows of its
-    origin (e.g. ``{"op": "Conv", "node": "conv1", "implementation": "mv"}``); it is merged into the
-    scope's ``meta``.
+    origin (a :class:`~dcaccel.dag.task.TaskInfo` with e.g. ``op="Conv", node="conv1",
+    implementation="mv"``); the scope's ``info`` is that record with what the scope adds (its map's label,
+    its library node's class, its opaque role).
     """
     return _Reader(sdfg, symbols, positive_sizes, sources).read()

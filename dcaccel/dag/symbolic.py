@@ -28,14 +28,14 @@ volumes on edges from or into buffers, which no repair can fix, raise :class:`DA
 from __future__ import annotations
 
 from collections.abc import Mapping
-from dataclasses import dataclass, field, fields
+from dataclasses import dataclass, fields
 from typing import TYPE_CHECKING, Any
 
 import numpy as np
 import sympy
 
 from dcaccel.dag import volume as vol
-from dcaccel.dag.arithmetic import MACS, OPS
+from dcaccel.dag.task import TaskInfo
 from dcaccel.dag.taskdag import NodeKind
 from dcaccel.dag.walk import (
     Edge,
@@ -122,7 +122,7 @@ class _Family:
 
     kind: NodeKind
     label: str
-    meta: dict[str, Any] = field(default_factory=dict)
+    info: TaskInfo
     params: tuple[sympy.Symbol, ...] = ()
     ranges: tuple[tuple[sympy.Expr, sympy.Expr, sympy.Expr], ...] = ()
 
@@ -251,8 +251,8 @@ class SymbolicGraph:
         over = src if self.families[src].multiple else dst if self.families[dst].multiple else None
         add_edge(self.edges, src, dst, vol.as_expr(exact), vol.as_expr(reference), via, over)
 
-    def add_buffer(self, data: str, meta: dict[str, Any]) -> int:
-        return self.add(_Family(NodeKind.BUFFER, data, meta))
+    def add_buffer(self, data: str, info: TaskInfo) -> int:
+        return self.add(_Family(NodeKind.BUFFER, data, info))
 
     def one(self, node: int) -> tuple[int]:
         return (node,)
@@ -261,7 +261,7 @@ class SymbolicGraph:
         return (_box(access, access),)
 
     def task_group(self, index: int, scope: TaskScope) -> _FamilyGroup:
-        base = {"state": scope.state, **scope.meta}
+        base = scope.info.derive(state=scope.state)
         accumulated = frozenset(a.data for a in scope.whole_writes if a.accumulate)
         mode = self.granularity.mode if scope.is_task_map else "coarse"
         if mode == "tiles":
@@ -276,7 +276,13 @@ class SymbolicGraph:
                 _Family(
                     NodeKind.TASK,
                     f"{scope.label}{t}",
-                    {**base, "tile": t, "iterations": [a, b], MACS: vol.total(macs[a:b]), OPS: vol.total(ops[a:b])},
+                    base.derive(
+                        tile=t,
+                        iterations=b - a,
+                        iteration_range=(a, b),
+                        macs=vol.total(macs[a:b]),
+                        ops=vol.total(ops[a:b]),
+                    ),
                 )
                 for t, (a, b) in enumerate(tiles.bounds)
             ]
@@ -288,13 +294,13 @@ class SymbolicGraph:
         whole_writes = {a.data: a for a in scope.whole_writes}
         if mode == "coarse":
             if scope.is_task_map:
-                base["iterations"] = vol.concrete(vol.iterations(scope.ranges))
-            family = _Family(NodeKind.TASK, scope.label, {**base, **scope.whole_arithmetic.meta()})
+                base = base.derive(iterations=vol.concrete(vol.iterations(scope.ranges)))
+            family = _Family(NodeKind.TASK, scope.label, base.derive(**scope.whole_arithmetic.counts()))
             reads = {d: (_box(a, a),) for d, a in whole_reads.items()}
             writes = {d: (_box(a, a),) for d, a in whole_writes.items()}
         else:
-            meta = {**base, **scope.arithmetic.meta()}  # in the parameters: each task's when materialised
-            family = _Family(NodeKind.TASK, scope.label, meta, scope.params, scope.ranges)
+            info = base.derive(**scope.arithmetic.counts())  # in the parameters: each task's when materialised
+            family = _Family(NodeKind.TASK, scope.label, info, scope.params, scope.ranges)
             reads = {a.data: (_box(a, whole_reads.get(a.data, a)),) for a in scope.reads}
             writes = {a.data: (_box(a, whole_writes.get(a.data, a)),) for a in scope.writes}
         return _FamilyGroup([family], reads, writes, accumulated)
@@ -525,7 +531,7 @@ class SymbolicGraph:
             if not family.multiple:
                 members.append([len(nodes)])
                 substitutions.append([{}])
-                nodes.append(Node(family.kind, family.label, _plain(family.meta)))
+                nodes.append(Node(family.kind, family.label, _plain_counts(family.info)))
                 continue
             points = family.points()
             if points is None:
@@ -538,10 +544,13 @@ class SymbolicGraph:
             members.append(list(range(len(nodes), len(nodes) + len(points))))
             substitutions.append([dict(zip(family.params, map(sympy.Integer, p), strict=True)) for p in points])
             for i, point in enumerate(points.tolist()):
-                meta = {**family.meta, "iteration": i, "index": dict(zip(names, point, strict=True))}
-                for key in (MACS, OPS):
-                    meta[key] = vol.as_expr(meta[key]).xreplace(substitutions[-1][i])
-                nodes.append(Node(family.kind, f"{family.label}{i}", _plain(meta)))
+                info = family.info.derive(
+                    iteration=i,
+                    index=tuple(zip(names, point, strict=True)),
+                    macs=vol.as_expr(family.info.macs).xreplace(substitutions[-1][i]),
+                    ops=vol.as_expr(family.info.ops).xreplace(substitutions[-1][i]),
+                )
+                nodes.append(Node(family.kind, f"{family.label}{i}", _plain_counts(info)))
         edges: dict[tuple[int, int], Edge] = {}
         for (src, dst), edge in self.edges.items():
             over = edge.over if edge.over is not None else src
@@ -569,10 +578,13 @@ def _unrepairable(family: _Family, side: int, a, b, condition: sympy.Basic) -> D
     )
 
 
+def _plain_counts(info: TaskInfo) -> TaskInfo:
+    """``info`` with its counts over plain symbols."""
+    return info.derive(**{name: _plain(getattr(info, name)) for name in ("macs", "ops", "iterations")})
+
+
 def _plain(value):
-    """``value`` (an expression, or metadata holding expressions) over plain symbols."""
-    if isinstance(value, dict):
-        return {k: _plain(v) for k, v in value.items()}
+    """``value`` (an expression) over plain symbols."""
     if not isinstance(value, sympy.Basic):
         return value
     value = value.xreplace({s: sympy.Symbol(s.name) for s in value.free_symbols})

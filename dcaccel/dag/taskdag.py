@@ -15,6 +15,7 @@ sympy expressions; :meth:`TaskDAG.evaluate` turns a symbolic DAG into a concrete
 
 from __future__ import annotations
 
+import dataclasses
 import json
 import numbers
 import operator
@@ -22,15 +23,14 @@ import os
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from enum import StrEnum
-from types import MappingProxyType
 from typing import Any, NamedTuple
 
 import networkx as nx
 import numpy as np
 import sympy
 
-from dcaccel.dag.arithmetic import ARITHMETIC_KEYS
 from dcaccel.dag.expression import ExpressionError, parse_expression
+from dcaccel.dag.task import SCHEMA_VERSION, TaskInfo, TaskInfoError, check_role, evaluated, from_meta, info_of_kind
 from dcaccel.errors import DAGContractError, DcaccelError
 
 Volume = int | sympy.Expr
@@ -38,7 +38,8 @@ Volume = int | sympy.Expr
 #: Largest edge volume :meth:`TaskDAG.validate` accepts (volumes are 64-bit counts downstream).
 MAX_VOLUME = 2**63 - 1
 
-_EMPTY_META: Mapping[str, Any] = MappingProxyType({})
+#: The DAG file versions :meth:`TaskDAG.from_json` reads (1: the vectors' format, a free-form ``meta`` per node).
+READABLE_VERSIONS = (1, SCHEMA_VERSION)
 
 
 class NodeKind(StrEnum):
@@ -52,12 +53,12 @@ class NodeKind(StrEnum):
 
 @dataclass(frozen=True)
 class Node:
-    """A node of a :class:`TaskDAG`; ``meta`` is free-form (op type, map label, container...)."""
+    """A node of a :class:`TaskDAG` and what it is (:class:`~dcaccel.dag.task.TaskInfo`: op, node, role...)."""
 
     id: int
     kind: NodeKind
     label: str
-    meta: Mapping[str, Any] = field(default_factory=lambda: _EMPTY_META)
+    info: TaskInfo = field(default_factory=TaskInfo)
 
 
 @dataclass(frozen=True)
@@ -133,7 +134,7 @@ class TaskDAG:
         self.name = name
         self._kinds: list[NodeKind] = []
         self._labels: list[str] = []
-        self._metas: list[Mapping[str, Any]] = []
+        self._infos: list[TaskInfo] = []
         self._edge_src: list[int] = []
         self._edge_dst: list[int] = []
         self._edge_volume: list[Volume] = []
@@ -142,11 +143,13 @@ class TaskDAG:
 
     # ------------------------------------------------------------------ construction
 
-    def add_node(self, kind: NodeKind, label: str, **meta) -> int:
-        """Append a node and return its id (the next consecutive integer)."""
-        self._kinds.append(NodeKind(kind))
+    def add_node(self, kind: NodeKind, label: str, info: TaskInfo | None = None) -> int:
+        """Append a node and return its id (the next consecutive integer); without ``info`` the node is
+        what its kind says (:func:`~dcaccel.dag.task.info_of_kind`)."""
+        kind = NodeKind(kind)
+        self._kinds.append(kind)
         self._labels.append(str(label))
-        self._metas.append(MappingProxyType(dict(meta)) if meta else _EMPTY_META)
+        self._infos.append(info_of_kind(kind) if info is None else info)
         self._derived.clear()
         return len(self._kinds) - 1
 
@@ -163,19 +166,15 @@ class TaskDAG:
         self._symbolic_edges += not isinstance(volume, int)
         self._derived.clear()
 
-    def add_nodes(self, kinds: Sequence[NodeKind], labels: Sequence[str], metas: Sequence[Mapping[str, Any]]) -> range:
-        """Append one node per ``kinds[i]``, ``labels[i]``, ``metas[i]`` (as :meth:`add_node` one by one)
-        and return their ids. The metadata are copied, but a read-only ``MappingProxyType`` is kept as it is
-        (shared: whoever made it promises not to change the mapping it wraps)."""
-        if not len(kinds) == len(labels) == len(metas):
-            raise DAGContractError(f"add_nodes: {len(kinds)} kinds, {len(labels)} labels and {len(metas)} metas")
+    def add_nodes(self, kinds: Sequence[NodeKind], labels: Sequence[str], infos: Sequence[TaskInfo]) -> range:
+        """Append one node per ``kinds[i]``, ``labels[i]``, ``infos[i]`` (as :meth:`add_node` one by one)
+        and return their ids. The records are shared (they are frozen)."""
+        if not len(kinds) == len(labels) == len(infos):
+            raise DAGContractError(f"add_nodes: {len(kinds)} kinds, {len(labels)} labels and {len(infos)} infos")
         start = len(self._kinds)
         self._kinds.extend(kind if type(kind) is NodeKind else NodeKind(kind) for kind in kinds)
         self._labels.extend(label if type(label) is str else str(label) for label in labels)
-        self._metas.extend(
-            meta if type(meta) is MappingProxyType else MappingProxyType(dict(meta)) if meta else _EMPTY_META
-            for meta in metas
-        )
+        self._infos.extend(infos)
         self._derived.clear()
         return range(start, len(self._kinds))
 
@@ -224,14 +223,14 @@ class TaskDAG:
         """The nodes in id (= insertion) order."""
         if "nodes" not in self._derived:
             self._derived["nodes"] = [
-                Node(i, kind, label, meta)
-                for i, (kind, label, meta) in enumerate(zip(self._kinds, self._labels, self._metas, strict=True))
+                Node(i, kind, label, info)
+                for i, (kind, label, info) in enumerate(zip(self._kinds, self._labels, self._infos, strict=True))
             ]
         return self._derived["nodes"]
 
     def node(self, v: int) -> Node:
         """The node with id ``v``."""
-        return Node(v, self._kinds[v], self._labels[v], self._metas[v])
+        return Node(v, self._kinds[v], self._labels[v], self._infos[v])
 
     def kind(self, v: int) -> NodeKind:
         return self._kinds[v]
@@ -239,9 +238,9 @@ class TaskDAG:
     def label(self, v: int) -> str:
         return self._labels[v]
 
-    def meta(self, v: int) -> Mapping[str, Any]:
-        """The metadata of node ``v`` (read-only)."""
-        return self._metas[v]
+    def info(self, v: int) -> TaskInfo:
+        """What node ``v`` is (:class:`~dcaccel.dag.task.TaskInfo`)."""
+        return self._infos[v]
 
     @property
     def edge_sources(self) -> Sequence[int]:
@@ -390,8 +389,8 @@ class TaskDAG:
 
     def evaluate(self, **values: int) -> TaskDAG:
         """A copy with every symbol replaced by ``values[name]`` (symbols are matched by name);
-        every volume must become an int. Symbolic arithmetic counts of the tasks (``meta["macs"]``, ...,
-        :mod:`dcaccel.dag.arithmetic`) are substituted too."""
+        every volume must become an int. Symbolic counts of the tasks (:attr:`~dcaccel.dag.task.TaskInfo.macs`,
+        ..., :mod:`dcaccel.dag.arithmetic`) are substituted too."""
         volumes = []
         for src, dst, volume in zip(self._edge_src, self._edge_dst, self._edge_volume, strict=True):
             if not isinstance(volume, int):
@@ -404,14 +403,14 @@ class TaskDAG:
         result = self._copy_structure()
         result._edge_volume = volumes
         result._symbolic_edges = 0
-        result._metas = [_evaluated_meta(meta, values) for meta in self._metas]
+        result._infos = [evaluated(info, values) for info in self._infos]
         return result
 
     def _copy_structure(self) -> TaskDAG:
         result = TaskDAG(self.name)
         result._kinds = self._kinds.copy()
         result._labels = self._labels.copy()
-        result._metas = self._metas.copy()
+        result._infos = self._infos.copy()
         result._edge_src = self._edge_src.copy()
         result._edge_dst = self._edge_dst.copy()
         result._edge_volume = self._edge_volume.copy()
@@ -427,8 +426,8 @@ class TaskDAG:
         exit (a pseudo sink when the DAG has one); no cycle and no duplicated edge; positive
         volumes of at most :data:`MAX_VOLUME`; every task reads the same volume on all its in-edges
         and writes the same volume on all its out-edges; every buffer node receives the same volume
-        on all its in-edges; distinct ``meta["file_id"]`` where given. A DAG that passed is not
-        checked again until it changes.
+        on all its in-edges; distinct ``file_id`` (:class:`~dcaccel.dag.task.TaskInfo`) where given. A
+        DAG that passed is not checked again until it changes.
         """
         if self._derived.get("valid"):
             return
@@ -467,13 +466,13 @@ class TaskDAG:
             raise DAGContractError(f"{name}: pseudo sink(s) {sinks} must be the unique exit {no_out[0]}")
 
     def _validate_file_ids(self, name: str) -> None:
-        """``meta["file_id"]`` (the reference's node names, see :meth:`from_json`) are distinct
+        """The records' ``file_id`` (the reference's node names, see :meth:`from_json`) are distinct
         non-negative integers, where given; a node without one is known by its id."""
-        if all("file_id" not in meta for meta in self._metas):
+        if all(info.file_id is None for info in self._infos):
             return
         seen: dict[int, int] = {}
-        for v, meta in enumerate(self._metas):
-            key = meta.get("file_id", v)
+        for v, info in enumerate(self._infos):
+            key = v if info.file_id is None else info.file_id
             if isinstance(key, bool) or not isinstance(key, int) or key < 0:
                 raise DAGContractError(f"{name}: {self._describe(v)} has file_id {key!r}, expected an integer >= 0")
             if key in seen:
@@ -571,18 +570,23 @@ class TaskDAG:
     # ------------------------------------------------------------------ serialisation
 
     def to_json(self) -> dict:
-        """The DAG in the vectors' format: ``{"name", "nodes": [...], "edges": [...]}``."""
+        """The DAG as ``{"schema_version", "name", "nodes": [...], "edges": [...]}``: the vectors' format
+        with each node's record (:meth:`TaskInfo.to_json <dcaccel.dag.task.TaskInfo.to_json>`, the fields
+        that are set; the role when its kind does not imply it) under ``"info"``."""
         nodes = []
-        for v, (kind, label, meta) in enumerate(zip(self._kinds, self._labels, self._metas, strict=True)):
+        for v, (kind, label, info) in enumerate(zip(self._kinds, self._labels, self._infos, strict=True)):
             entry = {"id": v, "kind": kind.value, "label": label}
-            if meta:
-                entry["meta"] = _jsonable(dict(meta))
+            fields = info.to_json()
+            if info.role is info_of_kind(kind).role:
+                fields.pop("role", None)
+            if fields:
+                entry["info"] = fields
             nodes.append(entry)
         edges = [
             {"src": s, "dst": d, "volume": v if isinstance(v, int) else str(v)}
             for s, d, v in zip(self._edge_src, self._edge_dst, self._edge_volume, strict=True)
         ]
-        return {"name": self.name, "nodes": nodes, "edges": edges}
+        return {"schema_version": SCHEMA_VERSION, "name": self.name, "nodes": nodes, "edges": edges}
 
     @classmethod
     def from_json(cls, data: Mapping | str | os.PathLike) -> TaskDAG:
@@ -590,15 +594,19 @@ class TaskDAG:
 
         Nodes are inserted in ``nodes`` order and get consecutive ids in that order; the file's
         ids (a permutation of ``0..n-1``) name the edge ends, and a node whose file id differs from
-        its position keeps it as ``meta["file_id"]`` (the reference scheduler's Python sets iterate
+        its position keeps it as its record's ``file_id`` (the reference scheduler's Python sets iterate
         in the order of these ids, see ``dcaccel.scheduler.order``). Edges are inserted in ``edges``
-        order. Keys the format does not define are ignored. A volume is an integer (an integral
-        float is accepted) or the text of a symbolic expression, read by
-        :func:`~dcaccel.dag.expression.parse_expression` and never evaluated.
+        order. A volume is an integer (an integral float is accepted) or the text of a symbolic
+        expression, read by :func:`~dcaccel.dag.expression.parse_expression` and never evaluated.
 
-        The file's structure (types, keys, ids) is checked here and every fault raises a one-line
-        :class:`DcaccelError` naming the file and the node or edge; the DAG contract (volumes ≥ 1,
-        cycles, sources and exits...) is :meth:`validate`'s, which the schedulers call.
+        ``schema_version`` says the layout (:data:`READABLE_VERSIONS`; a file without one is version 1):
+        a node's ``info`` (version 2) is read field by field by :meth:`TaskInfo.from_json
+        <dcaccel.dag.task.TaskInfo.from_json>`, a version-1 ``meta`` converted by
+        :func:`~dcaccel.dag.task.from_meta`; a file of another version is refused. Other top-level keys
+        are ignored. The file's structure (types, keys, ids, every record's fields and its role against
+        its kind) is checked here and every fault raises a one-line :class:`DcaccelError` naming the file
+        and the node or edge; the DAG contract (volumes ≥ 1, cycles, sources and exits...) is
+        :meth:`validate`'s, which the schedulers call.
         """
         origin = "JSON data"
         if isinstance(data, str | os.PathLike):
@@ -611,28 +619,38 @@ class TaskDAG:
         return _DAGReader(origin).read(cls, data)
 
     def to_networkx(self) -> nx.DiGraph:
-        """A ``networkx.DiGraph`` with node attributes ``kind``, ``label`` (+ meta) and edge attribute
-        ``volume``; node and edge insertion orders are kept."""
+        """A ``networkx.DiGraph`` with node attributes ``kind``, ``label`` (+ the record's fields that are
+        set, :meth:`TaskInfo.given <dcaccel.dag.task.TaskInfo.given>`) and edge attribute ``volume``; node
+        and edge insertion orders are kept."""
         graph = nx.DiGraph(name=self.name)
-        for v, (kind, label, meta) in enumerate(zip(self._kinds, self._labels, self._metas, strict=True)):
-            graph.add_node(v, **meta, kind=kind.value, label=label)
+        for v, (kind, label, info) in enumerate(zip(self._kinds, self._labels, self._infos, strict=True)):
+            graph.add_node(v, **info.given(), kind=kind.value, label=label)
         for s, d, v in zip(self._edge_src, self._edge_dst, self._edge_volume, strict=True):
             graph.add_edge(s, d, volume=v)
         return graph
 
     @classmethod
     def from_networkx(cls, graph: nx.DiGraph) -> TaskDAG:
-        """Read a graph produced by :meth:`to_networkx` (nodes ``0..n-1`` with ``kind``/``label``,
-        edges with ``volume``). Successor and predecessor orders are those of ``graph``."""
+        """Read a graph produced by :meth:`to_networkx` (nodes ``0..n-1`` with ``kind``/``label`` and the
+        fields of their records, edges with ``volume``). Successor and predecessor orders are those of
+        ``graph``."""
         if sorted(graph.nodes) != list(range(graph.number_of_nodes())):
             raise DAGContractError(f"networkx graph '{graph.name}': nodes must be the integers 0..n-1")
         dag = cls(str(graph.graph.get("name", "")))
         position = {v: i for i, v in enumerate(graph.nodes)}
         for v, attrs in graph.nodes(data=True):
-            meta = {k: a for k, a in attrs.items() if k not in ("kind", "label")}
+            fields = {k: a for k, a in attrs.items() if k not in ("kind", "label")}
             if "kind" not in attrs:
                 raise DAGContractError(f"networkx graph '{graph.name}': node {v} has no 'kind' attribute")
-            dag.add_node(NodeKind(attrs["kind"]), attrs.get("label", str(v)), **meta)
+            kind = NodeKind(attrs["kind"])
+            try:
+                info = dataclasses.replace(info_of_kind(kind), **fields)
+            except TypeError:
+                unknown = ", ".join(sorted(set(fields) - set(TaskInfo.__dataclass_fields__)))
+                raise DAGContractError(
+                    f"networkx graph '{graph.name}': node {v} has unknown attributes {unknown}"
+                ) from None
+            dag.add_node(kind, attrs.get("label", str(v)), info)
         for u, v, attrs in _insertion_ordered_edges(graph):
             if "volume" not in attrs:
                 raise DAGContractError(f"networkx graph '{graph.name}': edge {u}->{v} has no 'volume' attribute")
@@ -664,19 +682,6 @@ def _differ(a: Volume, b: Volume) -> bool:
     if isinstance(a, int) and isinstance(b, int):
         return a != b
     return sympy.expand(a - b) != 0
-
-
-def _jsonable(value: Any) -> Any:
-    """``value`` with everything JSON cannot hold (sympy expressions, numpy scalars...) as strings."""
-    if value is None or isinstance(value, bool | int | float | str):
-        return value
-    if isinstance(value, numbers.Integral):
-        return int(value)
-    if isinstance(value, Mapping):
-        return {str(k): _jsonable(v) for k, v in value.items()}
-    if isinstance(value, list | tuple):
-        return [_jsonable(v) for v in value]
-    return str(value)
 
 
 def _insertion_ordered_edges(graph: nx.DiGraph) -> list[tuple[int, int, dict]]:
@@ -720,6 +725,12 @@ class _DAGReader:
     def read(self, cls: type[TaskDAG], data: Any) -> TaskDAG:
         if not isinstance(data, Mapping):
             raise self.fail("", f"expected a JSON object, got {_json_type(data)}")
+        version = data.get("schema_version", 1)
+        if version not in READABLE_VERSIONS or isinstance(version, bool):
+            readable = " and ".join(map(str, READABLE_VERSIONS))
+            raise DcaccelError(
+                f"{self.origin} has DAG schema version {_excerpt(version)}; this dcaccel reads versions {readable}"
+            )
         name = data.get("name", "")
         if not isinstance(name, str) or not name.isprintable():
             raise self.fail("", "'name' must be a string on one line")
@@ -727,13 +738,13 @@ class _DAGReader:
         dag = cls(name)
         position: dict[int, int] = {}
         for i, entry in enumerate(nodes):
-            file_id, kind, label, meta = self._node(i, entry)
+            file_id, kind, label, info = self._node(i, entry, version)
             if file_id in position:
                 raise self.fail(f"node {i}: ", f"duplicate id {file_id} (also node {position[file_id]})")
             position[file_id] = i
-            if file_id != i:
-                meta.setdefault("file_id", file_id)
-            dag.add_node(kind, label, **meta)
+            if file_id != i and info.file_id is None:
+                info = info.derive(file_id=file_id)
+            dag.add_node(kind, label, info)
         if sorted(position) != list(range(len(nodes))):
             missing = next(i for i in range(len(nodes)) if i not in position)
             raise self.fail("", f"node ids must be consecutive 0..{len(nodes) - 1} (no node has id {missing})")
@@ -748,7 +759,7 @@ class _DAGReader:
             raise self.fail("", f"'{key}' must be a list, got {_json_type(data[key])}")
         return data[key]
 
-    def _node(self, i: int, entry: Any) -> tuple[int, NodeKind, str, dict]:
+    def _node(self, i: int, entry: Any, version: int) -> tuple[int, NodeKind, str, TaskInfo]:
         where = f"node {i}: "
         if not isinstance(entry, Mapping):
             raise self.fail(where, f"expected an object, got {_json_type(entry)}")
@@ -763,24 +774,19 @@ class _DAGReader:
         label = entry.get("label", str(file_id))
         if not isinstance(label, str) or not label.isprintable():
             raise self.fail(where, "'label' must be a string on one line")
-        meta = entry.get("meta", {})
-        if not isinstance(meta, Mapping) or not all(isinstance(key, str) for key in meta):
-            raise self.fail(where, f"'meta' must be an object, got {_json_type(meta)}")
-        meta = dict(meta)
-        for key in ARITHMETIC_KEYS & meta.keys():
-            meta[key] = self._count(where, key, meta[key])
-        return file_id, NodeKind(entry["kind"]), label, meta
-
-    def _count(self, where: str, key: str, value: Any) -> Volume:
-        """An arithmetic count of ``meta``: an integer ≥ 0, or the text of an expression (never evaluated)."""
-        if isinstance(value, str):
-            try:
-                return parse_expression(value)
-            except ExpressionError as err:
-                raise self.fail(where, f"meta '{key}' {_excerpt(value)}: {err}") from None
-        if not _is_int(value) or value < 0:
-            raise self.fail(where, f"meta '{key}' must be an integer >= 0 or an expression, got {_excerpt(value)}")
-        return value
+        kind = NodeKind(entry["kind"])
+        key = "meta" if version == 1 else "info"
+        try:
+            if key not in entry:
+                info = info_of_kind(kind)
+            elif version == 1:
+                info = from_meta(kind, entry["meta"])
+            else:
+                info = TaskInfo.from_json(entry["info"], info_of_kind(kind))
+            check_role(kind, info)
+        except TaskInfoError as err:
+            raise self.fail(where, f"'{key}' {err}") from None
+        return file_id, kind, label, info
 
     def _edge(self, k: int, entry: Any, position: dict[int, int]) -> tuple[int, int, Volume]:
         where = f"edge {k}: "
@@ -813,20 +819,6 @@ class _DAGReader:
         elif not _is_int(volume):
             raise self.fail(where, f"volume must be an integer or an expression, got {_json_type(volume)}")
         return ends[0], ends[1], volume
-
-
-def _evaluated_meta(meta: Mapping[str, Any], values: Mapping[str, int]) -> Mapping[str, Any]:
-    """``meta`` with its symbolic arithmetic counts evaluated at ``values`` (itself when it has none)."""
-    symbolic = [key for key in ARITHMETIC_KEYS & meta.keys() if isinstance(meta[key], sympy.Basic)]
-    if not symbolic:
-        return meta
-    evaluated = dict(meta)
-    for key in symbolic:
-        value = meta[key].xreplace(
-            {s: sympy.Integer(values[s.name]) for s in meta[key].free_symbols if s.name in values}
-        )
-        evaluated[key] = int(value) if value.is_Integer else value
-    return MappingProxyType(evaluated)
 
 
 def _is_int(value: Any) -> bool:

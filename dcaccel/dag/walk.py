@@ -36,6 +36,7 @@ import numpy as np
 import sympy
 
 from dcaccel.dag import volume as vol
+from dcaccel.dag.task import Role, TaskInfo
 from dcaccel.dag.taskdag import NodeKind
 from dcaccel.errors import DcaccelError
 
@@ -257,7 +258,7 @@ class Node:
 
     kind: NodeKind
     label: str
-    meta: dict[str, Any]
+    info: TaskInfo
 
 
 class Walk:
@@ -286,13 +287,16 @@ class Walk:
 
     def new_buffer(self, data: str) -> int:
         container = self.program.containers[data]
-        meta: dict[str, Any] = {"container": data, "version": self.versions[data]}
-        if container.reason is not None:
-            meta["reason"] = container.reason.value
-        else:
-            meta["inserted_buffer"] = self.inserted[data].reason
+        marked = container.reason is not None
+        info = TaskInfo(
+            role=Role.BUFFER,
+            reason=container.reason.value if marked else None,
+            container=data,
+            container_version=self.versions[data],
+            inserted_buffer=None if marked else self.inserted[data].reason,
+        )
         self.versions[data] += 1
-        node = self.buffer_node[data] = self.graph.add_buffer(data, meta)
+        node = self.buffer_node[data] = self.graph.add_buffer(data, info)
         self.buffer_read.discard(data)
         return node
 

@@ -1,6 +1,6 @@
 """Per-layer breakdown of a task DAG: tasks, work and buffer I/O of each node of the source program.
 
-A task belongs to the node it lowers (``Node.meta["node"]``, recorded by the lowering). A buffer
+A task belongs to the node it lowers (``Node.info.node``, recorded by the lowering). A buffer
 belongs to the layer of its first producer task, or of its first consumer task when no task writes
 it (program inputs, weights). Each buffer-edge volume counted by :func:`dcaccel.dag.io_volume`
 (once per buffer end) is charged to the layer of the task at the other end, or to the source
@@ -30,7 +30,7 @@ class LayerMetrics:
 
 
 def _layer_of_tasks(dag: TaskDAG) -> list[str | None]:
-    return [node.meta.get("node") if node.kind is NodeKind.TASK else None for node in dag.nodes]
+    return [node.info.node if node.kind is NodeKind.TASK else None for node in dag.nodes]
 
 
 def _buffer_layers(dag: TaskDAG, layer: list[str | None]) -> dict[int, str]:
@@ -51,9 +51,9 @@ def layer_breakdown(dag: TaskDAG) -> pd.DataFrame:
     def row(name: str | None) -> LayerMetrics:
         name = name or UNATTRIBUTED
         if name not in rows:
-            first = next((n for n in dag.nodes if n.meta.get("node") == name), None)
-            meta = first.meta if first is not None else {}
-            rows[name] = LayerMetrics(name, meta.get("op", ""), meta.get("implementation", ""))
+            first = next((n.info for n in dag.nodes if n.info.node == name), None)
+            op, implementation = (first.op, first.implementation) if first is not None else (None, None)
+            rows[name] = LayerMetrics(name, op or "", implementation or "")
         return rows[name]
 
     costs = task_costs(dag)

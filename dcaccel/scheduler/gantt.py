@@ -1,7 +1,7 @@
 """Gantt charts of schedules (matplotlib). Only this module plots; the schedulers never import it.
 
 :func:`draw_gantt` draws one row per PE in use and one bar per task (zero-length buffer and pseudo
-nodes are left out), coloured by the model node the task lowers (``meta["node"]``, else its op
+nodes are left out), coloured by the model node the task lowers (its record's ``node``, else its op
 type, else its kind), with the legend outside the axes. Task labels and block numbers are drawn
 only where they fit. For a streaming schedule the blocks are shaded alternately along the time axis.
 
@@ -164,8 +164,8 @@ def _groups(result: Schedule) -> list[str]:
     dag = result.dag
     groups = []
     for v in range(dag.num_nodes):
-        meta = dag.meta(v)
-        node, op = meta.get("node"), meta.get("op")
+        info = dag.info(v)
+        node, op = info.node, info.op
         if node is not None:
             groups.append(f"{node} ({op})" if op is not None and op != node else str(node))
         else:

@@ -42,7 +42,7 @@ class CanonicalGraph:
     in_volume: list[int]
     out_volume: list[int]
     cost: list[int]
-    order_key: list[int] | None  # the reference's node names where they differ from the ids (meta "file_id")
+    order_key: list[int] | None  # the reference's node names where they differ from the ids (records' file_id)
     derived: dict[str, object] = field(default_factory=dict, repr=False)
 
     @classmethod
@@ -130,7 +130,7 @@ def flagged(flags: bytearray) -> list[int]:
 
 
 def _order_keys(dag: TaskDAG) -> list[int] | None:
-    """The names the reference knew the nodes by (``meta["file_id"]``, else the id), or None when
+    """The names the reference knew the nodes by (their records' ``file_id``, else the id), or None when
     they are the ids."""
-    keys = [dag.meta(v).get("file_id", v) for v in range(dag.num_nodes)]
+    keys = [v if dag.info(v).file_id is None else dag.info(v).file_id for v in range(dag.num_nodes)]
     return None if keys == list(range(dag.num_nodes)) else keys

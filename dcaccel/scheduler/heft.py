@@ -2,7 +2,7 @@
 
 The PEs are the architecture's units, kind after kind in description order (a kind without a count
 has P units). A task may run on any unit of a kind whose ``ops`` hold its op (``"*"``: every op), or
-only on the kind its ``meta["unit"]`` names (a partition's placement, :mod:`dcaccel.transforms.offload`),
+only on the kind its record's ``unit`` names (a partition's placement, :mod:`dcaccel.transforms.offload`),
 buffer and pseudo nodes (no work) on any unit. A task takes, on a unit of kind k, its architecture
 run time ``max(⌈T(v) / throughput_k⌉, ⌈operations / MAC rate_k⌉)`` cycles (T(v) its abstract cost,
 operations its arithmetic; :func:`dcaccel.cost.rates.run_cycles`, the rule the costing re-times
@@ -57,9 +57,9 @@ def heft_schedule(g: CanonicalGraph, arch: Architecture, pes: int) -> tuple[Timi
     eligible: list[list[str]] = [units] * n
     duration: list[dict[str, int]] = [dict.fromkeys(units, 0) for _ in range(n)]
     for v in dag.tasks:
-        meta = dag.meta(v)
-        op = meta.get("op")
-        pinned = meta.get("unit")
+        info = dag.info(v)
+        op = info.op
+        pinned = info.unit
         if pinned is not None and pinned not in arch.units:
             raise ArchitectureError(
                 f"architecture {arch.name}: task {v} '{dag.label(v)}' asks for unknown unit {pinned}"
@@ -72,7 +72,7 @@ def heft_schedule(g: CanonicalGraph, arch: Architecture, pes: int) -> tuple[Timi
         if not kinds:
             raise ArchitectureError(f"architecture {arch.name}: no unit runs op '{op or '(none)'}'")
         eligible[v] = kinds
-        _, work = task_arithmetic(meta, g.in_volume[v])
+        _, work = task_arithmetic(info, g.in_volume[v])
         duration[v] = {unit: run_cycles(g.cost[v], work, *rates[unit]) for unit in kinds}
 
     topological = dag.topological_order()
