@@ -125,8 +125,8 @@ def _opaque_lines(dag: TaskDAG) -> list[str]:
     count, share = metrics.opaque_work(dag)
     if not count:
         return []
-    opaque = [dag.node(v) for v in dag.tasks if dag.node(v).meta.get("opaque")]
-    names = ", ".join(f"{node.label} ({node.meta['op']})" if "op" in node.meta else node.label for node in opaque)
+    opaque = [dag.node(v) for v in dag.tasks if dag.info(v).opaque]
+    names = ", ".join(f"{node.label} ({node.info.op})" if node.info.op else node.label for node in opaque)
     return [f"opaque tasks {count} ({share:.1%} of the work): {names}"]
 
 
@@ -137,7 +137,7 @@ def label_rows(dag: TaskDAG, top: int = TOP_LABELS) -> list[LabelRow]:
     work: dict[str, int] = {}
     for v in dag.tasks:
         node = dag.node(v)
-        label = node.meta.get("map", node.label)
+        label = node.info.map or node.label
         counts[label] += 1
         work[label] = work.get(label, 0) + costs[v]
     return [LabelRow(label, count, _number(work[label])) for label, count in counts.most_common(top)]
