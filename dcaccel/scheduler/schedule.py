@@ -1,8 +1,10 @@
 """The result of scheduling a task DAG on P PEs, and its independent check.
 
-A :class:`Schedule` holds, per node, its PE, start, first-output and end times, and the figures
-derived from them: makespan, work, depth, streaming depth, lower bound, speedup, utilisation,
-I/O volume (for any on-chip capacity), blocks, streaming edges and buffer space.
+A :class:`Schedule` holds what every scheduler gives (per node, its PE, start, first-output and end
+times; the placement order, the streaming edges and the blocks), a per-scheduler detail
+(:class:`StreamingDetail`, :class:`ListDetail`, :class:`HeftDetail`), and the figures derived from them:
+makespan, work, depth, streaming depth, lower bound, speedup, utilisation, I/O volume (for any on-chip
+capacity). It is built once and does not cost itself (:mod:`dcaccel.cost.schedule` does).
 
 :meth:`Schedule.validate` re-checks the timing against the DAG alone: precedence per edge kind,
 no overlap on a PE, durations no shorter than the isolation cost, makespan no lower than the
