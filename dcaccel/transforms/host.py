@@ -24,7 +24,6 @@ from dace.libraries.onnx.nodes.onnx_op import ONNXOp
 from dace.sdfg import nodes
 
 from dcaccel.errors import UnsupportedOpError
-from dcaccel.frontend.ops import op_type
 
 #: The name of the implementation that runs an op through onnxruntime on the host.
 HOST_IMPLEMENTATION = "onnxruntime"
@@ -89,6 +88,8 @@ def one_node_model(node: ONNXOp, descs: dict[str, dace.data.Data], inputs: list[
     tensors ``descs`` describes (by connector)."""
     from onnx import helper
 
+    from dcaccel.frontend.ops import op_type  # (dcaccel.frontend imports this module)
+
     attributes = {name: getattr(node, name) for name in node.schema.attributes if getattr(node, name, None) is not None}
     try:
         proto = helper.make_node(node.schema.name, inputs, outputs, domain=node.schema.domain, **attributes)
@@ -108,6 +109,8 @@ def host_task(node: ONNXOp, state: dace.SDFGState) -> nodes.Tasklet:
     """Replace ``node`` by the host task calling onnxruntime for it (see the module docstring); returns the
     tasklet, not yet marked opaque. :class:`UnsupportedOpError` for a scalar output (the callback writes
     through pointers) or attributes onnxruntime cannot be given."""
+    from dcaccel.frontend.ops import op_type  # (dcaccel.frontend imports this module)
+
     sdfg = state.sdfg
     in_edges, out_edges = list(state.in_edges(node)), list(state.out_edges(node))
     descs = {e.dst_conn: sdfg.arrays[e.data.data] for e in in_edges if not e.data.is_empty()}

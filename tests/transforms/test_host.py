@@ -1,0 +1,148 @@
+"""The host fallback (dcaccel/transforms/host.py): an ONNX op neither dcaccel nor DaCe can expand runs through
+onnxruntime, called back from the compiled program. A model with such ops in the middle (Hardmax, and Trilu
+with its optional ``k`` absent) lowers to host tasks, compiles, runs and verifies (lowered and unlowered),
+extracts a valid DAG whose host tasks carry their tensors' volumes and their ops' arithmetic, schedules,
+is refused by ``--strict`` in one line, and partitions with those ops on the host; ``verify --arch`` passes.
+"""
+
+import numpy as np
+import onnx
+import pytest
+from onnx import helper, numpy_helper
+
+ROWS, FEATURES, HIDDEN, CLASSES = 4, 8, 6, 3
+HOSTED = {"hardmax": "Hardmax", "lower": "Trilu"}
+
+
+def hosted_model() -> onnx.ModelProto:
+    """x (4 × 8) → MatMul → Hardmax → Add (with its input) → Trilu (lower triangle, k absent) → MatMul → y (4 × 3):
+    two ops without any implementation between two matrix products."""
+    rng = np.random.default_rng(0)
+    weights = [
+        numpy_helper.from_array(rng.standard_normal((FEATURES, HIDDEN)).astype(np.float32), "w1"),
+        numpy_helper.from_array(rng.standard_normal((HIDDEN, CLASSES)).astype(np.float32), "w2"),
+    ]
+    nodes = [
+        helper.make_node("MatMul", ["x", "w1"], ["h"], name="fc1"),
+        helper.make_node("Hardmax", ["h"], ["m"], name="hardmax", axis=-1),
+        helper.make_node("Add", ["m", "h"], ["s"], name="add"),
+        helper.make_node("Trilu", ["s"], ["t"], name="lower", upper=0),
+        helper.make_node("MatMul", ["t", "w2"], ["y"], name="fc2"),
+    ]
+    graph = helper.make_graph(
+        nodes,
+        "hosted",
+        [helper.make_tensor_value_info("x", onnx.TensorProto.FLOAT, [ROWS, FEATURES])],
+        [helper.make_tensor_value_info("y", onnx.TensorProto.FLOAT, [ROWS, CLASSES])],
+        weights,
+    )
+    return helper.make_model(graph, opset_imports=[helper.make_opsetid("", 14)], ir_version=9)
+
+
+def test_a_host_call_runs_its_one_node_model_into_the_outputs():
+    """HostCall writes onnxruntime's results into the arrays it is given (as the compiled program's callback)."""
+    from dcaccel.transforms.host import HostCall
+
+    node = helper.make_node("Hardmax", ["h"], ["m"], axis=-1)
+    graph = helper.make_graph(
+        [node],
+        "one",
+        [helper.make_tensor_value_info("h", onnx.TensorProto.FLOAT, [2, 3])],
+        [helper.make_tensor_value_info("m", onnx.TensorProto.FLOAT, [2, 3])],
+    )
+    model = helper.make_model(graph, opset_imports=[helper.make_opsetid("", 13)], ir_version=9)
+    out = np.full((2, 3), 7, np.float32)
+    HostCall(model.SerializeToString(), ("h",), ("m",))(np.array([[1, 3, 2], [0, -1, -2]], np.float32), out)
+    np.testing.assert_array_equal(out, [[0, 1, 0], [1, 0, 0]])
+
+
+@pytest.fixture(scope="module")
+def workload():
+    import dcaccel
+
+    return dcaccel.load(hosted_model(), name="hosted")
+
+
+@pytest.fixture(scope="module")
+def lowered(workload):
+    import warnings
+
+    from dcaccel.transforms.lower import OpaqueOpWarning
+
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", OpaqueOpWarning)
+        return workload.lower({"MatMul": "lmv"})
+
+
+@pytest.mark.slow
+def test_the_ops_without_implementation_become_host_tasks(lowered):
+    from dace.sdfg import nodes
+
+    from dcaccel.transforms.host import HOST_IMPLEMENTATION
+    from dcaccel.transforms.opaque import is_opaque
+
+    assert lowered.opaque == HOSTED
+    assert {name: lowered.implementations[name] for name in HOSTED} == dict.fromkeys(HOSTED, HOST_IMPLEMENTATION)
+    tasks = {n.label: n for n, _ in lowered.sdfg.all_nodes_recursive() if is_opaque(n)}
+    assert set(tasks) == set(HOSTED) and all(isinstance(t, nodes.Tasklet) for t in tasks.values())
+    assert all(t.code.as_string.startswith("__dcaccel_host_") for t in tasks.values())
+
+
+@pytest.mark.slow
+def test_host_tasks_carry_their_tensors_volumes_and_one_op_per_output_element(lowered):
+    """Each host task reads and writes a 4 × 6 tensor: in- and out-volume 24, 24 operations, no MACs."""
+    from dcaccel.dag import extract
+
+    dag = extract(lowered)
+    dag.validate()
+    hosted = {dag.info(t).node: t for t in dag.tasks if dag.info(t).opaque}
+    assert set(hosted) == set(HOSTED)
+    for task in hosted.values():
+        volumes = {dag.volume(p, task) for p in dag.predecessors(task)} | {
+            dag.volume(task, s) for s in dag.successors(task)
+        }
+        assert volumes == {ROWS * HIDDEN}
+        assert (dag.info(task).macs or 0, dag.info(task).ops) == (0, ROWS * HIDDEN)  # docs/dag.md
+
+    import dcaccel
+
+    schedule = dcaccel.schedule(dag, 4)
+    assert schedule.lower_bound <= schedule.makespan <= schedule.work
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("program", ["lowered", "unlowered"])
+def test_the_program_with_host_tasks_verifies_against_onnxruntime(program, workload, lowered):
+    import dcaccel
+
+    report = dcaccel.verify(workload, lowered if program == "lowered" else None)
+    assert report.reference == "onnxruntime"
+    assert report.passed, report.outputs
+
+
+@pytest.mark.slow
+def test_strict_refuses_the_first_host_op_in_one_line(workload):
+    from dcaccel.errors import UnsupportedOpError
+    from dcaccel.transforms.lower import lower
+
+    with pytest.raises(UnsupportedOpError) as refusal:
+        lower(workload, strict=True)
+    assert str(refusal.value) == "unsupported op Hardmax (node 'hardmax'): no dcaccel implementation"
+
+
+@pytest.mark.slow
+def test_partition_puts_them_on_the_host_and_verify_arch_passes(tmp_path, capsys):
+    """On the CGRA (a mesh with a host CPU), the two ops run on the host with their reason, the matrix products
+    and the Add on the mesh; the partitioned program verifies."""
+    from dcaccel.cli import main
+
+    path = tmp_path / "hosted.onnx"
+    onnx.save(hosted_model(), path)
+    assert main(["partition", str(path), "--arch", "cgra"]) == 0
+    rows = {line.split()[0]: line.split() for line in capsys.readouterr().out.splitlines() if line.split()}
+    for name, op in HOSTED.items():
+        assert rows[name][:3] == [name, op, "host"]
+        assert " ".join(rows[name][3:]).endswith("no canonical implementation")
+    assert rows["fc1"][2] != "host"
+    assert main(["verify", str(path), "--arch", "cgra"]) == 0
+    assert "PASS" in capsys.readouterr().out
