@@ -76,7 +76,10 @@ def test_an_architecture_object_is_written_as_its_description():
             "models: [lenet]\nstrategy: mapping\nobjective: work\n",
             "the mapping strategy's objective is one of makespan, energy, edp",
         ),
-        ("models: [lenet]\nobjective: area_mm\n", "objective 'area_mm' is not a numeric column of the results"),
+        (
+            "models: [lenet]\nobjective: area_mm\n",
+            "objective 'area_mm' is neither makespan, energy nor a numeric column of the results",
+        ),
         (
             "models: [lenet]\npes: 010\n",
             "study s.yaml: line 2: not valid YAML (010 is read differently by YAML 1.1 and 1.2",
