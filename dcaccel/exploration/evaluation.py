@@ -2,8 +2,6 @@
 or compose, extract, schedule, cost) and each partition's.
 """
 
-import time
-import warnings
 from collections.abc import Sequence
 from dataclasses import asdict, dataclass, field, replace
 
@@ -14,14 +12,13 @@ from dcaccel.cost.proxy import CostModel
 from dcaccel.dag.extract import Granularity
 from dcaccel.dag.walk import without_cycle_collection
 from dcaccel.exploration.assignments import Assignment
-from dcaccel.exploration.dags import Harvest, LoweredDAG, build_dag
-from dcaccel.exploration.grid import Grid, partition_runs, point_keys
-from dcaccel.exploration.load import fingerprint, nodes_by_op_type
+from dcaccel.exploration.dags import Harvest, build_dag
+from dcaccel.exploration.grid import Grid, point_keys
+from dcaccel.exploration.load import fingerprint
+from dcaccel.exploration.partitions import partitioned_dags
 from dcaccel.exploration.points import ExplorationPoint
-from dcaccel.exploration.reporting import warn_once
 from dcaccel.exploration.scheduling import schedule_points
 from dcaccel.exploration.study import NO_PARTITION
-from dcaccel.partitioning import Partition, partition
 from dcaccel.scheduler import HETEROGENEOUS
 
 DEFAULT_COST_MODEL = CostModel()
@@ -78,25 +75,8 @@ class Sweep:
                 self.harvested,
             )
             found += schedule_points(workload.name, built, self.grid, self.label, self.cost_model, self.archs)
-        for policy, arch, pes in partition_runs(self.grid, self.archs):
-            start = time.perf_counter()
-            with warnings.catch_warnings(record=True) as caught:
-                warnings.simplefilter("always")
-                split = partition(
-                    workload,
-                    arch,
-                    policy,
-                    choices=assignment.as_dict(),
-                    pes=pes,
-                    min_nodes=self.grid.min_nodes,
-                    min_work_share=self.grid.min_work_share,
-                    granularity=self.granularity,
-                    edge_volume=self.edge_volume,
-                    objective=self.grid.partition_objective,
-                )
-            warn_once(workload.name, caught)
-            label = str(assignment.lowered(_placed_implementations(split, assignment), nodes_by_op_type(workload)))
-            built = LoweredDAG(assignment, label, split.dag, time.perf_counter() - start, 0.0)
+        partitions = partitioned_dags(workload, assignment, self.grid, self.archs, self.granularity, self.edge_volume)
+        for built, split, pes in partitions:
             grid = replace(self.grid, pes=(pes,), schedulers=(HETEROGENEOUS,))
             found += schedule_points(workload.name, built, grid, self.label, self.cost_model, (split.costed,), split)
         return found
@@ -135,16 +115,3 @@ class Sweep:
         if not all(key in by_key for key in wanted):
             return None
         return [by_key[key] for key in wanted]
-
-
-def _placed_implementations(split: Partition, assignment: Assignment) -> dict[str, str]:
-    """The implementation per node of ``split``'s lowering, a node kept on the host written ``NAME@HOST``
-    with NAME the one ``assignment`` asked for (its host task is costed with that lowering's MACs, see
-    :func:`dcaccel.partition`), so that two assignments never share a label."""
-    choices = assignment.as_dict()
-    implementations = dict(split.lowered.implementations)
-    for node in split.nodes:
-        asked = choices.get(node.name, choices.get(node.op))
-        if not node.offloaded and asked is not None:
-            implementations[node.name] = f"{asked}@{split.host}"
-    return implementations
