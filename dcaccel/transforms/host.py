@@ -105,19 +105,31 @@ def one_node_model(node: ONNXOp, descs: dict[str, dace.data.Data], inputs: list[
     return helper.make_model(graph, opset_imports=[opset], ir_version=9).SerializeToString()
 
 
+def check_host(node: ONNXOp, state: dace.SDFGState) -> None:
+    """Raise :class:`UnsupportedOpError` when ``node`` cannot run as a host task: an output that is a scalar
+    (the callback writes its outputs through pointers); the graph is not touched."""
+    from dcaccel.frontend.ops import op_type  # (dcaccel.frontend imports this module)
+
+    for edge in state.out_edges(node):
+        if isinstance(state.sdfg.arrays[edge.data.data], dace.data.Scalar):
+            raise UnsupportedOpError(
+                op_type(node),
+                node.label,
+                f"no dcaccel implementation, DaCe has none that applies, and onnxruntime's host task cannot "
+                f"write its scalar output '{edge.src_conn}'",
+            )
+
+
 def host_task(node: ONNXOp, state: dace.SDFGState) -> nodes.Tasklet:
     """Replace ``node`` by the host task calling onnxruntime for it (see the module docstring); returns the
     tasklet, not yet marked opaque. :class:`UnsupportedOpError` for a scalar output (the callback writes
     through pointers) or attributes onnxruntime cannot be given."""
-    from dcaccel.frontend.ops import op_type  # (dcaccel.frontend imports this module)
 
+    check_host(node, state)
     sdfg = state.sdfg
     in_edges, out_edges = list(state.in_edges(node)), list(state.out_edges(node))
     descs = {e.dst_conn: sdfg.arrays[e.data.data] for e in in_edges if not e.data.is_empty()}
     descs |= {e.src_conn: sdfg.arrays[e.data.data] for e in out_edges if not e.data.is_empty()}
-    scalars = [c for c in node.out_connectors if isinstance(descs.get(c), dace.data.Scalar)]
-    if scalars:
-        raise UnsupportedOpError(op_type(node), node.label, f"scalar output '{scalars[0]}' on the host")
     inputs = _onnx_names(node, set(node.in_connectors), node.schema.inputs)
     outputs = _onnx_names(node, set(node.out_connectors), node.schema.outputs)
     model = one_node_model(node, descs, inputs, outputs)

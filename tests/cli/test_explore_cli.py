@@ -361,19 +361,21 @@ def test_partition_policy_none_alone_is_the_plain_pipeline_with_its_schedulers(c
 
 
 @pytest.fixture(scope="module")
-def lstm_onnx(tmp_path_factory):
-    from tests.mapping.test_search import export_lstm
+def det_onnx(tmp_path_factory):
+    from tests.mapping.test_search import export_scalar_det
 
-    path = tmp_path_factory.mktemp("lstm") / "lstm.onnx"
-    export_lstm(path)
+    path = tmp_path_factory.mktemp("det") / "det.onnx"
+    export_scalar_det(path)
     return str(path)
 
 
-def test_an_op_nothing_can_run_is_refused_before_the_sweep_as_dag_refuses_it(lstm_onnx, capsys, no_sweep):
-    """The LSTM has no canonical implementation and DaCe none that applies: no opaque-task warning, no sweep."""
-    refusal = "unsupported op LSTM (node 'lstm_LSTM'): no dcaccel implementation, and DaCe has none that applies"
-    assert _run(["dag", lstm_onnx], capsys) == (2, "", f"dcaccel dag: error: {refusal}\n")
-    assert _run(["explore", lstm_onnx, "--pes", "1"], capsys) == (2, "", f"dcaccel explore: error: {refusal}\n")
+def test_an_op_nothing_can_run_is_refused_before_the_sweep_as_dag_refuses_it(det_onnx, capsys, no_sweep):
+    """The Det has no canonical implementation, DaCe none that applies, and its scalar output cannot come back
+    from a host task: no opaque-task warning, no sweep."""
+    from tests.mapping.test_search import DET_REFUSAL
+
+    assert _run(["dag", det_onnx], capsys) == (2, "", f"dcaccel dag: error: {DET_REFUSAL}\n")
+    assert _run(["explore", det_onnx, "--pes", "1"], capsys) == (2, "", f"dcaccel explore: error: {DET_REFUSAL}\n")
 
 
 def test_a_design_that_runs_no_conv_is_refused_before_the_sweep(tmp_path, capsys, no_sweep):

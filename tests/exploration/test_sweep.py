@@ -201,33 +201,32 @@ def test_a_workload_without_opaque_ops_has_none(conv_seed):
 
 
 @pytest.fixture(scope="module")
-def lstm_workload(tmp_path_factory):
-    """tests/mapping/test_search.py's model: Gemm → Relu → LSTM → Gemm (DaCe has no implementation of its
-    LSTM that applies either)."""
+def det_workload(tmp_path_factory):
+    """tests/mapping/test_search.py's model: Gemm → Relu → Det → Mul → Gemm (nothing runs its Det: no dcaccel or
+    DaCe implementation, and its scalar output cannot come back from a host task)."""
     import dcaccel
-    from tests.mapping.test_search import export_lstm
+    from tests.mapping.test_search import export_scalar_det
 
-    path = tmp_path_factory.mktemp("lstm") / "lstm.onnx"
-    export_lstm(path)
-    return dcaccel.load(str(path), name="lstm")
+    path = tmp_path_factory.mktemp("det") / "det.onnx"
+    export_scalar_det(path)
+    return dcaccel.load(str(path), name="det")
 
 
-def test_an_op_no_implementation_runs_is_refused_before_the_sweep_and_its_warning(lstm_workload, monkeypatch):
-    """Every assignment would fail where lowering asks DaCe for the LSTM: refused as lower refuses it."""
+def test_an_op_no_implementation_runs_is_refused_before_the_sweep_and_its_warning(det_workload, monkeypatch):
+    """Every assignment would fail where lowering meets the Det: refused as lower refuses it."""
     from dcaccel.errors import UnsupportedOpError
     from dcaccel.exploration.run import Run
+    from tests.mapping.test_search import DET_REFUSAL
 
     monkeypatch.setattr(Run, "evaluate", lambda self, batch: pytest.fail("the sweep ran"))
     with warnings.catch_warnings(record=True) as caught:
         warnings.simplefilter("always")
         with pytest.raises(UnsupportedOpError) as refused:
-            explore(lstm_workload, {"Gemm": ["mv", "op"]}, pes=[1], progress=False)
-    assert str(refused.value) == (
-        "unsupported op LSTM (node 'lstm_LSTM'): no dcaccel implementation, and DaCe has none that applies"
-    )
+            explore(det_workload, {"Gemm": ["mv", "op"]}, pes=[1], progress=False)
+    assert str(refused.value) == DET_REFUSAL
     assert [w for w in caught if "opaque" in str(w.message)] == []
     with pytest.raises(UnsupportedOpError) as lowered:
-        lstm_workload.lower()
+        det_workload.lower()
     assert str(lowered.value) == str(refused.value)
 
 

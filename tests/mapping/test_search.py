@@ -1,5 +1,7 @@
 """The mapping search on small layers: decoupled against exhaustive, and the report."""
 
+import numpy as np
+import onnx
 import pytest
 
 from dcaccel.errors import DcaccelError
@@ -69,9 +71,9 @@ def test_a_node_that_does_not_lower_alone_is_named_uncounted(twin_convs, monkeyp
 
 
 def export_lstm(path) -> None:
-    """Write to ``path`` an ONNX model Gemm → Relu → LSTM → Gemm on a sequence of 3 steps: an op without any
-    implementation (LSTM) in the middle of a model the search maps. PyTorch's exporter computes the LSTM's
-    initial states with ``Shape`` → ``Gather`` → ``Concat`` → ``Expand`` chains."""
+    """Write to ``path`` an ONNX model Gemm → Relu → LSTM → Gemm on a sequence of 3 steps: a recurrent layer
+    (dcaccel/expansions/recurrent.py) in the middle of a model the search maps. PyTorch's exporter computes the
+    LSTM's initial states with ``Shape`` → ``Gather`` → ``Concat`` → ``Expand`` chains."""
     import warnings
 
     import torch
@@ -91,6 +93,48 @@ def export_lstm(path) -> None:
         torch.onnx.export(Net().eval(), (torch.zeros(3, 4),), str(path), dynamo=False, opset_version=18)
 
 
+def export_scalar_det(path) -> None:
+    """Write to ``path`` an ONNX model Gemm → Relu → Det → Mul → Gemm on a 3 × 4 input: an op nothing runs in the
+    middle (no dcaccel or DaCe implementation, and its scalar output cannot come back from onnxruntime's host
+    task, dcaccel/transforms/host.py)."""
+    from onnx import helper, numpy_helper
+
+    rng = np.random.default_rng(0)
+    weights = [
+        numpy_helper.from_array(rng.standard_normal((4, 3)).astype(np.float32), "w1"),
+        numpy_helper.from_array(rng.standard_normal((3, 2)).astype(np.float32), "w2"),
+    ]
+    nodes = [
+        helper.make_node("Gemm", ["x", "w1"], ["h"], name="fc1"),
+        helper.make_node("Relu", ["h"], ["r"], name="relu"),
+        helper.make_node("Det", ["r"], ["d"], name="det"),
+        helper.make_node("Mul", ["r", "d"], ["s"], name="scale"),
+        helper.make_node("Gemm", ["s", "w2"], ["y"], name="fc2"),
+    ]
+    graph = helper.make_graph(
+        nodes,
+        "det",
+        [helper.make_tensor_value_info("x", onnx.TensorProto.FLOAT, [3, 4])],
+        [helper.make_tensor_value_info("y", onnx.TensorProto.FLOAT, [3, 2])],
+        weights,
+    )
+    onnx.save(helper.make_model(graph, opset_imports=[helper.make_opsetid("", 18)], ir_version=9), str(path))
+
+
+#: What lowering and the search say of the Det of :func:`export_scalar_det`.
+DET_REFUSAL = (
+    "unsupported op Det (node 'det'): no dcaccel implementation, DaCe has none that applies, and onnxruntime's "
+    "host task cannot write its scalar output 'Y'"
+)
+
+
+@pytest.fixture(scope="module")
+def det_onnx(tmp_path_factory):
+    path = tmp_path_factory.mktemp("det") / "det.onnx"
+    export_scalar_det(path)
+    return str(path)
+
+
 @pytest.fixture(scope="module")
 def lstm_onnx(tmp_path_factory):
     path = tmp_path_factory.mktemp("lstm") / "lstm.onnx"
@@ -98,15 +142,22 @@ def lstm_onnx(tmp_path_factory):
     return str(path)
 
 
-def test_an_op_without_implementation_is_named_uncounted_and_the_rest_mapped(lstm_onnx):
-    """The layers are the program's nodes (the exporter's shape chains folded away): the LSTM does not lower
-    alone and is named with its reason, every other node is counted."""
-    result = map_workload(lstm_onnx, "eyeriss", pes=(4,), top_k=1, tile_limit=2)
-    assert result.uncounted == {
-        "lstm_LSTM": "unsupported op LSTM (node 'lstm_LSTM'): no dcaccel implementation, and DaCe has none that applies"
-    }
+def test_an_op_nothing_runs_is_named_uncounted_and_the_rest_mapped(det_onnx):
+    """The Det does not lower alone and is named with its reason, every other node is counted."""
+    result = map_workload(det_onnx, "eyeriss", pes=(4,), top_k=1, tile_limit=2)
+    assert result.uncounted == {"det": DET_REFUSAL}
     table = result.table()
-    assert list(table["op_type"]) == ["Gemm", "Relu", "Unsqueeze", "Squeeze", "Squeeze", "Gemm"]
+    assert list(table["op_type"]) == ["Gemm", "Relu", "Mul", "Gemm"]
+    assert set(result.best) == set(table["layer"]) and result.total.makespan_cycles == table["makespan_cycles"].sum()
+
+
+def test_a_recurrent_layer_is_counted(lstm_onnx):
+    """The layers are the program's nodes (the exporter's shape chains folded away); the LSTM lowers alone (its
+    gate products through MMM) and is counted like every other node."""
+    result = map_workload(lstm_onnx, "eyeriss", pes=(4,), top_k=1, tile_limit=2)
+    assert result.uncounted == {}
+    table = result.table()
+    assert list(table["op_type"]) == ["Gemm", "Relu", "Unsqueeze", "LSTM", "Squeeze", "Squeeze", "Gemm"]
     assert set(result.best) == set(table["layer"]) and result.total.makespan_cycles == table["makespan_cycles"].sum()
 
 

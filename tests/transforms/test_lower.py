@@ -105,10 +105,18 @@ def test_choices_for_absent_ops_or_nodes_are_unused_with_one_warning(two_convs_a
 
 @pytest.mark.parametrize(
     ("strict", "detail"),
-    [(False, "no dcaccel implementation, and DaCe has none that applies"), (True, "no dcaccel implementation")],
+    [
+        (
+            False,
+            "no dcaccel implementation, DaCe has none that applies, and onnxruntime's host task cannot write its "
+            "scalar output 'Y'",
+        ),
+        (True, "no dcaccel implementation"),
+    ],
 )
 def test_op_without_any_implementation_is_unsupported(strict, detail):
-    """Det has neither a dcaccel nor a DaCe implementation: not even an opaque task (tests/dag/test_opaque.py)."""
+    """Det of a matrix has neither a dcaccel nor a DaCe implementation, and its scalar output cannot come back from
+    a host task (dcaccel/transforms/host.py): not even an opaque task (tests/dag/test_opaque.py)."""
     model = _model([helper.make_node("Det", ["x"], ["d"], name="det1")], [_value("x", (3, 3))], [_value("d", ())])
     with pytest.raises(UnsupportedOpError) as raised:
         lower(ONNXModel("det", model).sdfg, strict=strict)
