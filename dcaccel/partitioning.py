@@ -36,7 +36,7 @@ from dcaccel.dag.metrics import task_costs
 from dcaccel.dag.placement import place, transfer_tasks
 from dcaccel.errors import DcaccelError
 from dcaccel.scheduler import Schedule, schedule
-from dcaccel.transforms.lower import LoweredWorkload
+from dcaccel.transforms.lower import ExpansionCache, LoweredWorkload
 from dcaccel.transforms.offload import annotations_of, check_policy, lower_partitioned, regions_of, too_small
 
 
@@ -164,6 +164,7 @@ def partition(
     edge_volume: str = "exact",
     objective: str = "makespan",
     progress: bool | None = False,
+    expansions: ExpansionCache | None = None,
 ) -> Partition:
     """Partition ``workload`` (a Workload, a built-in workload's name, an ONNX file or
     ``path/to/file.py:attribute``, as :func:`dcaccel.frontend.load.resolve` reads it) on ``arch`` with ``policy``
@@ -172,7 +173,8 @@ def partition(
     ``granularity`` and ``edge_volume`` those of :func:`dcaccel.dag.extract`; ``objective`` what the
     ``cost`` policy minimises: ``makespan`` (cycles), ``energy`` (pJ) or ``edp`` (their product);
     ``progress``: a progress bar over the regions the ``cost`` policy tries (None: when that takes longer
-    than a second)."""
+    than a second); ``expansions``: the cache of the workload's earlier lowerings, which every lowering of
+    the partition (one per region the ``cost`` policy tries) reuses and adds to (``lower``'s)."""
     check_policy(policy, min_work_share)
     if objective not in OBJECTIVES:
         raise DcaccelError(f"unknown partition objective '{objective}' (choose from {', '.join(OBJECTIVES)})")
@@ -190,7 +192,7 @@ def partition(
     by_pair = {pair: name for name, pair in links.items()}
 
     def build(on_host: set[str]):
-        lowered = lower_partitioned(workload, annotations, on_host, choices)
+        lowered = lower_partitioned(workload, annotations, on_host, choices, expansions)
         dag = extract(lowered, granularity=granularity, edge_volume=edge_volume)
         target = {name: host if name in on_host else annotations[name].target for name in annotations}
         return lowered, dag, target

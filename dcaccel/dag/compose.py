@@ -59,7 +59,7 @@ class Composer:
     ``verified`` turns true once a composed DAG matched the whole-program extraction (:meth:`check`).
     """
 
-    def __init__(self, workload):
+    def __init__(self, workload, expansions=None):
         self.name = workload.name
         self.program_name = workload.sdfg.name
         self.symbols = workload.symbols
@@ -76,20 +76,21 @@ class Composer:
         self.inlinings: dict[tuple[str, str | None], Any] = {}
         self.tasks: dict[tuple, TaskGroup] = {}
         self.frame: Skeleton | None = None
-        self.attach(workload)
+        self.attach(workload, expansions)
         try:
             if self.expansions is None:
-                raise NotComposable("the workload keeps no expansions (a bare SDFG)")
+                raise NotComposable("no cache of its lowerings' expansions was given")
             self.frame = skeleton(workload.sdfg)
         except NotComposable as err:
             self.reason = str(err)
 
-    def attach(self, workload) -> Composer:
-        """Bind to ``workload`` (this process's copy of the workload of the fragments): its cached
-        expansions and its library nodes. Returns the composer."""
+    def attach(self, workload, expansions=None) -> Composer:
+        """Bind to ``workload`` (this process's copy of the workload of the fragments): its library nodes, and
+        ``expansions``, the :class:`~dcaccel.transforms.lower.ExpansionCache` its lowerings in this process
+        fill (the fragments' nested programs are read from it). Returns the composer."""
         from dcaccel.frontend.ops import library_nodes
 
-        self.expansions = getattr(workload, "expansion_cache", None)
+        self.expansions = expansions
         self.nodes = [node for node, _ in library_nodes(workload.sdfg)]
         return self
 
@@ -275,8 +276,9 @@ def _renamed(group: TaskGroup, changed: Mapping[str, str], state: str, was: str)
 _COMPOSERS: dict[int, tuple[weakref.ref, Composer]] = {}
 
 
-def composer_for(workload, shipped: Composer | None = None) -> Composer:
-    """The :class:`Composer` of ``workload`` in this process, made at the first call. ``shipped`` (the
+def composer_for(workload, shipped: Composer | None = None, expansions=None) -> Composer:
+    """The :class:`Composer` of ``workload`` in this process, made at the first call with ``expansions``
+    (the cache its lowerings in this process fill, :meth:`Composer.attach`). ``shipped`` (the
     composer another process built for a workload of the same program, e.g. the sweep's for its
     workers) is attached to ``workload`` and kept instead when it knows more: more lowerings, or the
     same ones and a checked composition."""
@@ -287,7 +289,7 @@ def composer_for(workload, shipped: Composer | None = None) -> Composer:
         return current
     for key in [key for key, (ref, _) in _COMPOSERS.items() if ref() is None]:
         del _COMPOSERS[key]
-    composer = shipped.attach(workload) if same else Composer(workload)
+    composer = shipped.attach(workload, expansions) if same else Composer(workload, expansions)
     _COMPOSERS[id(workload)] = (weakref.ref(workload), composer)
     return composer
 

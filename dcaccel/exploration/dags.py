@@ -7,6 +7,7 @@ import queue
 import threading
 import time
 import warnings
+import weakref
 from collections.abc import Iterator, Mapping, Sequence
 from dataclasses import dataclass, replace
 from typing import Protocol
@@ -18,10 +19,7 @@ from dcaccel.dag.walk import without_cycle_collection
 from dcaccel.exploration.assignments import Assignment
 from dcaccel.exploration.load import nodes_by_op_type
 from dcaccel.exploration.reporting import report_composition, warn_once
-from dcaccel.transforms.lower import (
-    OpaqueOpWarning,
-    lower,
-)
+from dcaccel.transforms.lower import ExpansionCache, OpaqueOpWarning, lower
 
 
 class Recipe(Protocol):
@@ -90,7 +88,8 @@ def _build_dag(
     workload, assignment: Assignment, granularity, edge_volume: str, strict: bool, compose: bool, covers, harvested
 ) -> LoweredDAG:
     """:func:`build_dag` but for the harvest's lowering time."""
-    composer = composer_for(workload, harvested.composer if harvested else None) if compose else None
+    shipped = harvested.composer if harvested else None
+    composer = composer_for(workload, shipped, expansions_for(workload)) if compose else None
     if composer is not None:
         start = time.perf_counter()
         choices = assignment.as_dict()
@@ -143,7 +142,7 @@ def harvest(workload, sweep: Recipe, batch: Sequence[Assignment]) -> Iterator[tu
     whole-program extraction) and the rest is yielded. Each stage's :class:`Harvest` carries a copy of
     the composer and the seconds lowered for it. Should a lowering fail, the assignments left are
     yielded without a harvest: the workers lower them and report the failure as theirs."""
-    composer = composer_for(workload)
+    composer = composer_for(workload, expansions=expansions_for(workload))
     left = list(batch)
     start = time.perf_counter()
 
@@ -209,12 +208,23 @@ def ahead(items: Iterator) -> Iterator:
         yield item
 
 
+#: The expansions of each workload's lowerings in this process, the lower stage's cache (held here, not by
+#: the workload; dropped with the workload).
+_EXPANSIONS: weakref.WeakKeyDictionary = weakref.WeakKeyDictionary()
+
+
+def expansions_for(workload) -> ExpansionCache:
+    """The cache of the expansions of ``workload``'s lowerings in this process (made at the first call),
+    which every lowering of the sweep, its composer and its partitions share."""
+    return _EXPANSIONS.setdefault(workload, ExpansionCache())
+
+
 def _lower(workload, assignment: Assignment, strict: bool, composer):
     """``lower(workload, assignment)``; its fragments go to ``composer`` (if any). Without cycle
     collection (see :meth:`Sweep.points`): the harvest lowers outside an assignment's evaluation."""
     with warnings.catch_warnings(), without_cycle_collection():
         warnings.simplefilter("ignore", OpaqueOpWarning)
-        lowered = lower(workload, assignment.as_dict(), strict=strict)
+        lowered = lower(workload, assignment.as_dict(), strict=strict, expansions=expansions_for(workload))
         if composer is not None:
             composer.add(lowered, str(assignment))
     return lowered

@@ -104,9 +104,7 @@ class WorkloadSource:
         holding only what lowering reads (the SDFG, the inputs, outputs and symbols)."""
         if builtin:
             return cls(workload.name)
-        lowering_view = dataclasses.replace(
-            workload, weights={}, onnx_model=None, reference=None, input_sampler=None, expansion_cache={}
-        )
+        lowering_view = dataclasses.replace(workload, weights={}, onnx_model=None, reference=None, input_sampler=None)
         return cls(workload.name, lowering_view)
 
     def __reduce__(self):

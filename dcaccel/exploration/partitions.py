@@ -11,7 +11,7 @@ from collections.abc import Iterator, Sequence
 from dcaccel.architecture import Architecture
 from dcaccel.dag.walk import Granularity
 from dcaccel.exploration.assignments import Assignment
-from dcaccel.exploration.dags import LoweredDAG
+from dcaccel.exploration.dags import LoweredDAG, expansions_for
 from dcaccel.exploration.grid import Grid, partition_runs
 from dcaccel.exploration.load import nodes_by_op_type
 from dcaccel.exploration.reporting import warn_once
@@ -44,6 +44,7 @@ def partitioned_dags(
                 granularity=granularity,
                 edge_volume=edge_volume,
                 objective=grid.partition_objective,
+                expansions=expansions_for(workload),
             )
         warn_once(workload.name, caught)
         label = str(assignment.lowered(_placed_implementations(split, assignment), nodes_by_op_type(workload)))

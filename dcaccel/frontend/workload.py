@@ -81,9 +81,6 @@ class Workload:
     reference: Callable[..., Any] | None = None
     symbols: dict[str, int] = field(default_factory=dict)
     input_sampler: InputSampler | None = None
-    #: (node name, implementation) -> that node fully expanded, filled by :meth:`lower` so that lowering
-    #: the workload again under another assignment re-expands only the nodes whose choice is new.
-    expansion_cache: dict = field(default_factory=dict, repr=False)
 
     @property
     def parameter_count(self) -> int:

@@ -162,10 +162,18 @@ class CachedExpansion:
     dropped: frozenset[str]
 
 
+class ExpansionCache(dict):
+    """(node name, implementation) -> :class:`CachedExpansion`: the expansions a lowering reuses when it is
+    given the cache of earlier lowerings of the same workload (:func:`expand_all` says how), so that lowering
+    it again under another assignment re-expands only the nodes whose choice is new. The caller keeps it
+    (the sweep: one per workload and process, :func:`dcaccel.exploration.dags.expansions_for`); a workload
+    holds no lowering state."""
+
+
 def expand_all(
     sdfg: dace.SDFG,
     choices: dict[str, str],
-    cache: dict | None = None,
+    cache: ExpansionCache | None = None,
     strict: bool = False,
     host: frozenset[str] = frozenset(),
 ) -> tuple[dict[str, str], set[str], dict[str, str]]:
@@ -176,7 +184,7 @@ def expand_all(
     (refused with ``strict``). Returns the implementation chosen per resolved node name, the names and
     op types of the resolved nodes, and the nodes kept as opaque tasks (name -> op type).
 
-    ``cache`` (owned by the workload whose SDFG this is a copy of) maps (node name, implementation) to a
+    ``cache`` (of lowerings of the workload whose SDFG this is a copy of) maps (node name, implementation) to a
     :class:`CachedExpansion`. Its rule: every implementation checks that it applies before it touches the
     graph, and the only edit an expansion makes outside the nested SDFG it returns is disconnecting the
     inputs it folds in (``dcaccel.expansions.node.drop_input``). So a node found in the cache is expanded
@@ -292,7 +300,12 @@ def mark_program_io(sdfg: dace.SDFG) -> None:
 
 
 def lower(
-    workload, choices: dict[str, str] | None = None, *, strict: bool = False, host: Collection[str] = ()
+    workload,
+    choices: dict[str, str] | None = None,
+    *,
+    strict: bool = False,
+    host: Collection[str] = (),
+    expansions: ExpansionCache | None = None,
 ) -> LoweredWorkload:
     """Lower ``workload`` (a Workload, or a bare SDFG) to maps with the implementations in ``choices``.
 
@@ -303,7 +316,9 @@ def lower(
     or raises :class:`UnsupportedOpError` with ``strict`` (or when DaCe cannot expand it either).
     Choices naming no node or op type of the workload are returned in ``unused_choices`` with one
     warning. The nodes named in ``host`` (a partition's host side) are expanded by DaCe as opaque tasks
-    whatever dcaccel has for them. The workload's SDFG is not modified.
+    whatever dcaccel has for them. ``expansions``: the cache of earlier lowerings of ``workload`` to reuse
+    and add this one's expansions to (:class:`ExpansionCache`; None: every node is expanded). The workload's
+    SDFG is not modified.
     """
     if choices is not None and not isinstance(choices, Mapping):
         raise DcaccelError(
@@ -318,9 +333,7 @@ def lower(
     with _without_line_info(), warnings.catch_warnings():
         # DaCe's own ExpandTransformation passes connector sets to add_nested_sdfg and warns about it.
         warnings.filterwarnings("ignore", "Using sets for connectors", UserWarning)
-        implementations, seen, opaque = expand_all(
-            sdfg, choices, getattr(workload, "expansion_cache", None), strict=strict, host=frozenset(host)
-        )
+        implementations, seen, opaque = expand_all(sdfg, choices, expansions, strict=strict, host=frozenset(host))
         origins = map_origins(sdfg, sources, implementations)
         simplify(sdfg)
     mark_program_io(sdfg)

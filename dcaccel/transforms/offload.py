@@ -35,7 +35,7 @@ from dcaccel.architecture import Architecture
 from dcaccel.architecture.support import Annotation, OpInstance, annotate
 from dcaccel.errors import DcaccelError
 from dcaccel.frontend.ops import library_nodes, op_type
-from dcaccel.transforms.lower import LoweredWorkload, OpaqueOpWarning, lower, opaque_nodes
+from dcaccel.transforms.lower import ExpansionCache, LoweredWorkload, OpaqueOpWarning, lower, opaque_nodes
 
 #: The partitioning policies.
 POLICIES = ("greedy", "min-region", "cost")
@@ -167,10 +167,15 @@ def too_small(
 
 
 def lower_partitioned(
-    workload, annotations: Mapping[str, Annotation], on_host: set[str], choices: Mapping[str, str]
+    workload,
+    annotations: Mapping[str, Annotation],
+    on_host: set[str],
+    choices: Mapping[str, str],
+    expansions: ExpansionCache | None = None,
 ) -> LoweredWorkload:
     """Lower with the host nodes as DaCe's opaque tasks and every offloaded node on an implementation its
-    unit kind allows (the user's choice by node name or op type when allowed, else the first allowed)."""
+    unit kind allows (the user's choice by node name or op type when allowed, else the first allowed);
+    ``expansions``: the cache of the workload's earlier lowerings (``lower``'s)."""
     chosen = dict(choices)
     for node, _ in library_nodes(workload.sdfg):
         allowed = annotations[node.label].implementations
@@ -182,4 +187,4 @@ def lower_partitioned(
         chosen.pop(name, None)
     with warnings.catch_warnings():
         warnings.simplefilter("ignore", OpaqueOpWarning)  # the host's nodes are DaCe's opaque tasks by design
-        return lower(workload, chosen, host=on_host)
+        return lower(workload, chosen, host=on_host, expansions=expansions)

@@ -21,7 +21,7 @@ from dcaccel.dag.compose import Composer
 from dcaccel.dag.extract import Granularity, extract
 from dcaccel.errors import DcaccelError
 from dcaccel.exploration.assignments import Assignment
-from dcaccel.exploration.dags import covering_assignments
+from dcaccel.exploration.dags import covering_assignments, expansions_for
 from dcaccel.exploration.load import default_implementations
 from dcaccel.frontend.ops import nodes_by_op_type
 from dcaccel.transforms.lower import lower
@@ -99,9 +99,9 @@ def harvested(request):
     name = request.param
     count, reason = {**BUILTIN, **CORPUS}[name]
     workload = _workload(name)
-    composer = Composer(workload)
+    composer = Composer(workload, expansions_for(workload))
     for cover in covering_assignments(default_implementations(workload)):
-        composer.add(_quiet(lower, workload, cover.as_dict()), str(cover))
+        composer.add(_quiet(lower, workload, cover.as_dict(), expansions=expansions_for(workload)), str(cover))
     return workload, composer, count, reason
 
 
@@ -114,7 +114,7 @@ def test_composed_dags_are_the_whole_program_dags(harvested):
     compared = 0
     for assignment in _random_assignments(workload, count):
         choices = assignment.as_dict()
-        lowered = None if reason else _quiet(lower, workload, choices)
+        lowered = None if reason else _quiet(lower, workload, choices, expansions=expansions_for(workload))
         for granularity in GRANULARITIES:
             for rule in RULES:
                 if reason is not None:
@@ -129,9 +129,9 @@ def test_composed_dags_are_the_whole_program_dags(harvested):
 @pytest.mark.parametrize("name", ["lenet", "mobilenetv2-block"])
 def test_fragments_are_taken_from_the_lowered_program(name):
     workload = dcaccel.workloads.get(name)
-    composer = Composer(workload)
+    composer = Composer(workload, expansions_for(workload))
     cover = covering_assignments(default_implementations(workload))[0]
-    lowered = _quiet(lower, workload, cover.as_dict())
+    lowered = _quiet(lower, workload, cover.as_dict(), expansions=expansions_for(workload))
     composer.add(lowered, str(cover))
     program = composer.program(composer.implementations(cover.as_dict()))[0]
     # every step of the lowered program is in exactly one fragment, with its accesses as lowered
@@ -148,8 +148,10 @@ def test_fragments_are_taken_from_the_lowered_program(name):
 
 def test_a_missing_fragment_composes_nothing():
     workload = dcaccel.workloads.get("lenet")
-    composer = Composer(workload)
-    composer.add(_quiet(lower, workload, {"Conv": "mv", "Gemm": "mv"}), "Conv=mv,Gemm=mv")
+    composer = Composer(workload, expansions_for(workload))
+    composer.add(
+        _quiet(lower, workload, {"Conv": "mv", "Gemm": "mv"}, expansions=expansions_for(workload)), "Conv=mv,Gemm=mv"
+    )
     assert composer.missing({"Conv": "op", "Gemm": "mv"}) == [("conv1", "op"), ("conv2", "op")]
     assert composer.dag({"Conv": "op", "Gemm": "mv"}, Granularity("task"), "exact") is None
     assert _quiet(composer.dag, {"Conv": "mv", "Gemm": "mv"}, Granularity("coarse"), "exact") is not None
@@ -157,10 +159,10 @@ def test_a_missing_fragment_composes_nothing():
 
 def test_a_composed_dag_that_differs_stops_composition():
     workload = dcaccel.workloads.get("conv-seed")
-    composer = Composer(workload)
-    composer.add(_quiet(lower, workload, {"Conv": "mv"}), "Conv=mv")
+    composer = Composer(workload, expansions_for(workload))
+    composer.add(_quiet(lower, workload, {"Conv": "mv"}, expansions=expansions_for(workload)), "Conv=mv")
     composed = _quiet(composer.dag, {"Conv": "mv"}, Granularity("coarse"), "exact")
-    other = _quiet(extract, _quiet(lower, workload, {"Conv": "op"}), "coarse")
+    other = _quiet(extract, _quiet(lower, workload, {"Conv": "op"}, expansions=expansions_for(workload)), "coarse")
     assert not composer.check(composed, other, "Conv=mv")
     assert composer.reason == "the composed DAG of Conv=mv differs from the whole-program extraction"
     assert composer.dag({"Conv": "mv"}, Granularity("coarse"), "exact") is None
@@ -174,4 +176,4 @@ def test_a_bare_sdfg_is_not_composed():
         sdfg = workload.sdfg
         symbols = {}
 
-    assert Composer(Bare()).reason == "the workload keeps no expansions (a bare SDFG)"
+    assert Composer(Bare()).reason == "no cache of its lowerings' expansions was given"
