@@ -17,7 +17,8 @@ overlap of operators on different units; reported beside the per-layer sums of :
   reads of it become accesses of the buffer. So the whole network's off-chip traffic is at most the sum
   of the per-layer figures. An operator's other inputs and outputs cross off chip once each; views
   (operators with no arithmetic whose output has the size of their input: Reshape, Flatten) alias their
-  input and move nothing.
+  input and move nothing, as does an operator the program does not have (folded at import: a
+  BatchNormalization into the Conv before it).
 - **Overlap.** Operators are list-scheduled in program order, each on its unit kind when its producers have
   finished and the kind is free: the makespan counts work on different kinds (host and accelerator) in
   parallel. A layer's cycles are its loop-nest cycles with its off-chip transfers (kept tensors make them
@@ -146,6 +147,7 @@ class _Walk:
         initializers = {tensor.name for tensor in model.graph.initializer}
         self.nodes = [node for node in model.graph.node if node.op_type != "Constant"]
         self.producer = {output: node.name for node in self.nodes for output in node.output}
+        self.outputs_of = {node.name: list(node.output) for node in self.nodes}
         self.data = {node.name: [t for t in node.input if t and t not in initializers] for node in self.nodes}
         self.consumers: dict[str, list[str]] = defaultdict(list)
         for node in self.nodes:
@@ -168,8 +170,18 @@ class _Walk:
         """Whether ``node``'s output may stay on chip: produced on the accelerator, consumed only there."""
         if self.buffer is None or len(node.output) != 1 or node.output[0] in self.outputs:
             return False
-        consumers = self.consumers.get(node.output[0], [])
+        consumers = self.users(node.output[0])
         return bool(consumers) and all(self.unit_of(name)[1] for name in consumers)
+
+    def users(self, tensor: str) -> list[str]:
+        """The operators that read ``tensor``, through the nodes folded away at import."""
+        found = []
+        for name in self.consumers.get(tensor, []):
+            if name in self.placement:
+                found.append(name)
+            else:
+                found.extend(user for output in self.outputs_of[name] for user in self.users(output))
+        return found
 
     def root(self, tensor: str) -> str:
         while tensor in self.alias:
@@ -180,7 +192,8 @@ class _Walk:
         for tensor in self.data[node.name]:
             self.remaining[tensor] -= 1
             root = self.root(tensor)
-            alive = any(self.remaining.get(t, 0) > 0 for t in [root, *[a for a, r in self.alias.items() if r == root]])
+            names = [root, *[view for view in self.alias if self.root(view) == root]]
+            alive = any(self.remaining.get(name, 0) > 0 for name in names)
             if not alive:
                 self.kept.pop(root, None)
 
@@ -209,6 +222,11 @@ def whole_network(
     finish: dict[str, int] = {}
     rows = []
     for node in walk.nodes:
+        if node.name not in placement and walk.data[node.name]:
+            # folded away at import (a BatchNormalization into the Conv before it): its output is its input's
+            walk.alias[node.output[0]] = walk.data[node.name][0]
+            walk.release(node)
+            continue
         unit, offloaded = walk.unit_of(node.name)
         macs, operations = arithmetic.get(node.name, (0, 0))
         inputs = walk.data[node.name]
@@ -332,7 +350,7 @@ def _spill(walk: _Walk, rows: list[OperatorRow]) -> None:
     offchip = walk.arch.spec.memories[walk.arch.offchip]
     for tensor, size in list(walk.kept.items()):
         for index, row in enumerate(rows):
-            if row.output_kept and tensor in _outputs_of(walk, row.node):
+            if row.output_kept and tensor in walk.outputs_of[row.node]:
                 rows[index] = dataclasses.replace(
                     row,
                     offchip_bytes=row.offchip_bytes + size,
@@ -340,7 +358,3 @@ def _spill(walk: _Walk, rows: list[OperatorRow]) -> None:
                     output_kept=False,
                 )
     walk.kept.clear()
-
-
-def _outputs_of(walk: _Walk, name: str) -> list[str]:
-    return next(list(node.output) for node in walk.nodes if node.name == name)

@@ -179,3 +179,20 @@ def test_a_host_conv_costs_its_arithmetic_not_its_weights():
     assert not rows["conv"].output_kept  # produced on the host: written off chip
     # host and accelerator work one after the other here (a chain): the makespan is at least the sum
     assert refused.whole.makespan >= sum(row.cycles for row in rows.values())
+
+
+@pytest.mark.slow
+def test_a_batchnorm_folded_at_import_is_not_an_operator():
+    """Conv → BatchNormalization → Relu → Flatten → Gemm: the import folds the normalization into the Conv,
+    so the whole network has no row for it and the Conv's output (the normalization's) stays on chip."""
+    model = _model()
+    rng = np.random.default_rng(1)
+    scale, bias, mean = (numpy_helper.from_array(rng.standard_normal(4).astype(np.float32), n) for n in "sbm")
+    var = numpy_helper.from_array(rng.uniform(0.5, 1.5, 4).astype(np.float32), "v")
+    model.graph.initializer.extend([scale, bias, mean, var])
+    model.graph.node[0].output[0] = "pre"
+    model.graph.node.insert(1, helper.make_node("BatchNormalization", ["pre", "s", "b", "m", "v"], ["c"], name="bn"))
+    result = network_cost(model, _design(), "makespan", whole=True)
+    rows = {row.node: row for row in result.whole.rows}
+    assert list(rows) == ["conv", "relu", "flatten", "fc"]
+    assert rows["conv"].output_kept and rows["relu"].offchip_bytes == 0
