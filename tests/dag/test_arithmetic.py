@@ -23,9 +23,6 @@ import pytest
 import sympy
 
 from dcaccel.dag.arithmetic import (
-    ELEMENTS,
-    MACS,
-    OPS,
     Arithmetic,
     count_statements,
     opaque_arithmetic,
@@ -34,6 +31,7 @@ from dcaccel.dag.arithmetic import (
 )
 from dcaccel.dag.cpp import cpp_arithmetic
 from dcaccel.dag.extract import extract
+from dcaccel.dag.task import Role, TaskInfo
 from dcaccel.dag.taskdag import TaskDAG
 from dcaccel.errors import DcaccelError
 
@@ -172,20 +170,20 @@ def test_opaque_mac_op_without_its_connectors_is_refused():
 
 
 @pytest.mark.parametrize(
-    ("meta", "expected"),
+    ("info", "expected"),
     [
-        ({MACS: 40, OPS: 8}, (40, 48)),
-        ({MACS: 0, OPS: 8}, (0, 8)),
-        ({ELEMENTS: 12}, (0, 12)),  # a transfer: no MACs, its link unit's operations are elements
-        ({}, (5, 5)),  # a task without counts: the canonical model's one MAC per element read
+        (TaskInfo(macs=40, ops=8), (40, 48)),
+        (TaskInfo(macs=0, ops=8), (0, 8)),
+        (TaskInfo(role=Role.TRANSFER, elements=12), (0, 12)),  # no MACs, its link unit's operations are elements
+        (TaskInfo(), (5, 5)),  # a task without counts: the canonical model's one MAC per element read
     ],
 )
-def test_task_arithmetic_as_the_costs_read_it(meta, expected):
-    assert task_arithmetic(meta, 5) == expected
+def test_task_arithmetic_as_the_costs_read_it(info, expected):
+    assert task_arithmetic(info, 5) == expected
 
 
 def _totals(dag) -> tuple[int, int]:
-    return tuple(sum(dag.node(v).meta[key] for v in dag.tasks) for key in (MACS, OPS))
+    return sum(dag.info(v).macs for v in dag.tasks), sum(dag.info(v).ops for v in dag.tasks)
 
 
 @pytest.mark.parametrize("granularity", ["task", "coarse", "tiles=4"])
@@ -200,8 +198,8 @@ def test_conv_seed_mv_tasks_one_by_one(conv_seed):
     dag = extract(conv_seed.lower({"Conv": "mv"}))
     counts = {}
     for v in dag.tasks:
-        meta = dag.node(v).meta
-        counts.setdefault(meta["map"], set()).add((meta[MACS], meta[OPS]))
+        info = dag.info(v)
+        counts.setdefault(info.map, set()).add((info.macs, info.ops))
     assert counts["MV"] == {(150, 0)}
     assert counts["AddBias"] == {(0, 3_456)}
     assert counts["Gather"] == counts["Xr"] == {(0, 0)}
@@ -214,8 +212,8 @@ def test_lenet_macs_are_its_layers(lenet, shape):
     assert _totals(dag) == (LENET_MACS, LENET_OPS + (LENET_MACS if shape == "op" else 0))
     per_node: dict[str, int] = {}
     for v in dag.tasks:
-        meta = dag.node(v).meta
-        per_node[meta.get("node")] = per_node.get(meta.get("node"), 0) + meta[MACS]
+        info = dag.info(v)
+        per_node[info.node] = per_node.get(info.node, 0) + info.macs
     assert {node: macs for node, macs in per_node.items() if macs} == {
         "conv1": 86_400,
         "conv2": 153_600,
@@ -230,10 +228,10 @@ def test_symbolic_sizes_give_closed_forms(mmm):
     n, k, m = sympy.symbols("N K M")
     for shape in ("mv", "op", "lmv"):
         dag = extract(mmm.lower({"MatMul": shape}), granularity="coarse", symbols={})
-        macs = sympy.Add(*(sympy.sympify(dag.node(v).meta[MACS]) for v in dag.tasks))
+        macs = sympy.Add(*(sympy.sympify(dag.info(v).macs) for v in dag.tasks))
         assert sympy.simplify(macs.xreplace({s: sympy.Symbol(s.name) for s in macs.free_symbols}) - n * k * m) == 0
         evaluated = dag.evaluate(N=3, K=4, M=5)
-        assert sum(evaluated.node(v).meta[MACS] for v in evaluated.tasks) == 60
+        assert sum(evaluated.info(v).macs for v in evaluated.tasks) == 60
 
 
 def test_tasks_of_a_family_get_their_own_symbolic_counts(mmm):
@@ -241,12 +239,12 @@ def test_tasks_of_a_family_get_their_own_symbolic_counts(mmm):
     5·N (one product per element of its N×M slice), Reduce adds them (4·5·N ops, K terms per output)."""
     n = sympy.Symbol("N")
     mv = extract(mmm.lower({"MatMul": "mv"}), symbols={"M": 5, "K": 4})
-    assert [mv.node(v).meta[MACS] for v in mv.tasks if mv.node(v).meta["map"] == "MV"] == [4 * n] * 5
+    assert [mv.info(v).macs for v in mv.tasks if mv.node(v).info.map == "MV"] == [4 * n] * 5
     op = extract(mmm.lower({"MatMul": "op"}), symbols={"M": 5, "K": 4})
-    assert [(op.node(v).meta[MACS], op.node(v).meta[OPS]) for v in op.tasks] == [(5 * n, 0)] * 4 + [(0, 20 * n)]
+    assert [(op.info(v).macs, op.info(v).ops) for v in op.tasks] == [(5 * n, 0)] * 4 + [(0, 20 * n)]
     for dag in (mv, op):
         evaluated = dag.evaluate(N=3)
-        assert sum(evaluated.node(v).meta[MACS] for v in evaluated.tasks) == 3 * 4 * 5
+        assert sum(evaluated.info(v).macs for v in evaluated.tasks) == 3 * 4 * 5
 
 
 def test_dag_files_hold_counts_as_integers_or_expressions(mmm):
@@ -254,12 +252,14 @@ def test_dag_files_hold_counts_as_integers_or_expressions(mmm):
     not an integer >= 0 or an expression is refused naming the node."""
     dag = extract(mmm.lower({"MatMul": "mv"}), symbols={"M": 5, "K": 4})
     again = TaskDAG.from_json(dag.to_json())
-    assert [again.node(v).meta[MACS] for v in again.tasks] == [dag.node(v).meta[MACS] for v in dag.tasks]
-    assert sum(again.evaluate(N=2).node(v).meta[MACS] for v in again.tasks) == 2 * 4 * 5
+    assert [again.info(v).macs for v in again.tasks] == [dag.info(v).macs for v in dag.tasks]
+    assert sum(again.evaluate(N=2).info(v).macs for v in again.tasks) == 2 * 4 * 5
     data = dag.to_json()
     for bad, message in ((-1, "must be an integer >= 0"), (1.5, "must be an integer >= 0"), ("N +", "'N +': not an")):
-        data["nodes"][2]["meta"][MACS] = bad
-        with pytest.raises(DcaccelError, match=f"^JSON data is not a DAG .*node 2: meta 'macs' .*{re.escape(message)}"):
+        data["nodes"][2]["info"]["macs"] = bad
+        with pytest.raises(
+            DcaccelError, match=f"^JSON data is not a DAG .*node 2: 'info' field 'macs' .*{re.escape(message)}"
+        ):
             TaskDAG.from_json(data)
 
 
@@ -277,4 +277,4 @@ def test_a_loop_in_a_nested_sdfg_multiplies_its_body():
             B[i] = s
 
     dag = extract(row_norms.to_sdfg(simplify=True))
-    assert [(dag.node(v).meta[MACS], dag.node(v).meta[OPS]) for v in dag.tasks] == [(32, 32)]
+    assert [(dag.info(v).macs, dag.info(v).ops) for v in dag.tasks] == [(32, 32)]

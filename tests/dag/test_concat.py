@@ -56,7 +56,7 @@ def lowered_concat(shapes, axis):
 
 
 def _ops(dag, op: str) -> list[int]:
-    return [v for v in dag.tasks if dag.meta(v).get("op") == op]
+    return [v for v in dag.tasks if dag.info(v).op == op]
 
 
 @pytest.mark.parametrize("rule", ["exact", "reference"])

@@ -5,13 +5,13 @@ from __future__ import annotations
 
 from collections import Counter
 from fractions import Fraction
-from types import SimpleNamespace
 
 import numpy as np
 import pytest
 
 from dcaccel.dag import volume as vol
-from dcaccel.dag.extract import _INT64_MAX, ConcreteGraph, EdgeLog, Granularity, _exact_volumes
+from dcaccel.dag.extract import _INT64_MAX, ConcreteGraph, EdgeLog, Granularity, TaskGroup, _exact_volumes
+from dcaccel.dag.task import Role, TaskInfo
 from dcaccel.dag.taskdag import NodeKind
 from dcaccel.dag.walk import Rows
 from dcaccel.errors import DcaccelError
@@ -65,7 +65,7 @@ def box_rows(boxes, elements=None, volume=None) -> Rows:
 def graph_with(n: int) -> ConcreteGraph:
     graph = ConcreteGraph(Granularity.parse("task"), {})
     for i in range(n):
-        graph.add_buffer(f"b{i}", {})
+        graph.add_buffer(f"b{i}", TaskInfo(role=Role.BUFFER))
     return graph
 
 
@@ -184,9 +184,9 @@ def test_faults_follow_the_rule_edge_by_edge(seed, rule):
     n = int(rng.integers(2, 40))
     for i in range(n):
         if rng.random() < 0.3:
-            graph.add_buffer(f"b{i}", {})
+            graph.add_buffer(f"b{i}", TaskInfo(role=Role.BUFFER))
         else:
-            graph.add_tasks(SimpleNamespace(labels=[f"T{i}"], metas=[{}]))
+            graph.add_tasks(TaskGroup([f"T{i}"], [TaskInfo()], {}, {}))
     for _ in range(int(rng.integers(0, 12))):
         m = int(rng.integers(1, 30))
         src, dst = rng.integers(0, n, m), rng.integers(0, n, m)
@@ -200,7 +200,7 @@ def test_faults_follow_the_rule_edge_by_edge(seed, rule):
 
 def test_nodes_are_columns():
     graph = graph_with(2)
-    tasks = graph.add_tasks(SimpleNamespace(labels=["T0", "T1"], metas=[{"a": 1}, {}]))
+    tasks = graph.add_tasks(TaskGroup(["T0", "T1"], [TaskInfo(op="Relu"), TaskInfo()], {}, {}))
     assert tasks.tolist() == [2, 3]
     assert graph.kinds == [NodeKind.BUFFER, NodeKind.BUFFER, NodeKind.TASK, NodeKind.TASK]
     assert graph.labels == ["b0", "b1", "T0", "T1"]

@@ -116,7 +116,7 @@ def _mutate(draw, data: dict) -> None:
     index = draw(st.integers(0, len(entries) - 1))
     entry = entries[index]
     if action == "set" and isinstance(entry, dict):
-        keys = ["id", "kind", "label", "meta"] if section == "nodes" else ["src", "dst", "volume"]
+        keys = ["id", "kind", "label", "info", "meta"] if section == "nodes" else ["src", "dst", "volume"]
         value = draw(SCALARS) if section == "nodes" or draw(st.booleans()) else draw(st.sampled_from(HOSTILE_TEXT))
         entry[draw(st.sampled_from(keys))] = value
     elif action == "delete" and isinstance(entry, dict) and entry:

@@ -16,6 +16,7 @@ import pytest
 from dcaccel import workloads
 from dcaccel.dag import metrics
 from dcaccel.dag.extract import Granularity, extract
+from dcaccel.dag.task import TaskInfo
 from dcaccel.dag.taskdag import NodeKind, TaskDAG
 from dcaccel.errors import DAGContractError, DcaccelError
 from dcaccel.frontend.ops import nodes_by_op_type
@@ -135,7 +136,7 @@ def edge_table(dag: TaskDAG, rename: dict[str, str]) -> Counter:
 
     def name(v):
         node = dag.node(v)
-        return rename.get(node.label, node.meta.get("map", node.label) if node.kind is NodeKind.TASK else node.label)
+        return rename.get(node.label, node.info.map or node.label if node.kind is NodeKind.TASK else node.label)
 
     return Counter((name(s), name(d), vol) for s, d, vol in dag.edges)
 
@@ -161,10 +162,10 @@ def test_seed_reference_dag_is_the_vector(seed, seed_dags, shape):
 def test_seed_task_maps(seed_dags, shape):
     label, count = TASK_MAPS[shape]
     dag = seed_dags[shape, "exact"]
-    iterations = [dag.node(v) for v in dag.tasks if dag.node(v).meta.get("map") == label]
+    iterations = [dag.node(v) for v in dag.tasks if dag.node(v).info.map == label]
     assert [n.label for n in iterations] == [f"{label}{i}" for i in range(count)]
-    assert [n.meta["iteration"] for n in iterations] == list(range(count))
-    others = Counter(dag.node(v).label for v in dag.tasks if dag.node(v).meta.get("map") != label)
+    assert [n.info.iteration for n in iterations] == list(range(count))
+    others = Counter(dag.node(v).label for v in dag.tasks if dag.node(v).info.map != label)
     expected_others = {
         "mv": {"Xr", "Wr", "BcastA", "Gather", "AddBias", "ReshapeOut"},
         "op": {"Xr", "Wr", "Reduce", "AddBias", "ReshapeOut"},
@@ -176,10 +177,10 @@ def test_seed_task_maps(seed_dags, shape):
 @pytest.mark.parametrize("shape", SHAPES)
 def test_seed_buffers_carry_their_marks(seed_dags, shape):
     dag = seed_dags[shape, "exact"]
-    reasons = {dag.node(b).label: dag.node(b).meta.get("reason") for b in dag.buffers}
+    reasons = {dag.node(b).label: dag.node(b).info.reason for b in dag.buffers}
     assert reasons["W_col"] == "weights" and reasons["Y_col_bias"] == "layer-output"
     assert ("Y_col" in reasons) == (shape != "mv") and ("X_col" in reasons) == (shape == "lmv")
-    assert not any("inserted_buffer" in dag.node(b).meta for b in dag.buffers)
+    assert not any(dag.node(b).info.inserted_buffer is not None for b in dag.buffers)
 
 
 @pytest.mark.parametrize("shape", SHAPES)
@@ -205,7 +206,7 @@ def test_seed_dag_meets_the_contract(seed_dags, shape, rule):
     dag = seed_dags[shape, rule]
     dag.validate()
     exit_node = dag.node(dag.exit)
-    assert dag.sink is None and exit_node.kind is NodeKind.BUFFER and exit_node.meta["reason"] == "program-io"
+    assert dag.sink is None and exit_node.kind is NodeKind.BUFFER and exit_node.info.reason == "program-io"
 
 
 @pytest.mark.parametrize("shape", SHAPES)
@@ -223,7 +224,7 @@ def test_seed_json_round_trip(seed_dags, shape, tmp_path):
     assert again.edges == dag.edges
 
     def described(d):
-        return [(n.kind, n.label, dict(n.meta)) for n in d.nodes]
+        return [(n.kind, n.label, n.info) for n in d.nodes]
 
     assert described(again) == described(dag)
 
@@ -239,11 +240,11 @@ def test_coarse_mv_buffers_the_rebroadcast_operand(seed_lowered, caplog):
     assert "container '_a_stream' made a buffer node" in caplog.text
     dag.validate()
     assert [dag.label(v) for v in dag.tasks] == ["Xr", "Wr", "BcastA", "MV", "Gather", "AddBias", "ReshapeOut"]
-    inserted = [dag.node(b) for b in dag.buffers if "inserted_buffer" in dag.node(b).meta]
+    inserted = [dag.node(b) for b in dag.buffers if dag.node(b).info.inserted_buffer is not None]
     assert [n.label for n in inserted] == ["_a_stream"]
     assert metrics.io_volume(dag) == SEED_IO["mv"] + 150 + 86_400
     mv = dag.tasks[3]
-    assert dag.node(mv).meta["iterations"] == 576
+    assert dag.node(mv).info.iterations == 576
 
 
 #: Streams a tile of several iterations re-reads (once per iteration), hence inserted buffers.
@@ -260,11 +261,13 @@ def test_tiles_of_consecutive_iterations(seed_lowered, seed_dags, shape, request
     label, count = TASK_MAPS[shape]
     dag = extract(seed_lowered[shape], ("tiles", requested))
     dag.validate()
-    tasks = [v for v in dag.tasks if dag.node(v).meta.get("map") == label]
+    tasks = [v for v in dag.tasks if dag.node(v).info.map == label]
     assert [dag.label(v) for v in tasks] == [f"{label}{t}" for t in range(tiles)]
-    bounds = [tuple(dag.node(v).meta["iterations"]) for v in tasks]
+    bounds = [dag.node(v).info.iteration_range for v in tasks]
     assert bounds == [(t * count // tiles, (t + 1) * count // tiles) for t in range(tiles)]
-    inserted = sorted(dag.label(b) for b in dag.buffers if "inserted_buffer" in dag.node(b).meta)
+    assert [dag.node(v).info.iterations for v in tasks] == [b - a for a, b in bounds]
+    assert [dag.node(v).info.tile for v in tasks] == list(range(tiles))
+    inserted = sorted(dag.label(b) for b in dag.buffers if dag.node(b).info.inserted_buffer is not None)
     assert inserted == (TILE_REREADS[shape] if count > tiles else [])
     # The reused operand buffer sends the tiles exactly what it sent the single iterations.
     fine = seed_dags[shape, "exact"]
@@ -331,13 +334,13 @@ def test_streamed_transients_are_collapsed(size):
 def test_a_state_boundary_is_a_dependency():
     dag = extract(programs.two_state_program())
     assert ("Produce_map", "Consume_map", 8) in volumes(dag)
-    assert [dag.node(v).meta["state"] for v in dag.tasks] == ["first", "second"]
+    assert [dag.node(v).info.state for v in dag.tasks] == ["first", "second"]
 
 
 def test_a_buffer_written_after_it_was_read_gets_a_new_version():
     dag = extract(programs.in_place_program())
     dag.validate()
-    versions = [(dag.label(b), dag.node(b).meta["version"]) for b in sorted(dag.buffers)]
+    versions = [(dag.label(b), dag.node(b).info.container_version) for b in sorted(dag.buffers)]
     assert versions == [("A", 0), ("A", 1), ("B", 0)]
     assert volumes(dag)[1:4] == [("A", "Scale_map", 8), ("Scale_map", "A", 8), ("A", "Copy_map", 8)]
 
@@ -348,7 +351,7 @@ def test_a_reread_stream_becomes_a_buffer(caplog):
     assert "container 't' made a buffer node (a consumer re-reads what a producer streams)" in caplog.text
     dag.validate()
     t = next(b for b in dag.buffers if dag.label(b) == "t")
-    assert "re-reads" in dag.node(t).meta["inserted_buffer"]
+    assert "re-reads" in dag.node(t).info.inserted_buffer
     assert ("Inc_map", "t", 8) in volumes(dag) and ("t", "Mirror_map", 16) in volumes(dag)
 
 
@@ -391,7 +394,7 @@ def test_mmm_shapes(shape, n, k, m):
     dag = extract(programs.mmm_program(shape, n, k, m))
     dag.validate()
     tasks = {"mv": m, "op": k, "lmv": n}[shape]
-    assert sum(1 for v in dag.tasks if dag.node(v).meta.get("map") == shape.upper()) == tasks
+    assert sum(1 for v in dag.tasks if dag.node(v).info.map == shape.upper()) == tasks
     # I/O = the inputs read once (N·K + K·M) + the copies into the operand buffers + the tasks'
     # reads of each reused operand buffer (N·K·M per buffer) + C written once (N·M).
     copies = {"mv": k * m, "op": k * m + n * k, "lmv": n * k}[shape]
@@ -435,7 +438,7 @@ def test_bad_options(kwargs, match):
 def test_every_task_names_the_node_it_lowers(seed, seed_dags, shape):
     dag = seed_dags[shape, "exact"]
     (conv,) = [node.label for node, _ in seed.sdfg.all_nodes_recursive() if isinstance(node, dace.nodes.LibraryNode)]
-    origins = {tuple(dag.node(v).meta.get(key) for key in ("op", "node", "implementation")) for v in dag.tasks}
+    origins = {(dag.info(v).op, dag.info(v).node, dag.info(v).implementation) for v in dag.tasks}
     assert origins == {("Conv", conv, shape)}
 
 
@@ -449,21 +452,26 @@ def test_origins_survive_fusion():
         for node in state.nodes()
         if isinstance(node, dace.nodes.MapEntry)
     }
-    inc = {"op": "Add", "node": "inc1", "implementation": "canonical"}
-    dec = {"op": "Sub", "node": "dec1", "implementation": "canonical"}
     origins = {
         entries["Inc_map"]: SimpleNamespace(node="inc1", op_type="Add", implementation="canonical"),
         entries["Dec_map"]: SimpleNamespace(node="dec1", op_type="Sub", implementation="canonical"),
     }
     lowered = SimpleNamespace(sdfg=sdfg, origins=origins)
-    assert [dag_meta.get("node") for dag_meta in _task_metas(extract(lowered))] == ["inc1", None, "dec1"]
-    (fused,) = _task_metas(extract(lowered, fusion=True))
+    dag = extract(lowered)
+    assert [dag.info(v).node for v in dag.tasks] == ["inc1", None, "dec1"]
+    fused = extract(lowered, fusion=True)
+    (task,) = fused.tasks
     # and the arithmetic of the three tasklets it holds: a + 1 and a - 3 (ops), a * 2 (a MAC), per element
-    assert fused == {"state": "chain", "map": "Dec_map", **inc, "fused": [inc, dec], "macs": 8, "ops": 16}
-
-
-def _task_metas(dag: TaskDAG) -> list[dict]:
-    return [dict(dag.node(v).meta) for v in dag.tasks]
+    assert fused.info(task) == TaskInfo(
+        op="Add",
+        node="inc1",
+        implementation="canonical",
+        fused=("inc1", "dec1"),
+        macs=8,
+        ops=16,
+        state="chain",
+        map="Dec_map",
+    )
 
 
 #: The built-in workloads with convolutions (name, sizes), small where the default is large: the default
@@ -491,7 +499,7 @@ def test_every_conv_implementation_extracts_a_valid_dag(
         choices["Gemm"] = "mv" if implementation == "direct" else implementation
     dag = extract(lowered_workload(name, choices, **sizes))
     dag.validate()
-    conv_tasks = {dag.node(v).meta["implementation"] for v in dag.tasks if dag.node(v).meta.get("op") == "Conv"}
+    conv_tasks = {dag.node(v).info.implementation for v in dag.tasks if dag.node(v).info.op == "Conv"}
     assert conv_tasks == {implementation}
 
 

@@ -16,6 +16,7 @@ from onnx import TensorProto, helper
 import dcaccel
 from dcaccel.dag import metrics
 from dcaccel.dag.extract import extract
+from dcaccel.dag.task import Role
 from dcaccel.errors import UnsupportedOpError
 from dcaccel.transforms.checks import lowering_violations
 from dcaccel.transforms.lower import OpaqueOpWarning, lower, opaque_nodes
@@ -91,9 +92,10 @@ def test_the_dag_has_one_opaque_task_whose_volumes_are_the_tensor_sizes(lowered_
     lowered, _ = lowered_and_warnings
     dag = extract(lowered)
     dag.validate()
-    (task,) = [v for v in dag.tasks if dag.node(v).meta.get("opaque")]
-    meta = dag.node(task).meta
-    assert (meta["op"], meta["node"], meta["implementation"]) == ("LogSoftmax", "logsoftmax", "pure")
+    (task,) = [v for v in dag.tasks if dag.node(v).info.opaque]
+    info = dag.info(task)
+    assert (info.op, info.node, info.implementation) == ("LogSoftmax", "logsoftmax", "pure")
+    assert (info.role, info.reason) == (Role.OPAQUE, "no canonical implementation")
     assert [dag.volume(u, task) for u in dag.predecessors(task)] == [ELEMENTS]
     assert [dag.volume(task, w) for w in dag.successors(task)] == [ELEMENTS]
     costs = metrics.task_costs(dag)
@@ -142,7 +144,7 @@ def test_unequal_tensors_are_raised_to_the_largest_on_each_side():
     dag = extract(_bare_opaque_sdfg())
     dag.validate()
     (task,) = dag.tasks
-    assert dag.node(task).meta["opaque"] is True and dag.node(task).meta["node"] == "op"
+    assert dag.node(task).info.opaque is True and dag.node(task).info.node == "op"
     into = {dag.node(u).label: dag.volume(u, task) for u in dag.predecessors(task)}
     out = {dag.node(w).label: dag.volume(task, w) for w in dag.successors(task)}
     assert into == {"a": 10, "b": 10}

@@ -6,12 +6,14 @@ from __future__ import annotations
 
 import subprocess
 import sys
+from dataclasses import replace
 
 import pytest
 
 from dcaccel.architecture.links import TRANSFER
-from dcaccel.dag.arithmetic import ELEMENTS, MACS, task_arithmetic
+from dcaccel.dag.arithmetic import task_arithmetic
 from dcaccel.dag.placement import place, transfer_tasks
+from dcaccel.dag.task import Role, TaskInfo
 from dcaccel.dag.taskdag import NodeKind, TaskDAG
 
 LINKS = {("cpu", "npu"): "cpu_npu_link"}
@@ -23,9 +25,9 @@ def _chain(read: int) -> TaskDAG:
     dag = TaskDAG("chain")
     source = dag.add_node(NodeKind.SOURCE, "source")
     x = dag.add_node(NodeKind.BUFFER, "X")
-    a = dag.add_node(NodeKind.TASK, "a", node="a", opaque=True, macs=40, ops=10)
+    a = dag.add_node(NodeKind.TASK, "a", TaskInfo(role=Role.OPAQUE, node="a", macs=40, ops=10))
     b_buffer = dag.add_node(NodeKind.BUFFER, "B")
-    b = dag.add_node(NodeKind.TASK, "b", node="b")
+    b = dag.add_node(NodeKind.TASK, "b", TaskInfo(node="b"))
     y = dag.add_node(NodeKind.BUFFER, "Y")
     for src, dst, volume in [(source, x, 10), (x, a, 10), (a, b_buffer, 10), (b_buffer, b, read), (b, y, 5)]:
         dag.add_edge(src, dst, volume)
@@ -40,7 +42,7 @@ def _by_label(dag: TaskDAG) -> dict[str, int]:
 def test_transfer_on_the_crossing_edge(read, landing):
     placed = place(_chain(read), {"a": "cpu", "b": "npu"}, "cpu", LINKS)
     nodes = _by_label(placed)
-    units = {label: placed.node(v).meta.get("unit") for label, v in nodes.items()}
+    units = {label: placed.node(v).info.unit for label, v in nodes.items()}
     assert {label: units[label] for label in ("source", "X", "a", "B", "b", "Y")} == {
         "source": None,
         "X": None,  # a program input: written by nothing, on no side
@@ -50,20 +52,21 @@ def test_transfer_on_the_crossing_edge(read, landing):
         "Y": "npu",
     }
     (transfer,) = transfer_tasks(placed)
-    meta = placed.node(transfer).meta
-    assert (meta["op"], meta["transfer"], meta["unit"], meta[ELEMENTS]) == (
+    info = placed.info(transfer)
+    assert (info.role, info.op, info.transfer, info.unit, info.elements) == (
+        Role.TRANSFER,
         TRANSFER,
         "to-accelerator",
         "cpu_npu_link",
         10,
     )
-    assert MACS not in meta and task_arithmetic(meta, 10) == (0, 10)  # moved, not computed
+    assert info.macs is None and task_arithmetic(info, 10) == (0, 10)  # moved, not computed
     edges = {(placed.label(src), placed.label(dst)): volume for src, dst, volume in placed.edges}
     label = placed.label(transfer)
     assert edges[("B", label)] == 10  # the link carries what B received, once
     if landing:
         assert (edges[(label, "B@npu")], edges[("B@npu", "b")]) == (10, read)
-        assert placed.node(nodes["B@npu"]).meta["unit"] == "npu"
+        assert placed.node(nodes["B@npu"]).info.unit == "npu"
     else:
         assert edges[(label, "b")] == read and "B@npu" not in nodes
     assert ("B", "b") not in edges
@@ -74,7 +77,7 @@ def test_same_side_moves_nothing_and_tasks_keep_their_arithmetic(target):
     dag = _chain(30)
     placed = place(dag, target, "cpu", LINKS)
     assert transfer_tasks(placed) == [] and list(placed.edges) == list(dag.edges)
-    assert placed.node(_by_label(placed)["a"]).meta == {**dag.node(_by_label(dag)["a"]).meta, "unit": target["a"]}
+    assert placed.node(_by_label(placed)["a"]).info == replace(dag.node(_by_label(dag)["a"]).info, unit=target["a"])
 
 
 def test_placement_does_not_import_dace():

@@ -54,7 +54,7 @@ def test_closed_form_equals_concrete_extraction(mmm_lowered, shape, granularity,
     assert closed.symbols == {N, K, M}
     for sizes in SIZES:
         dag = extract(mmm_lowered[shape], granularity, rule, symbols=sizes)
-        inserted = [b for b in dag.buffers if "inserted_buffer" in dag.node(b).meta]
+        inserted = [b for b in dag.buffers if dag.node(b).info.inserted_buffer is not None]
         try:
             evaluated = closed.evaluate(**sizes)
         except DcaccelError:
@@ -172,7 +172,7 @@ def test_non_uniform_output_is_repaired_in_closed_form(n, k, repaired):
     closed = symbolic_metrics(programs.prefix_program(dace.symbol("n"), dace.symbol("k")))
     assert len(closed.assumptions) == 1
     dag = extract(programs.prefix_program(n, k))
-    assert any(dag.node(b).meta.get("inserted_buffer") for b in dag.buffers) == repaired
+    assert any(dag.node(b).info.inserted_buffer for b in dag.buffers) == repaired
     if not repaired:
         with pytest.raises(DcaccelError, match="assumes"):
             closed.evaluate(n=n, k=k)

@@ -2,9 +2,9 @@
 
 from __future__ import annotations
 
+import dataclasses
 import json
 import warnings
-from types import MappingProxyType
 
 import networkx as nx
 import numpy as np
@@ -13,6 +13,7 @@ import sympy
 
 from dcaccel.dag import NodeKind, TaskDAG
 from dcaccel.dag import generators as gen
+from dcaccel.dag.task import NO_CANONICAL, SCHEMA_VERSION, Role, TaskInfo
 from dcaccel.errors import DAGContractError, DcaccelError
 from tests.scheduler.conftest import VECTORS, vector_files
 
@@ -199,7 +200,7 @@ def test_json_round_trip_keeps_orders(path):
     for v in range(dag.num_nodes):
         assert again.predecessors(v) == dag.predecessors(v)
         assert again.successors(v) == dag.successors(v)
-        assert again.node(v).meta == dag.node(v).meta
+        assert again.node(v).info == dag.node(v).info
 
 
 def test_json_node_order_is_the_array_order():
@@ -216,8 +217,8 @@ def test_json_node_order_is_the_array_order():
     dag = TaskDAG.from_json(data)
     assert [n.label for n in dag.nodes] == ["B", "S", "A"]
     assert dag.edges == [(1, 2, 3), (2, 0, 3)]
-    assert dag.node(0).meta == {"file_id": 2}
-    assert dag.node(1).meta == {"file_id": 0}
+    assert dag.info(0) == TaskInfo(file_id=2)
+    assert dag.info(1) == TaskInfo(role=Role.PSEUDO, file_id=0)
     dag.validate()
 
 
@@ -256,7 +257,19 @@ def _with_node(**node) -> dict:
          r"node 1: duplicate id 0 \(also node 0\)"),
         (_with_node(label=5), "node 1: 'label' must be a string on one line"),
         (_with_node(label="a\nb"), "node 1: 'label' must be a string on one line"),
-        (_with_node(meta=[1]), "node 1: 'meta' must be an object, got a list"),
+        (_with_node(info=[1]), "node 1: 'info' must be an object of task fields"),
+        (_with_node(info={"macs": -1}), "node 1: 'info' field 'macs' must be an integer >= 0 or an expression, got"),
+        (_with_node(info={"op": 3}), "node 1: 'info' field 'op' must be a string on one line"),
+        (_with_node(info={"file_id": "1"}), "node 1: 'info' field 'file_id' must be an integer >= 0$"),
+        (_with_node(info={"file_id": [1]}), "node 1: 'info' field 'file_id' must be an integer >= 0$"),
+        (_with_node(info={"file_id": -1}), "node 1: 'info' field 'file_id' must be an integer >= 0$"),
+        (_with_node(info={"role": "buffer"}), "node 1: 'info' field 'role' is buffer, but a task node's role is"),
+        (_with_node(info={"role": "idle"}), "node 1: 'info' field 'role' is 'idle', expected one of compute, "),
+        (_with_node(info={"shape": [2]}), r"node 1: 'info' has an unknown field 'shape' \(known: role, reason, op"),
+        (_with_node(info={"iteration_range": [1]}), "field 'iteration_range' must be a list of two integers"),
+        (_with_node(info={"index": {"i": "3"}}), "field 'index' must be an object of parameter names to integers"),
+        (_with_node(info={"macs": "__import__('os')"}), "node 1: 'info' field 'macs' \"__import__.*unknown function"),
+        ({**_with_node(meta=[1]), "schema_version": 1}, "node 1: 'meta' 'meta' must be an object"),
         (_chain_json(src=9), "edge 1: 'src' is 9, which is no node id"),
         (_chain_json(dst=-1), "edge 1: 'dst' is -1, which is no node id"),
         (_chain_json(dst="2"), "edge 1: 'dst' must be a node id, got a string"),
@@ -282,6 +295,60 @@ def test_bad_json_is_reported(data, message):
         TaskDAG.from_json(data)
     assert str(caught.value).startswith("JSON data is not a DAG in the vectors' format: ")
     assert "\n" not in str(caught.value)
+
+
+@pytest.mark.parametrize(
+    ("version", "shown"), [(3, "3"), (0, "0"), ("2", "'2'"), (True, "True"), (None, "None"), ([2], "a list")]
+)
+def test_a_file_of_another_schema_version_is_refused_in_one_line(tmp_path, version, shown):
+    path = tmp_path / "newer.json"
+    path.write_text(json.dumps({**gen.chain([2, 2]).to_json(), "schema_version": version}))
+    with pytest.raises(DcaccelError) as caught:
+        TaskDAG.from_json(path)
+    assert str(caught.value) == f"file '{path}' has DAG schema version {shown}; this dcaccel reads versions 1 and 2"
+
+
+def test_json_writes_the_schema_version_and_the_records():
+    dag = gen.mmm("op", 2, 3, 2)
+    data = dag.to_json()
+    assert data["schema_version"] == SCHEMA_VERSION == 2
+    entries = {node["label"]: node for node in data["nodes"]}
+    assert entries["A"]["info"] == {"reason": "program-io"}  # a buffer's role is its kind's: not written
+    assert entries["OP1"]["info"] == {"iteration": 1, "index": {"k": 1}}
+    assert "info" not in entries["Reduce"]
+    assert [n.info for n in TaskDAG.from_json(json.loads(json.dumps(data))).nodes] == [n.info for n in dag.nodes]
+
+
+def test_a_version_1_file_is_converted_once_at_the_reader():
+    """The free-form ``meta`` of a file without a schema version becomes the node's record."""
+    metas = [
+        {"op": "Relu", "node": "r", "opaque": True, "macs": "2*N", "iterations": [0, 4], "shape": [2]},
+        {"op": "Transfer", "transfer": "to-host", "unit": "link", "elements": 6, "scope": "t"},
+        {"container": "X", "version": 2, "reason": "reuse", "node_type": "Gemm"},
+    ]
+    kinds = ["source", "task", "task", "buffer"]
+    data = {
+        "nodes": [
+            {"id": v, "kind": kind, "meta": meta}
+            for v, (kind, meta) in enumerate(zip(kinds, [{}, *metas], strict=True))
+        ],
+        "edges": [{"src": v, "dst": v + 1, "volume": 2} for v in range(3)],
+    }
+    dag = TaskDAG.from_json(data)
+    assert [dag.info(v) for v in range(4)] == [
+        TaskInfo(role=Role.PSEUDO),
+        TaskInfo(
+            role=Role.OPAQUE,
+            reason=NO_CANONICAL,
+            op="Relu",
+            node="r",
+            macs=2 * sympy.Symbol("N"),
+            iteration_range=(0, 4),
+        ),
+        TaskInfo(role=Role.TRANSFER, op="Transfer", transfer="to-host", unit="link", elements=6),
+        TaskInfo(role=Role.BUFFER, reason="reuse", container="X", container_version=2, library_node="Gemm"),
+    ]
+    assert TaskDAG.from_json(dag.to_json()).nodes == dag.nodes
 
 
 def test_a_volume_cannot_run_code(tmp_path):
@@ -326,16 +393,13 @@ def test_validate_refuses_volumes_out_of_range(volume, message):
     [
         ([5, 5, None], r"task 1 'T0' and source 0 'source' have the same file_id 5"),
         ([None, 0, None], r"task 1 'T0' and source 0 'source' have the same file_id 0"),
-        ([None, "1", None], r"task 1 'T0' has file_id '1', expected an integer >= 0"),
-        ([None, [1], None], r"task 1 'T0' has file_id \[1\], expected an integer >= 0"),
-        ([None, -1, None], r"has file_id -1"),
     ],
 )
 def test_validate_refuses_bad_file_ids(file_ids, message):
     data = gen.chain([2, 2]).to_json()
     for node, file_id in zip(data["nodes"], file_ids, strict=True):
         if file_id is not None:
-            node["meta"] = {"file_id": file_id}
+            node["info"] = {"file_id": file_id}
     dag = TaskDAG.from_json(data)
     with pytest.raises(DAGContractError, match=message):
         dag.validate()
@@ -369,19 +433,23 @@ def test_bad_file_is_reported(tmp_path):
 def test_networkx_round_trip_keeps_both_orders():
     dag = TaskDAG("nx")
     s = dag.add_node(NodeKind.SOURCE, "s")
-    a, b = dag.add_node(NodeKind.TASK, "a", op="Relu"), dag.add_node(NodeKind.TASK, "b")
+    a, b = dag.add_node(NodeKind.TASK, "a", TaskInfo(op="Relu", macs=N)), dag.add_node(NodeKind.TASK, "b")
     c = dag.add_node(NodeKind.TASK, "c")
     dag.add_edge(s, b, 2)  # b's successor and c's predecessor orders interleave with insertion
     dag.add_edge(s, a, 2)
     dag.add_edge(b, c, 2)
     dag.add_edge(a, c, 2)
     graph = dag.to_networkx()
-    assert graph.nodes[a] == {"op": "Relu", "kind": "task", "label": "a"}
+    assert graph.nodes[a] == {"op": "Relu", "macs": N, "kind": "task", "label": "a"}
+    assert graph.nodes[s] == {"role": Role.PSEUDO, "kind": "source", "label": "s"}
     assert graph.edges[b, c]["volume"] == 2
     again = TaskDAG.from_networkx(graph)
     assert again.edges == dag.edges
     assert [again.predecessors(v) for v in range(4)] == [dag.predecessors(v) for v in range(4)]
-    assert again.node(a).meta == {"op": "Relu"}
+    assert [again.info(v) for v in range(4)] == [dag.info(v) for v in range(4)]
+    graph.nodes[b]["shape"] = (2, 3)
+    with pytest.raises(DAGContractError, match="^networkx graph 'nx': node 2 has unknown attributes shape$"):
+        TaskDAG.from_networkx(graph)
 
 
 def test_from_networkx_needs_integer_nodes_and_kinds():
@@ -435,16 +503,18 @@ def test_symbolic_volumes_that_differ_are_refused():
         dag.validate()
 
 
-def test_json_keeps_symbolic_volumes_and_meta():
+def test_json_keeps_symbolic_volumes_and_counts():
     dag = TaskDAG("sym")
     s = dag.add_node(NodeKind.SOURCE, "s")
-    t = dag.add_node(NodeKind.TASK, "t", iterations=N * M, shape=(2, 3))
+    t = dag.add_node(NodeKind.TASK, "t", TaskInfo(iterations=N * M, iteration_range=(2, 3)))
     dag.add_edge(s, t, N * M)
     data = json.loads(json.dumps(dag.to_json()))
-    assert data["nodes"][1]["meta"] == {"iterations": "M*N", "shape": [2, 3]}
+    assert data["nodes"][1]["info"] == {"iterations": "M*N", "iteration_range": [2, 3]}
     again = TaskDAG.from_json(data)
     assert again.edges[0][2] == sympy.Symbol("N") * sympy.Symbol("M")
-    assert again.evaluate(N=3, M=4).edges == [(0, 1, 12)]
+    evaluated = again.evaluate(N=3, M=4)
+    assert evaluated.edges == [(0, 1, 12)]
+    assert evaluated.info(1).iterations == 12 and type(evaluated.info(1).iterations) is int
 
 
 def test_vectors_are_present():
@@ -464,32 +534,32 @@ def test_batches_build_the_dag_one_by_one_would(volumes):
     """add_nodes / add_edges give the nodes, edges, orders and symbols of add_node / add_edge in a loop."""
     kinds = [NodeKind.SOURCE, "task", NodeKind.TASK, NodeKind.BUFFER]
     labels = ["s", "a", "b", 7]
-    metas = [{}, {"op": "Relu"}, {}, {"container": "X"}]
+    infos = [TaskInfo(role=Role.PSEUDO), TaskInfo(op="Relu"), TaskInfo(), TaskInfo(role=Role.BUFFER, container="X")]
     sources, targets = [0, 0, 1, 2], [1, 2, 3, 3]
     one_by_one = TaskDAG("d")
-    for kind, label, meta in zip(kinds, labels, metas, strict=True):
-        one_by_one.add_node(kind, label, **meta)
+    for kind, label, info in zip(kinds, labels, infos, strict=True):
+        one_by_one.add_node(kind, label, info)
     for src, dst, volume in zip(sources, targets, BATCH_VOLUMES[volumes], strict=True):
         one_by_one.add_edge(src, dst, volume)
     batched = TaskDAG("d")
-    assert batched.add_nodes(kinds, labels, metas) == range(4)
+    assert batched.add_nodes(kinds, labels, infos) == range(4)
     batched.add_edges(np.array(sources), targets, BATCH_VOLUMES[volumes])
     batched.add_edges([], [], [])
     assert batched.to_json() == one_by_one.to_json()
     assert batched.is_concrete == one_by_one.is_concrete
     assert [type(v) for v in batched.edge_volumes] == [type(v) for v in one_by_one.edge_volumes]
-    metas[1]["op"] = "changed"  # the metadata was copied
-    assert batched.meta(1)["op"] == "Relu"
+    assert [batched.info(v) for v in range(4)] == infos
 
 
-def test_read_only_metadata_is_shared():
-    """A MappingProxyType given to add_nodes is kept as it is (the concrete back-end's cached tasks)."""
-    shared = MappingProxyType({"op": "Relu", "index": {"i": 3}})
+def test_records_are_shared_and_frozen():
+    """A record given to add_nodes is kept as it is (the concrete back-end's cached tasks) and cannot change."""
+    shared = TaskInfo(op="Relu", index=(("i", 3),))
     dag = TaskDAG()
-    dag.add_nodes([NodeKind.TASK, NodeKind.TASK], ["a", "b"], [shared, {"op": "Add"}])
-    assert dag.meta(0) is shared
-    assert dag.meta(1) == {"op": "Add"} and isinstance(dag.meta(1), MappingProxyType)
-    assert dag.to_json()["nodes"][0]["meta"] == {"op": "Relu", "index": {"i": 3}}
+    dag.add_nodes([NodeKind.TASK, NodeKind.TASK], ["a", "b"], [shared, TaskInfo(op="Add")])
+    assert dag.info(0) is shared and dag.node(0).info is shared
+    with pytest.raises(dataclasses.FrozenInstanceError):
+        shared.op = "Add"
+    assert dag.to_json()["nodes"][0]["info"] == {"op": "Relu", "index": {"i": 3}}
 
 
 @pytest.mark.parametrize(
@@ -505,7 +575,7 @@ def test_read_only_metadata_is_shared():
 )
 def test_bad_edge_batches_are_refused(sources, targets, volumes, message):
     dag = TaskDAG()
-    dag.add_nodes([NodeKind.SOURCE, NodeKind.TASK], ["s", "t"], [{}, {}])
+    dag.add_nodes([NodeKind.SOURCE, NodeKind.TASK], ["s", "t"], [TaskInfo(role=Role.PSEUDO), TaskInfo()])
     with pytest.raises(DAGContractError, match=message):
         dag.add_edges(sources, targets, volumes)
     assert dag.num_edges == 0
@@ -513,10 +583,10 @@ def test_bad_edge_batches_are_refused(sources, targets, volumes, message):
 
 def test_bad_node_batches_are_refused():
     dag = TaskDAG()
-    with pytest.raises(DAGContractError, match="2 kinds, 1 labels and 2 metas"):
-        dag.add_nodes([NodeKind.TASK, NodeKind.TASK], ["a"], [{}, {}])
+    with pytest.raises(DAGContractError, match="2 kinds, 1 labels and 2 infos"):
+        dag.add_nodes([NodeKind.TASK, NodeKind.TASK], ["a"], [TaskInfo(), TaskInfo()])
     with pytest.raises(ValueError, match="'job' is not a valid NodeKind"):
-        dag.add_nodes(["job"], ["a"], [{}])
+        dag.add_nodes(["job"], ["a"], [TaskInfo()])
 
 
 def uniform_error(dag: TaskDAG, concrete: bool) -> str | None:
