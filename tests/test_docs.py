@@ -68,7 +68,7 @@ def test_edge_volume_table_row(row, rule, seed_dag):
     volumes = [
         volume
         for u, v, volume in dag.edges
-        if dag.meta(u).get("map") == producer and dag.meta(v).get("map") == consumer
+        if dag.info(u).map == producer and dag.info(v).map == consumer
     ]
     assert len(volumes) == number(row["number"])
     assert set(volumes) == {number(row[f"volume ({rule})"])}

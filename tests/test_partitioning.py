@@ -10,7 +10,6 @@ import pytest
 
 import dcaccel
 from dcaccel.architecture import Architecture, load
-from dcaccel.dag.arithmetic import MACS, OPS
 from dcaccel.partitioning import partition
 from tests.transforms.offload_models import NPU, conv_chain
 
@@ -19,9 +18,9 @@ def test_a_host_conv_costs_its_macs_on_the_host():
     """conv_out (7×7, stride 2: 4 channels in, 3 out, 5×5 outputs) breaks the npu's 3×3 rule and runs on
     the cpu as an opaque task: 75 outputs × 4·7·7 weights = 14,700 MACs at 1/4 MAC per cycle."""
     result = partition(dcaccel.load(conv_chain("Add", 7, 2)), Architecture.from_dict(NPU, "npu"), "greedy")
-    (conv,) = [v for v in result.dag.tasks if result.dag.node(v).meta.get("node") == "conv_out"]
-    meta = result.dag.node(conv).meta
-    assert (meta["opaque"], meta["unit"], meta[MACS], meta[OPS]) == (True, "cpu", 14_700, 0)
+    (conv,) = [v for v in result.dag.tasks if result.dag.node(v).info.node == "conv_out"]
+    info = result.dag.info(conv)
+    assert (info.opaque, info.unit, info.macs, info.ops) == (True, "cpu", 14_700, 0)
     assert result.costs.run_cycles[conv] == 14_700 * 4
     assert {n.name: n.macs for n in result.nodes if n.op == "Conv"} == {"conv_in": 4 * 256 * 18, "conv_out": 14_700}
 

@@ -127,10 +127,10 @@ def test_one_task_per_op_reading_every_input_per_output_element(case, dags):
 
     dag = dags[case.name]
     assert opaque_work(dag)[0] == 0
-    (task,) = [t for t in dag.tasks if dag.meta(t)["node"] == case.name]
-    assert dag.meta(task)["op"] == case.op_type
+    (task,) = [t for t in dag.tasks if dag.info(t).node == case.name]
+    assert dag.info(task).op == case.op_type
     size = math.prod(np.broadcast_shapes(*case.inputs.values()))
-    reads = {dag.meta(p)["container"]: dag.volume(p, task) for p in dag.predecessors(task)}
+    reads = {dag.info(p).container: dag.volume(p, task) for p in dag.predecessors(task)}
     assert reads == {case.tensor(n): size for n in case.node_inputs}
     (output,) = dag.successors(task)
     assert dag.kind(output) is NodeKind.BUFFER

@@ -186,10 +186,10 @@ def test_one_task_per_op_with_the_volumes_of_a_flat_map(case, dags):
     from dcaccel.dag import NodeKind
 
     dag = dags[case.name]
-    (task,) = [t for t in dag.tasks if dag.meta(t)["node"] == case.name]
-    assert dag.meta(task)["op"] == case.op_type
+    (task,) = [t for t in dag.tasks if dag.info(t).node == case.name]
+    assert dag.info(task).op == case.op_type
     size = _output_size(case)
-    reads = {dag.meta(p)["container"]: dag.volume(p, task) for p in dag.predecessors(task)}
+    reads = {dag.info(p).container: dag.volume(p, task) for p in dag.predecessors(task)}
     assert reads == {case.tensor(n): size for n in _data_inputs(case)}
     (output,) = dag.successors(task)
     assert dag.kind(output) is NodeKind.BUFFER

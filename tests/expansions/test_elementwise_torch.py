@@ -62,7 +62,7 @@ def test_each_op_is_one_task_reading_and_writing_every_element_once(lowered):
     dag = extract(lowered)
     dag.validate()
     exported = [op for _, ops in ACTIVATIONS.values() for op in ops]
-    assert sorted(dag.meta(t)["op"] for t in dag.tasks) == sorted(exported)
+    assert sorted(dag.info(t).op for t in dag.tasks) == sorted(exported)
     volumes = {dag.volume(u, v) for u, v, _ in dag.edges if NodeKind.TASK in (dag.kind(u), dag.kind(v))}
     assert volumes == {SIZE}  # PReLU's slope (one per channel) is re-read for every element it scales
 
@@ -71,10 +71,10 @@ def test_silu_multiplies_the_input_by_its_sigmoid(lowered):
     from dcaccel.dag import NodeKind, extract
 
     dag = extract(lowered)
-    (sigmoid,) = [t for t in dag.tasks if dag.meta(t)["node"] == "silu_Sigmoid"]
-    (mul,) = [t for t in dag.tasks if dag.meta(t)["node"] == "silu_Mul"]
+    (sigmoid,) = [t for t in dag.tasks if dag.info(t).node == "silu_Sigmoid"]
+    (mul,) = [t for t in dag.tasks if dag.info(t).node == "silu_Mul"]
     (x,) = dag.predecessors(sigmoid)
-    assert dag.kind(x) is NodeKind.BUFFER and dag.meta(x)["container"] == "x"
+    assert dag.kind(x) is NodeKind.BUFFER and dag.info(x).container == "x"
     assert sorted(dag.predecessors(mul)) == sorted([x, sigmoid])
 
 

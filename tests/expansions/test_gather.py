@@ -100,7 +100,7 @@ def test_one_task_per_step_none_opaque(case, dags):
 
     dag = dags[case.name]
     assert opaque_work(dag)[0] == 0
-    tasks = sorted(dag.label(t) for t in dag.tasks if dag.meta(t)["node"] == case.name)
+    tasks = sorted(dag.label(t) for t in dag.tasks if dag.info(t).node == case.name)
     assert tasks == [f"{case.name}_{step}_map" for step in STEPS[case.op_type]]
 
 
@@ -116,7 +116,7 @@ def test_scatter_reads_one_index_one_element_and_one_update_per_update(name, rea
     case = next(c for c in CASES if c.name == name)
     dag = dags[name]
     (scatter,) = [t for t in dag.tasks if dag.label(t) == f"{name}_scatter_map"]
-    found = {dag.meta(p).get("container"): dag.volume(p, scatter) for p in dag.predecessors(scatter)}
+    found = {dag.info(p).container: dag.volume(p, scatter) for p in dag.predecessors(scatter)}
     offsets = [c for c in found if c.endswith("offset")]  # inlining may prefix the transient's name
     assert found == {(case.tensor(n) if n != "offset" else offsets[0]): v for n, v in reads.items()}
     assert [dag.volume(scatter, s) for s in dag.successors(scatter)] == [reads["u"]]

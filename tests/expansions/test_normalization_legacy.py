@@ -152,10 +152,10 @@ def test_task_dag_has_one_task_per_node_and_no_opaque_task(opset):
     dag = extract(lower(ONNXModel(f"bn_legacy_dag_{opset}", _model(opset, CASES[opset]), onnx_simplify=False).sdfg))
     dag.validate()
     assert opaque_work(dag)[0] == 0
-    tasks = {dag.meta(t)["node"]: dag.meta(t)["op"] for t in dag.tasks}
+    tasks = {dag.info(t).node: dag.info(t).op for t in dag.tasks}
     assert tasks == {c.name: "BatchNormalization" for c in CASES[opset]}
     for task in dag.tasks:
-        case = next(c for c in CASES[opset] if c.name == dag.meta(task)["node"])
+        case = next(c for c in CASES[opset] if c.name == dag.info(task).node)
         (output,) = dag.successors(task)
         assert dag.volume(task, output) == np.prod(case.inputs["x"])
 

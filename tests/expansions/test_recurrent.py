@@ -152,10 +152,10 @@ def test_every_case_extracts_a_valid_dag_of_mmm_and_gate_tasks(case, case_dags):
     input per iteration)."""
     dag = case_dags[case.name]
     dag.validate()
-    ours = [t for t in dag.tasks if dag.meta(t)["node"] == case.name]
-    assert {dag.meta(t)["implementation"] for t in ours} == {SHAPE[case.name]}
-    assert not any(dag.meta(t).get("opaque") for t in ours)
-    assert any(dag.meta(t)["map"].startswith(f"{case.name}_input_d0") for t in ours)
+    ours = [t for t in dag.tasks if dag.info(t).node == case.name]
+    assert {dag.info(t).implementation for t in ours} == {SHAPE[case.name]}
+    assert not any(dag.info(t).opaque for t in ours)
+    assert any(dag.info(t).map.startswith(f"{case.name}_input_d0") for t in ours)
 
 
 STEP_TASKS = ["cell", "gate_c", "gate_i", "gate_o", "state"]
@@ -175,10 +175,10 @@ def test_gate_products_are_mmm_tasks_of_the_shape(shape, lstm_dags):
 
     dag = lstm_dags[shape]
     assert opaque_work(dag)[0] == 0
-    ours = [t for t in dag.tasks if dag.meta(t)["node"] == "lstm_default"]
-    assert {dag.meta(t)["implementation"] for t in ours} == {shape}
+    ours = [t for t in dag.tasks if dag.info(t).node == "lstm_default"]
+    assert {dag.info(t).implementation for t in ours} == {shape}
     prefix = "lstm_default_"  # the MMM shapes' own single tasks (mv's BcastA, op's Reduce...) have none
-    maps = [dag.meta(t)["map"].removeprefix(prefix).removesuffix("_map") for t in ours if prefix in dag.label(t)]
+    maps = [dag.info(t).map.removeprefix(prefix).removesuffix("_map") for t in ours if prefix in dag.label(t)]
     elementwise = [f"{task}_d0_t{t}" for t in range(STEPS) for task in STEP_TASKS + ["gate_f"] * (t > 0)]
     assert sorted(m for m in set(maps) if not m.startswith(("input", "hidden"))) == sorted(
         ["TransR", "TransW", "bias_d0", *elementwise]

@@ -103,7 +103,7 @@ def test_one_task_per_step_none_opaque(case, dags):
 
     dag = dags[case.name]
     assert opaque_work(dag)[0] == 0
-    tasks = sorted(dag.label(t) for t in dag.tasks if dag.meta(t)["node"] == case.name)
+    tasks = sorted(dag.label(t) for t in dag.tasks if dag.info(t).node == case.name)
     assert [t for t in tasks if "_init_" not in t] == [f"{case.name}_{step}_map" for step in STEPS[case.op_type]]
 
 
@@ -116,7 +116,7 @@ def test_topk_compares_every_pair_and_selects_k_per_line(dags):
     volumes = {
         dag.label(t).removeprefix("topk_last_axis_"): sorted(dag.volume(p, t) for p in dag.predecessors(t))
         for t in dag.tasks
-        if dag.meta(t)["node"] == "topk_last_axis" and "_init_" not in dag.label(t)
+        if dag.info(t).node == "topk_last_axis" and "_init_" not in dag.label(t)
     }
     assert volumes["rank_map"] == [3 * 5 * 5] * 3
     assert volumes["select_map"] == [3 * 2 * 5] * 4

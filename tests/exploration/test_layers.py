@@ -27,7 +27,7 @@ def test_layers_are_the_program_nodes_in_order(lenet_dag):
         "fc1", "Relu_2", "fc2", "Relu_3", "fc3", "Softmax_0",
     ]  # fmt: skip
     assert set(layers.loc[layers["op_type"].isin(["Conv", "Gemm"]), "implementation"]) == {
-        lenet_dag.nodes[next(iter(lenet_dag.tasks))].meta["implementation"]
+        lenet_dag.nodes[next(iter(lenet_dag.tasks))].info.implementation
     }
 
 

@@ -60,7 +60,7 @@ def test_upsample_imports_with_concrete_shapes_and_lowers(opset, op, kept_opset)
     dag = extract(lowered)
     dag.validate()
     # one flat map per node; the nearest output reads one input element, the linear one its 2 rows × 2 columns
-    resize_tasks = {dag.meta(t)["node"]: t for t in dag.tasks if dag.meta(t).get("node") in UPSAMPLES}
+    resize_tasks = {dag.info(t).node: t for t in dag.tasks if dag.info(t).node in UPSAMPLES}
     reads = {node: sum(dag.volume(u, task) for u in dag.predecessors(task)) for node, task in resize_tasks.items()}
     assert reads == {"nearest": 1 * 2 * 6 * 12, "linear": 4 * 2 * 6 * 6}
 

@@ -82,7 +82,7 @@ def _pipeline(model: zoo.ZooModel, opset: int):
 def test_lowers_extracts_and_schedules(model, opset):
     dag, schedule = _pipeline(model, opset)
     dag.validate()
-    assert {dag.meta(task)["op"] for task in dag.tasks} == model.ops  # every op lowers to tasks
+    assert {dag.info(task).op for task in dag.tasks} == model.ops  # every op lowers to tasks
     assert schedule.lower_bound <= schedule.makespan <= schedule.work
 
 

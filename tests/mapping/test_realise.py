@@ -36,7 +36,7 @@ def test_task_granularity_is_the_task_tile(seed_layer, implementation, tile, tas
         dag = realised_dag(lowered[implementation], mapping)
     task_labels = [dag.nodes[t].label for t in dag.tasks if dag.nodes[t].label.startswith(entry.map.label)]
     assert len(task_labels) == tasks
-    assert all(dag.nodes[t].meta.get("node") == node for t in dag.tasks)
+    assert all(dag.nodes[t].info.node == node for t in dag.tasks)
     # the MACs do not depend on the tiling: the work of the task maps is at least N·K·M = 86,400
     assert work(dag) >= 6 * 25 * 576
 

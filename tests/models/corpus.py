@@ -323,7 +323,7 @@ class PipelineRun:
 
     @property
     def opaque_tasks(self) -> int:
-        """Tasks of the DAG that stand for a whole op without a canonical lowering (``meta["opaque"]``)."""
+        """Tasks of the DAG that stand for a whole op without a canonical lowering (role opaque)."""
         from dcaccel.dag.metrics import opaque_work
 
         return opaque_work(self.dag)[0]

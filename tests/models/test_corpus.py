@@ -71,10 +71,10 @@ def test_lowers_extracts_and_schedules(name, shape):
     run.dag.validate()
     assert run.choices  # every model of the corpus has matrix products (Conv, Gemm or MatMul)
     for task in run.dag.tasks:
-        meta = run.dag.meta(task)
-        if meta.get("op") in run.choices:
-            assert meta["implementation"] == shape, (task, meta)
-    lowered_ops = {run.dag.meta(task).get("op") for task in run.dag.tasks}
+        info = run.dag.info(task)
+        if info.op in run.choices:
+            assert info.implementation == shape, (task, info)
+    lowered_ops = {run.dag.info(task).op for task in run.dag.tasks}
     assert set(run.choices) <= lowered_ops
     assert run.schedule.pes == corpus.PES
     assert run.schedule.lower_bound <= run.schedule.makespan <= run.schedule.work

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import dataclasses
+from dataclasses import replace
 
 import pytest
 
@@ -113,7 +114,7 @@ def test_onchip_defaults_to_the_architecture(scheduled, costed, accesses):
 
 @pytest.mark.parametrize(("macs", "rate", "run"), [(None, None, 4), (None, 1, 8), (40, 4, 10), (3, 4, 4)])
 def test_mac_bound(macs, rate, run):
-    """max(⌈8 / 2⌉, ⌈MACs / rate⌉), MACs = meta["macs"] or the in-volume 8."""
+    """max(⌈8 / 2⌉, ⌈MACs / rate⌉), MACs = the task record's macs or the in-volume 8."""
     arch = describe(units__pe__macs_per_cycle=rate, memories__dram__bandwidth_bytes_per_cycle=None)
     meta = {} if macs is None else {"macs": macs}
     assert cost_schedule(schedule(_with_meta(copy_dag(), **meta), 1), arch).run_cycles[2] == run
@@ -136,13 +137,12 @@ def test_arithmetic_is_what_the_unit_performs(meta, run, macs, compute_pj):
     assert (costs.run_cycles[2], costs.macs, costs.energy_pj["pe"]) == (run, macs, compute_pj)
 
 
-def _with_meta(dag: TaskDAG, **task_meta) -> TaskDAG:
+def _with_meta(dag: TaskDAG, **counts) -> TaskDAG:
+    """``dag`` with ``counts`` (fields of :class:`~dcaccel.dag.task.TaskInfo`) in every task's record."""
     copy = TaskDAG(dag.name)
     for node in dag.nodes:
-        meta = dict(node.meta)
-        if node.kind == NodeKind.TASK:
-            meta.update(task_meta)
-        copy.add_node(node.kind, node.label, **meta)
+        info = replace(node.info, **counts) if node.kind == NodeKind.TASK else node.info
+        copy.add_node(node.kind, node.label, info)
     for src, dst, volume in dag.edges:
         copy.add_edge(src, dst, volume)
     return copy

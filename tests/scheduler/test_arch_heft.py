@@ -12,7 +12,7 @@ from hypothesis import strategies as st
 
 from dcaccel.architecture import Architecture
 from dcaccel.cost.schedule import cost_schedule
-from dcaccel.dag import NodeKind, TaskDAG
+from dcaccel.dag import NodeKind, TaskDAG, TaskInfo
 from dcaccel.errors import DcaccelError
 from dcaccel.scheduler import schedule
 from tests.scheduler.conftest import canonical_dags
@@ -38,7 +38,7 @@ def independent(ops: list[str | None]) -> TaskDAG:
     """Independent tasks of 4 elements each (op per task), from the source to a pseudo sink."""
     dag = TaskDAG("independent")
     source = dag.add_node(NodeKind.SOURCE, "source")
-    tasks = [dag.add_node(NodeKind.TASK, f"T{i}", **({"op": op} if op else {})) for i, op in enumerate(ops)]
+    tasks = [dag.add_node(NodeKind.TASK, f"T{i}", TaskInfo(op=op)) for i, op in enumerate(ops)]
     sink = dag.add_node(NodeKind.SINK, "sink")
     for task in tasks:
         dag.add_edge(source, task, 4)

@@ -4,6 +4,8 @@ shortens a schedule; energy is the sum of its parts; off-chip traffic is at leas
 
 from __future__ import annotations
 
+from dataclasses import replace
+
 import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
@@ -34,11 +36,10 @@ def idealised(name: str) -> Architecture:
 
 
 def _with_op(dag: TaskDAG, op: str) -> TaskDAG:
-    """``dag`` with ``meta["op"] = op`` on every task."""
+    """``dag`` with ``op`` in every task's record."""
     copy = TaskDAG(dag.name)
     for node in dag.nodes:
-        meta = {**node.meta, "op": op} if node.kind == NodeKind.TASK else dict(node.meta)
-        copy.add_node(node.kind, node.label, **meta)
+        copy.add_node(node.kind, node.label, replace(node.info, op=op) if node.kind == NodeKind.TASK else node.info)
     for src, dst, volume in dag.edges:
         copy.add_edge(src, dst, volume)
     return copy
@@ -104,7 +105,7 @@ def _through_buffers(dag: TaskDAG) -> TaskDAG:
     """``dag`` with a buffer node on every edge between two tasks."""
     copy = TaskDAG(dag.name)
     for node in dag.nodes:
-        copy.add_node(node.kind, node.label, **node.meta)
+        copy.add_node(node.kind, node.label, node.info)
     for src, dst, volume in dag.edges:
         if dag.kind(src) == NodeKind.TASK and dag.kind(dst) == NodeKind.TASK:
             buffer = copy.add_node(NodeKind.BUFFER, f"B{src}_{dst}")

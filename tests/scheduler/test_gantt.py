@@ -6,7 +6,7 @@ from __future__ import annotations
 import pytest
 from matplotlib.figure import Figure
 
-from dcaccel.dag import NodeKind, TaskDAG
+from dcaccel.dag import NodeKind, TaskDAG, TaskInfo
 from dcaccel.dag import generators as gen
 from dcaccel.scheduler import schedule
 from dcaccel.scheduler.gantt import block_spans, draw_gantt, gantt_figure, save_gantt
@@ -54,7 +54,7 @@ def _layers(widths: list[int], volume: int = 8) -> TaskDAG:
     previous = dag.add_node(NodeKind.SOURCE, "source")
     for i, width in enumerate(widths):
         op = "Conv" if i % 2 == 0 else "Relu"
-        tasks = [dag.add_node(NodeKind.TASK, f"L{i}_{j}", node=f"layer{i}", op=op) for j in range(width)]
+        tasks = [dag.add_node(NodeKind.TASK, f"L{i}_{j}", TaskInfo(node=f"layer{i}", op=op)) for j in range(width)]
         buffer = dag.add_node(NodeKind.BUFFER, f"out{i}")
         for task in tasks:
             dag.add_edge(previous, task, volume * (i + 1) if i else volume)

@@ -91,7 +91,7 @@ def test_lenet_relu_and_gemm_epilogues_fuse(caplog):
         after = extract(lowered, fusion=True)
     assert "unequal in-volumes" in caplog.text
     after.validate()
-    fused = {after.node(v).meta["map"] for v in after.tasks}
+    fused = {after.node(v).info.map for v in after.tasks}
     assert sorted(label for label in fused if "relu" in label.lower()) == ["Relu_0_relu_map", "Relu_1_relu_map"]
     assert len(after.tasks) < len(before.tasks)
     assert metrics.work(after) < metrics.work(before)

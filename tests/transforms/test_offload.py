@@ -87,14 +87,14 @@ def test_op_without_any_host_implementation_is_refused():
 
 def test_greedy_partition_is_scheduled_with_host_and_transfer_tasks(greedy):
     dag = greedy.dag
-    units = {dag.node(v).meta["node"]: dag.node(v).meta["unit"] for v in dag.tasks if "node" in dag.node(v).meta}
+    units = {dag.node(v).info.node: dag.node(v).info.unit for v in dag.tasks if dag.node(v).info.node is not None}
     assert units == {"conv_in": "npu", "relu_in": "npu", "middle": "cpu", "conv_out": "npu", "relu_out": "npu"}
-    host_tasks = [v for v in dag.tasks if dag.node(v).meta.get("unit") == "cpu"]
-    assert [dag.node(v).meta.get("opaque") for v in host_tasks] == [True]  # Resize: DaCe's expansion, one task
-    transfers = [dag.node(v).meta for v in greedy.transfer_tasks]
+    host_tasks = [v for v in dag.tasks if dag.node(v).info.unit == "cpu"]
+    assert [dag.node(v).info.opaque for v in host_tasks] == [True]  # Resize: DaCe's expansion, one task
+    transfers = [dag.info(v) for v in greedy.transfer_tasks]
     # relu_in's 1x4x16x16 output goes to the host; Resize's 1x4x32x32 output comes back once, into a
     # landing buffer that conv_out's im2col re-reads (9 times per element minus the borders: 32,400)
-    assert [(m["transfer"], m["elements"], m["unit"]) for m in transfers] == [
+    assert [(info.transfer, info.elements, info.unit) for info in transfers] == [
         ("to-host", 1024, "cpu_npu_link"),
         ("to-accelerator", 4096, "cpu_npu_link"),
     ]
@@ -233,7 +233,7 @@ def test_abstract_changes_nothing():
     assert result.transfer_tasks == [] and result.offloaded_work_share == 1.0
     assert result.dag.edges == plain.edges
     assert [(n.kind, n.label) for n in result.dag.nodes] == [(n.kind, n.label) for n in plain.nodes]
-    assert {result.dag.node(v).meta["unit"] for v in result.dag.tasks} == {"pe"}
+    assert {result.dag.node(v).info.unit for v in result.dag.tasks} == {"pe"}
 
 
 @pytest.mark.parametrize("arch", names())
@@ -248,8 +248,8 @@ def test_builtin_workloads_on_shipped_designs(workload, arch):
         assert on_host == {}
         assert result.transfer_volume == 0
     dag = result.dag
-    assert all(dag.node(v).meta["unit"] in result.costed.units for v in dag.tasks)
-    assert all(result.costs.unit_of[v] == dag.node(v).meta["unit"] for v in dag.tasks)
+    assert all(dag.node(v).info.unit in result.costed.units for v in dag.tasks)
+    assert all(result.costs.unit_of[v] == dag.node(v).info.unit for v in dag.tasks)
     assert result.makespan > 0 and result.energy_pj > 0
 
 
@@ -259,4 +259,4 @@ def test_partitioned_program_matches_onnxruntime(resize_chain, greedy):
     report = dcaccel.verify(resize_chain, greedy.lowered)
     assert report.reference == "onnxruntime" and report.passed
     assert greedy.lowered.opaque == {"middle": "Resize"}
-    assert any(n.kind == NodeKind.TASK and n.meta.get("op") == TRANSFER for n in greedy.dag.nodes)
+    assert any(n.kind == NodeKind.TASK and n.info.op == TRANSFER for n in greedy.dag.nodes)

@@ -80,8 +80,8 @@ def test_without_strict_the_nested_node_is_one_opaque_task(nested_workload):
     dag = extract(lowered)
     dag.validate()
     # the lowering knows which node of the nested SDFG every task comes from, as at the top level
-    assert {dag.meta(t).get("op") for t in dag.tasks} == {"MatMul", "LogSoftmax", "Neg"}
-    (task,) = [t for t in dag.tasks if dag.meta(t).get("opaque")]
-    assert (dag.meta(task)["op"], dag.meta(task)["node"]) == ("LogSoftmax", "logsoftmax")
+    assert {dag.info(t).op for t in dag.tasks} == {"MatMul", "LogSoftmax", "Neg"}
+    (task,) = [t for t in dag.tasks if dag.info(t).opaque]
+    assert (dag.info(task).op, dag.info(task).node) == ("LogSoftmax", "logsoftmax")
     assert [dag.volume(u, task) for u in dag.predecessors(task)] == [ELEMENTS]
     assert [dag.volume(task, w) for w in dag.successors(task)] == [ELEMENTS]

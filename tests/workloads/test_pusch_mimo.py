@@ -82,7 +82,7 @@ def test_dag_is_canonical(lowered, shape, layers, sizes):
     dag = extract(lowered[layers, shape], symbols=sizes)
     dag.validate()
     assert len(dag.tasks) == task_count(shape, sizes["S"], sizes["A"], layers)
-    inverse = [t for t in dag.tasks if dag.node(t).meta.get("map") == "inverse"]
+    inverse = [t for t in dag.tasks if dag.node(t).info.map == "inverse"]
     assert [dag.node(t).label for t in inverse] == [f"inverse{s}" for s in range(sizes["S"])]
     assert {dag.volume(p, t) for t in inverse for p in dag.predecessors(t)} == {layers * layers}
     assert {dag.volume(t, q) for t in inverse for q in dag.successors(t)} == {layers * layers}
