@@ -20,7 +20,10 @@ from dcaccel.dag.task import Role, TaskInfo
 from dcaccel.dag.taskdag import NodeKind, TaskDAG
 from dcaccel.errors import DcaccelError
 
-_BUFFER = TaskInfo(role=Role.BUFFER)
+
+def _buffer(reason: str) -> TaskInfo:
+    """The record of a buffer node marked for ``reason`` (docs/dag.md)."""
+    return TaskInfo(role=Role.BUFFER, reason=reason)
 
 
 def _iteration(parameter: str, value: int) -> TaskInfo:
@@ -131,14 +134,14 @@ def mmm(shape: str, n: int, k: int, m: int, name: str = "") -> TaskDAG:
         raise DcaccelError(f"mmm needs positive sizes, got N={n}, K={k}, M={m}")
     dag = TaskDAG(name or f"mmm_{shape}_{n}_{k}_{m}")
     source = dag.add_node(NodeKind.SOURCE, "source")
-    a = dag.add_node(NodeKind.BUFFER, "A", _BUFFER.derive(reason="program-io"))
-    b = dag.add_node(NodeKind.BUFFER, "B", _BUFFER.derive(reason="program-io"))
+    a = dag.add_node(NodeKind.BUFFER, "A", _buffer("program-io"))
+    b = dag.add_node(NodeKind.BUFFER, "B", _buffer("program-io"))
     if shape == "mv":
-        copy_b = dag.add_node(NodeKind.BUFFER, "_b", _BUFFER.derive(reason="reuse"))
+        copy_b = dag.add_node(NodeKind.BUFFER, "_b", _buffer("reuse"))
         bcast = dag.add_node(NodeKind.TASK, "BcastA")
         workers = [dag.add_node(NodeKind.TASK, f"MV{j}", _iteration("j", j)) for j in range(m)]
         gather = dag.add_node(NodeKind.TASK, "Gather")
-        c = dag.add_node(NodeKind.BUFFER, "C", _BUFFER.derive(reason="program-io"))
+        c = dag.add_node(NodeKind.BUFFER, "C", _buffer("program-io"))
         dag.add_edge(source, a, n * k)
         dag.add_edge(source, b, k * m)
         dag.add_edge(b, copy_b, k * m)
@@ -149,11 +152,11 @@ def mmm(shape: str, n: int, k: int, m: int, name: str = "") -> TaskDAG:
             dag.add_edge(worker, gather, n)
         dag.add_edge(gather, c, n * m)
     elif shape == "op":
-        copy_a = dag.add_node(NodeKind.BUFFER, "_a", _BUFFER.derive(reason="reuse"))
-        copy_b = dag.add_node(NodeKind.BUFFER, "_b", _BUFFER.derive(reason="reuse"))
+        copy_a = dag.add_node(NodeKind.BUFFER, "_a", _buffer("reuse"))
+        copy_b = dag.add_node(NodeKind.BUFFER, "_b", _buffer("reuse"))
         workers = [dag.add_node(NodeKind.TASK, f"OP{i}", _iteration("k", i)) for i in range(k)]
         reduce = dag.add_node(NodeKind.TASK, "Reduce")
-        c = dag.add_node(NodeKind.BUFFER, "C", _BUFFER.derive(reason="accumulate"))
+        c = dag.add_node(NodeKind.BUFFER, "C", _buffer("accumulate"))
         dag.add_edge(source, a, n * k)
         dag.add_edge(source, b, k * m)
         dag.add_edge(a, copy_a, n * k)
@@ -164,11 +167,11 @@ def mmm(shape: str, n: int, k: int, m: int, name: str = "") -> TaskDAG:
             dag.add_edge(worker, reduce, n * m)
         dag.add_edge(reduce, c, n * m)
     elif shape == "lmv":
-        copy_a = dag.add_node(NodeKind.BUFFER, "_a", _BUFFER.derive(reason="reuse"))
+        copy_a = dag.add_node(NodeKind.BUFFER, "_a", _buffer("reuse"))
         bcast = dag.add_node(NodeKind.TASK, "BcastB")
         workers = [dag.add_node(NodeKind.TASK, f"LMV{i}", _iteration("i", i)) for i in range(n)]
         gather = dag.add_node(NodeKind.TASK, "Gather")
-        c = dag.add_node(NodeKind.BUFFER, "C", _BUFFER.derive(reason="reorder"))
+        c = dag.add_node(NodeKind.BUFFER, "C", _buffer("reorder"))
         dag.add_edge(source, a, n * k)
         dag.add_edge(source, b, k * m)
         dag.add_edge(a, copy_a, n * k)

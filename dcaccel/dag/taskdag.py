@@ -729,7 +729,7 @@ class _DAGReader:
         if version not in READABLE_VERSIONS or isinstance(version, bool):
             readable = " and ".join(map(str, READABLE_VERSIONS))
             raise DcaccelError(
-                f"{self.origin} has DAG schema version {_excerpt(version)}; this dcaccel reads versions {readable}"
+                f"{self.origin} has DAG schema version {_shown(version)}; this dcaccel reads versions {readable}"
             )
         name = data.get("name", "")
         if not isinstance(name, str) or not name.isprintable():
@@ -819,6 +819,13 @@ class _DAGReader:
         elif not _is_int(volume):
             raise self.fail(where, f"volume must be an integer or an expression, got {_json_type(volume)}")
         return ends[0], ends[1], volume
+
+
+def _shown(value: Any) -> str:
+    """A JSON scalar as written (a string quoted and cut, another value by its JSON type)."""
+    if value is None or isinstance(value, bool | int | float):
+        return repr(value)
+    return _excerpt(value) if isinstance(value, str) else _json_type(value)
 
 
 def _is_int(value: Any) -> bool:
