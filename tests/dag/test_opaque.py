@@ -115,14 +115,22 @@ def test_a_choice_for_an_op_without_implementations_is_refused(workload):
         lower(workload, {"LogSoftmax": "canonical"})
 
 
-def test_an_op_dace_cannot_expand_is_one_line_naming_op_and_node():
+def test_an_op_dace_cannot_expand_becomes_a_host_task_through_onnxruntime():
+    """Mod has no dcaccel or DaCe implementation: it runs as a host task (dcaccel/transforms/host.py), one opaque
+    tasklet, its DAG task carrying its tensors (two 4 × 6 inputs, one output: 24 elements per edge)."""
+
+    from dcaccel.transforms.host import HOST_IMPLEMENTATION
+    from dcaccel.transforms.lower import OpaqueOpWarning
+
     mod = dcaccel.load(opaque_model("Mod"), name="mod")
     assert opaque_nodes(mod.sdfg) == {"mod": "Mod"}
-    with pytest.raises(UnsupportedOpError) as raised:
-        lower(mod)
-    assert str(raised.value) == (
-        "unsupported op Mod (node 'mod'): no dcaccel implementation, and DaCe has none that applies"
-    )
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", OpaqueOpWarning)
+        lowered = lower(mod)
+    assert lowered.opaque == {"mod": "Mod"} and lowered.implementations["mod"] == HOST_IMPLEMENTATION
+    dag = extract(lowered)
+    (task,) = [v for v in dag.tasks if dag.node(v).info.opaque]
+    assert {dag.volume(p, task) for p in dag.predecessors(task)} == {24}
 
 
 def _bare_opaque_sdfg() -> dace.SDFG:

@@ -102,7 +102,7 @@ def test_host_tasks_carry_their_tensors_volumes_and_one_op_per_output_element(lo
             dag.volume(task, s) for s in dag.successors(task)
         }
         assert volumes == {ROWS * HIDDEN}
-        assert (dag.info(task).macs or 0, dag.info(task).ops) == (0, ROWS * HIDDEN)  # docs/dag.md
+        assert (dag.info(task).macs or 0, dag.info(task).ops) == (0, ROWS * HIDDEN)
 
     import dcaccel
 
