@@ -38,9 +38,9 @@ from dace.sdfg.utils import in_desc_with_name, out_desc_with_name
 
 from dcaccel.buffers import BufferReason
 from dcaccel.expansions.builder import FLOAT_TYPES, WCR_SUM, ExpansionBuilder, literal
+from dcaccel.expansions.implementation import Implementation
 from dcaccel.expansions.mmm import MMM, Order, buffer_reason_between
 from dcaccel.expansions.node import CanonicalForward, onnx_pads, unsupported
-from dcaccel.expansions.registry import Implementation
 
 
 @dataclass(frozen=True)

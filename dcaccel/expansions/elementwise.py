@@ -22,6 +22,7 @@ from dace.libraries.onnx.converters import onnx_tensor_type_to_typeclass
 from dace.sdfg.utils import out_desc_with_name
 
 from dcaccel.expansions.builder import broadcast_indices, index_params, index_ranges, is_broadcast, literal, subscript
+from dcaccel.expansions.implementation import CANONICAL, Implementation
 from dcaccel.expansions.node import (
     CanonicalForward,
     constant_input,
@@ -30,7 +31,6 @@ from dcaccel.expansions.node import (
     ordered_inputs,
     unsupported,
 )
-from dcaccel.expansions.registry import CANONICAL, Implementation
 
 Operands = Mapping[str, str]
 """Tasklet expressions of the inputs of one element, keyed by ONNX connector name."""

@@ -29,8 +29,8 @@ from dcaccel.expansions.builder import (
     index_ranges,
     subscript,
 )
+from dcaccel.expansions.implementation import CANONICAL, Implementation
 from dcaccel.expansions.node import CanonicalForward, input_shape, node_builder, normalize_axis, onnx_shape, unsupported
-from dcaccel.expansions.registry import CANONICAL, Implementation
 from dcaccel.expansions.shape_ops import add_copy
 
 REDUCTIONS = {

@@ -35,9 +35,9 @@ from dace.transformation.transformation import ExpandTransformation
 
 from dcaccel.buffers import BufferReason
 from dcaccel.expansions.builder import FLOAT_TYPES, ExpansionBuilder, is_broadcast, whole
+from dcaccel.expansions.implementation import Implementation
 from dcaccel.expansions.mmm import MMM, Order, buffer_reason_between
 from dcaccel.expansions.node import CanonicalForward, unsupported
-from dcaccel.expansions.registry import Implementation
 
 
 @dataclass(frozen=True)

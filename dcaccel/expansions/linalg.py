@@ -28,8 +28,8 @@ from dace.transformation.transformation import ExpandTransformation
 
 from dcaccel.buffers import BufferReason
 from dcaccel.expansions.builder import ExpansionBuilder, is_complex, literal
+from dcaccel.expansions.implementation import CANONICAL, Implementation
 from dcaccel.expansions.node import streams_into, unsupported
-from dcaccel.expansions.registry import CANONICAL, Implementation
 
 
 def _shift(param: str, offset: int) -> str:

@@ -25,6 +25,7 @@ from dcaccel.expansions.builder import (
     literal,
     subscript,
 )
+from dcaccel.expansions.implementation import CANONICAL, Implementation
 from dcaccel.expansions.node import (
     CanonicalForward,
     input_shape,
@@ -34,7 +35,6 @@ from dcaccel.expansions.node import (
     ordered_inputs,
     unsupported,
 )
-from dcaccel.expansions.registry import CANONICAL, Implementation
 
 
 @dataclass(frozen=True)

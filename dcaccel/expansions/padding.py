@@ -19,6 +19,7 @@ import numpy as np
 from dace import SDFG, Memlet, SDFGState
 
 from dcaccel.expansions.builder import index_params, index_ranges, literal, subscript
+from dcaccel.expansions.implementation import CANONICAL, Implementation
 from dcaccel.expansions.node import (
     CanonicalForward,
     constant_input,
@@ -31,7 +32,6 @@ from dcaccel.expansions.node import (
     output_shape,
     unsupported,
 )
-from dcaccel.expansions.registry import CANONICAL, Implementation
 
 MODES = ("constant", "reflect", "edge")
 

@@ -40,6 +40,7 @@ from dcaccel.expansions.builder import (
     max_identity,
     subscript,
 )
+from dcaccel.expansions.implementation import CANONICAL, Implementation
 from dcaccel.expansions.node import (
     CanonicalForward,
     input_shape,
@@ -50,7 +51,6 @@ from dcaccel.expansions.node import (
     unsupported,
 )
 from dcaccel.expansions.reduce import REDUCTIONS, add_reduction
-from dcaccel.expansions.registry import CANONICAL, Implementation
 
 UNROLLED_WINDOW = 16
 """The largest clipped window (in positions) read by one tasklet; larger ones are WCR reductions."""

@@ -38,9 +38,9 @@ from dcaccel.buffers import BufferReason
 from dcaccel.expansions.builder import FLOAT_TYPES, ExpansionBuilder, literal, whole
 from dcaccel.expansions.elementwise import ELEMENTWISE_OPS
 from dcaccel.expansions.gemm import add_mmm, add_transpose
+from dcaccel.expansions.implementation import Implementation
 from dcaccel.expansions.mmm import MMM, Order, buffer_reason_between
 from dcaccel.expansions.node import CanonicalForward, constant_ints, input_edge, input_shape, node_builder, unsupported
-from dcaccel.expansions.registry import Implementation
 
 
 @dataclass(frozen=True)

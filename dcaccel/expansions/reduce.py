@@ -26,6 +26,7 @@ from dcaccel.expansions.builder import (
     max_identity,
     subscript,
 )
+from dcaccel.expansions.implementation import CANONICAL, Implementation
 from dcaccel.expansions.node import (
     CanonicalForward,
     axis_input_shape,
@@ -38,7 +39,6 @@ from dcaccel.expansions.node import (
     output_shape,
     unsupported,
 )
-from dcaccel.expansions.registry import CANONICAL, Implementation
 
 WCR_MIN = "lambda a, b: min(a, b)"
 

@@ -1,9 +1,9 @@
 """The one registration of dcaccel's canonical implementations, on DaCe's public API.
 
 Every op module of :mod:`dcaccel.expansions` lists what it implements in ``IMPLEMENTATIONS`` (a
-tuple of :class:`Implementation`); importing a module registers nothing. :func:`register` (called
-by ``lower()`` and by whatever lists implementations) imports the op modules and registers each
-implementation once:
+tuple of :class:`~dcaccel.expansions.implementation.Implementation`); importing a module registers
+nothing. :func:`register` (called by ``lower()`` and by whatever lists implementations) imports the op
+modules and registers each implementation once:
 
 - an ONNX op's implementation (a :class:`~dcaccel.expansions.node.CanonicalForward`) with
   ``op_implementation`` in DaCe's ONNX implementation registry, and on every version of the op's
@@ -20,7 +20,8 @@ graph (see :func:`implementation_of`).
 
 import functools
 import importlib
-from dataclasses import dataclass
+
+from dcaccel.expansions.implementation import Implementation
 
 MODULES = (
     "conv",
@@ -39,24 +40,6 @@ MODULES = (
     "softmax",
 )
 """The op modules of :mod:`dcaccel.expansions` (each with an ``IMPLEMENTATIONS`` table)."""
-
-CANONICAL = "canonical"
-"""The name of the one implementation of ops that have a single canonical lowering."""
-
-
-@dataclass(frozen=True)
-class Implementation:
-    """One canonical implementation: the op it expands, its name and the class that expands it.
-
-    ``node_class`` is the DaCe library node class for a library node (``expansion`` is then an
-    ``ExpandTransformation``), None for an ONNX op named ``op`` (``expansion`` is then a
-    ``CanonicalForward``).
-    """
-
-    op: str
-    name: str
-    expansion: type
-    node_class: type | None = None
 
 
 @functools.cache

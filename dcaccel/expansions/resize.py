@@ -29,6 +29,7 @@ import numpy as np
 from dace import SDFG, Memlet, SDFGState
 
 from dcaccel.expansions.builder import index_params, index_ranges, subscript
+from dcaccel.expansions.implementation import CANONICAL, Implementation
 from dcaccel.expansions.node import (
     CanonicalForward,
     constant_input,
@@ -39,7 +40,6 @@ from dcaccel.expansions.node import (
     output_shape,
     unsupported,
 )
-from dcaccel.expansions.registry import CANONICAL, Implementation
 
 TRANSFORMATIONS = ("asymmetric", "half_pixel", "pytorch_half_pixel", "align_corners", "tf_half_pixel_for_nn")
 NEAREST_MODES = ("floor", "ceil", "round_prefer_floor", "round_prefer_ceil")

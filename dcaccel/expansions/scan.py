@@ -13,6 +13,7 @@ from dace import SDFG, Memlet, SDFGState
 
 from dcaccel.buffers import BufferReason
 from dcaccel.expansions.builder import WCR_SUM, index_params, index_ranges, literal, subscript, whole
+from dcaccel.expansions.implementation import CANONICAL, Implementation
 from dcaccel.expansions.node import (
     CanonicalForward,
     axis_input_shape,
@@ -23,7 +24,6 @@ from dcaccel.expansions.node import (
     onnx_shape,
     unsupported,
 )
-from dcaccel.expansions.registry import CANONICAL, Implementation
 
 
 def _constant_axis_input(node, state: SDFGState, sdfg: SDFG, connector: str, what: str) -> int:

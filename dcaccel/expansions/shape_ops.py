@@ -25,6 +25,7 @@ from dcaccel.expansions.builder import (
     literal,
     subscript,
 )
+from dcaccel.expansions.implementation import CANONICAL, Implementation
 from dcaccel.expansions.node import (
     CanonicalForward,
     constant_input,
@@ -38,7 +39,6 @@ from dcaccel.expansions.node import (
     output_shape,
     unsupported,
 )
-from dcaccel.expansions.registry import CANONICAL, Implementation
 
 
 def _suffix_products(shape) -> list[int]:

@@ -4,6 +4,7 @@ from dace import SDFG, Memlet, SDFGState
 
 from dcaccel.buffers import BufferReason
 from dcaccel.expansions.builder import WCR_SUM, index_params, index_ranges, literal, subscript
+from dcaccel.expansions.implementation import CANONICAL, Implementation
 from dcaccel.expansions.node import (
     CanonicalForward,
     input_shape,
@@ -12,7 +13,6 @@ from dcaccel.expansions.node import (
     onnx_shape,
     unsupported,
 )
-from dcaccel.expansions.registry import CANONICAL, Implementation
 
 
 def softmax_axes(node, rank: int) -> list[int]:

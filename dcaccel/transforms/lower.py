@@ -39,8 +39,9 @@ from dace.transformation.passes.simplify import SimplifyPass
 from dcaccel.buffers import BufferReason, mark_buffer
 from dcaccel.errors import DcaccelError, UnsupportedOpError
 from dcaccel.expansions import register
+from dcaccel.expansions.implementation import CANONICAL
 from dcaccel.expansions.mmm import MMM
-from dcaccel.expansions.registry import CANONICAL, implementation_of, node_implementations
+from dcaccel.expansions.registry import implementation_of, node_implementations
 from dcaccel.frontend.ops import library_nodes, op_type
 from dcaccel.transforms.opaque import OpaqueOpWarning, expand_opaque, fallback_implementation, is_opaque
 

@@ -44,7 +44,7 @@ from dace.frontend.python.parser import DaceProgram
 from dace.libraries.blas import MatMul
 from dace.libraries.linalg import Inv
 
-from dcaccel.expansions.registry import CANONICAL
+from dcaccel.expansions.implementation import CANONICAL
 from dcaccel.frontend import Workload, load
 from dcaccel.workloads.sizes import merge_sizes
 

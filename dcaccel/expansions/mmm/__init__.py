@@ -5,6 +5,7 @@ returns the nested SDFG, testable alone), ``order.py`` the data orders the shape
 buffer rule derived from them, ``operands.py`` how the operands are read from the memlets.
 """
 
+from dcaccel.expansions.implementation import Implementation
 from dcaccel.expansions.mmm.expansions import (
     ExpandLMV,
     ExpandMV,
@@ -16,7 +17,6 @@ from dcaccel.expansions.mmm.expansions import (
 from dcaccel.expansions.mmm.node import MMM
 from dcaccel.expansions.mmm.operands import MMMOperands, mmm_operands
 from dcaccel.expansions.mmm.order import Order, buffer_reason_between
-from dcaccel.expansions.registry import Implementation
 
 IMPLEMENTATIONS = tuple(
     Implementation("MatMul", name, expansion, MMM) for name, expansion in MMM.implementations.items()
