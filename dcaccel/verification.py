@@ -48,7 +48,7 @@ class VerifyReport:
 
 
 def verify(
-    workload: Workload,
+    workload: Workload | str,
     lowered: Any = None,
     *,
     rtol: float = 1e-4,
@@ -58,9 +58,15 @@ def verify(
 ) -> VerifyReport:
     """Run the workload's SDFG (or ``lowered.sdfg``) on seeded random inputs and compare with the reference.
 
-    ``lowered`` is a lowered version of ``workload`` (anything with an ``sdfg`` attribute whose program
-    inputs and outputs are the workload's). ``inputs`` replaces the random inputs.
+    ``workload`` is a Workload or what :func:`dcaccel.frontend.load.resolve` reads (a built-in name, an ONNX
+    file, ``path/to/file.py:attribute``). ``lowered`` is a lowered version of ``workload`` (anything with an
+    ``sdfg`` attribute whose program inputs and outputs are the workload's). ``inputs`` replaces the random
+    inputs.
     """
+    if isinstance(workload, str):
+        from dcaccel.frontend.load import resolve
+
+        workload = resolve(workload)
     inputs = dict(inputs) if inputs is not None else workload.random_inputs(seed)
     reference, expected = reference_outputs(workload, inputs, against_sdfg=lowered is not None)
     sdfg = workload.sdfg if lowered is None else lowered.sdfg

@@ -14,7 +14,7 @@ import sys
 from collections import Counter
 from dataclasses import dataclass
 
-from dcaccel.cli.arguments import check_output
+from dcaccel.cli.arguments import add_concept, check_output, study_default
 from dcaccel.cli.models import (
     add_impl_argument,
     add_model_argument,
@@ -28,7 +28,6 @@ from dcaccel.cli.table import format_table
 from dcaccel.dag import metrics
 from dcaccel.dag.extract import EDGE_VOLUME_RULES, SINK_MODES, Granularity, extract
 from dcaccel.dag.taskdag import TaskDAG
-from dcaccel.errors import DcaccelError
 
 #: The file formats ``--out`` writes.
 DAG_FORMATS = (".json", ".dot")
@@ -51,19 +50,8 @@ def register(subparsers) -> None:
     parser = subparsers.add_parser("dag", help="extract the canonical task DAG of a lowered model")
     add_model_argument(parser)
     add_impl_argument(parser)
-    parser.add_argument(
-        "--granularity",
-        default="task",
-        type=_granularity,
-        metavar="task|coarse|tiles=T",
-        help="one task per iteration of a task map (default), one per task map, or T per task map",
-    )
-    parser.add_argument(
-        "--edge-volume",
-        choices=EDGE_VOLUME_RULES,
-        default="exact",
-        help="volume of an edge through a streamed container (default: %(default)s)",
-    )
+    add_concept(parser, "granularity")
+    add_concept(parser, "edge_volume", choices=EDGE_VOLUME_RULES)
     parser.add_argument(
         "--sink", choices=SINK_MODES, default="auto", help="when to add a pseudo sink (default: %(default)s)"
     )
@@ -73,28 +61,19 @@ def register(subparsers) -> None:
     parser.set_defaults(run=run)
 
 
-def _granularity(text: str) -> Granularity:
-    try:
-        return Granularity.parse(text)
-    except DcaccelError as err:
-        raise argparse.ArgumentTypeError(str(err)) from None
-
-
-def _granularity_name(granularity: Granularity) -> str:
-    return f"tiles={granularity.tiles}" if granularity.mode == "tiles" else granularity.mode
-
-
 def run(args: argparse.Namespace) -> int:
     """Extract the DAG; write it to ``--out`` or print its summary."""
     check_output("--out", args.out, DAG_FORMATS)
-    choices = implementation_choices(args.impl)
+    choices = implementation_choices(args.implementations)
+    granularity = args.granularity or study_default("granularity")
+    edge_volume = args.edge_volume or study_default("edge_volume")
     workload = resolve_model(args.model, args.symbols, args.fold)
     check_choice_keys(workload, choices)
     lowered = lower_workload(workload, choices, args.strict)
-    dag = extract(lowered, args.granularity, args.edge_volume, sink=args.sink, fusion=args.fuse)
+    dag = extract(lowered, Granularity.parse(granularity), edge_volume, sink=args.sink, fusion=args.fuse)
     dag.validate()
     if args.out is None:
-        settings = f"granularity {_granularity_name(args.granularity)}, edge volume {args.edge_volume}"
+        settings = f"granularity {granularity}, edge volume {edge_volume}"
         sys.stdout.write(f"{summary(dag)}\n({settings}{', fused' if args.fuse else ''})\n")
         return 0
     with open(args.out, "w") as stream:

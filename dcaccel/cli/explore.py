@@ -38,27 +38,22 @@ import pandas as pd
 
 from dcaccel import workloads
 from dcaccel.architecture import DEFAULT as DEFAULT_ARCHITECTURE
-from dcaccel.architecture import parse_parameter
-from dcaccel.cli.arguments import bounded_int, bounded_ints, check_output, non_negative_float, suggest
-from dcaccel.cli.models import (
-    MODEL_HELP,
-    add_fold_argument,
-    add_strict_argument,
-    add_symbols_argument,
-    check_choice_keys,
-    resolve_model,
+from dcaccel.cli.arguments import (
+    PAIRS,
+    PES_DEFAULT,
+    SWITCHES,
+    VOCABULARY,
+    add_concept,
+    check_output,
+    design_pes,
 )
+from dcaccel.cli.models import MODEL_HELP, add_fold_argument, add_symbols_argument, check_choice_keys, resolve_model
 from dcaccel.cli.table import format_table
-from dcaccel.dag.extract import Granularity
 from dcaccel.errors import DcaccelError
 from dcaccel.exploration.assignments import STRATEGIES
-from dcaccel.exploration.executors import EXECUTORS
 from dcaccel.exploration.mapping import LAYER, MAPPING
-from dcaccel.exploration.points import SWEEP_SCHEDULERS
-from dcaccel.exploration.store import MAX_INTEGER
 from dcaccel.exploration.store import SUFFIXES as RESULT_SUFFIXES
-from dcaccel.partitioning import OBJECTIVES as PARTITION_OBJECTIVES
-from dcaccel.scheduler import SCHEDULERS
+from dcaccel.scheduler import HETEROGENEOUS, SCHEDULERS
 
 DEMO_MODEL = "conv-seed"
 DEMO_IMPLEMENTATIONS = {"Conv": ["mv", "op", "lmv"]}
@@ -68,8 +63,6 @@ WRITERS = {
     ".json": lambda results, path: results.to_json(path, orient="records", indent=1),
 }
 PLOT_SUFFIXES = (".png", ".svg")
-#: The most PEs a sweep schedules on (the schedulers keep per-PE state: 2**20 PEs take a few seconds).
-MAX_PES = 2**20
 #: How many other assignments a summary row names before "+N more".
 OTHERS_SHOWN = 3
 #: The most tables a summary prints, one per architecture and partition policy; beyond, one ranking.
@@ -102,185 +95,70 @@ def register(subparsers) -> None:
     add_symbols_argument(parser)
     add_fold_argument(parser)
     parser.add_argument("--demo", action="store_true", help=f"explore {DEMO_MODEL} with Conv=mv,op,lmv")
-    parser.add_argument(
-        "--impl",
-        action="append",
-        type=_implementations,
-        default=[],
-        metavar="KEY=NAME[,NAME...]",
-        help="implementations to try for an op type or a node name (a node name wins over its op type); "
-        "repeatable, repeats of a key merge",
-    )
-    parser.add_argument(
-        "--pes",
-        type=bounded_ints(1, MAX_PES),
-        default=None,
-        metavar="P[,P...]",
-        help=f"PE counts, at most {MAX_PES} (default: 1,2,4,…,128)",
-    )
-    parser.add_argument(
-        "--scheduler",
-        type=_schedulers,
-        metavar="NAME[,NAME...]",
-        help=f"schedulers: {', '.join(SWEEP_SCHEDULERS)} ({SWEEP_SCHEDULERS[-1]}: on the architecture's unit kinds; "
-        f"default: {','.join(SCHEDULERS)}, with --partition-policy {SWEEP_SCHEDULERS[-1]})",
-    )
-    parser.add_argument(
-        "--partition-policy",
-        action="append",
-        type=_policies,
-        default=[],
-        metavar="POLICY[,POLICY...]",
-        help="partition each assignment between the architectures' host and accelerator: none (the plain "
-        "pipeline), greedy, min-region, cost; repeatable (default: none)",
-    )
-    parser.add_argument(
-        "--min-nodes", type=bounded_int(0), default=2, help="min-region: fewest operators (default: %(default)d)"
-    )
-    parser.add_argument(
-        "--min-work-share",
-        type=non_negative_float,
-        default=0.05,
-        help="min-region: least share of the work (default: %(default)g)",
-    )
-    parser.add_argument(
-        "--partition-objective",
-        default="makespan",
-        choices=PARTITION_OBJECTIVES,
-        help="what the cost policy minimises: cycles, pJ or their product (default: %(default)s)",
-    )
-    parser.add_argument(
-        "--onchip",
-        type=bounded_ints(0, MAX_INTEGER),
-        default=[0],
-        metavar="ELEMENTS[,ELEMENTS...]",
-        help="on-chip memory per block, in elements (default: 0)",
-    )
-    parser.add_argument(
-        "--arch",
-        action="append",
-        default=[],
-        metavar="NAME|FILE",
-        help="accelerator description the architecture columns are computed on (dcaccel arch list; "
-        f"default: {DEFAULT_ARCHITECTURE}); repeatable; with --onchip 0 its on-chip capacity places the buffers",
-    )
-    parser.add_argument(
-        "--arch-param",
-        action="append",
-        type=_arch_parameter,
-        default=[],
-        metavar="PATH=VALUE[,VALUE...]",
-        help="sweep a field of the architectures, e.g. offchip.bandwidth_bytes_per_cycle=8,16 or "
-        "units.pe.count=16,64; repeatable: the product of the values",
-    )
-    parser.add_argument(
-        "--granularity",
-        type=_granularity,
-        default="task",
-        metavar="task|coarse|tiles=T",
-        help="one task per iteration of a task map (default), one per task map, or T per task map",
-    )
-    parser.add_argument(
-        "--strategy",
-        default="per-op-type",
-        choices=(*STRATEGIES, MAPPING),
-        help="the product over the --impl keys, over the nodes they cover, one node at a time, or the mapping "
-        "search (dcaccel map: the best mapping per layer and the whole network, by makespan)",
-    )
-    parser.add_argument(
-        "--edge-volume",
-        default="exact",
-        choices=("exact", "reference"),
-        help="edge volume rule of the task DAG; 'reference' counts as the seed's tool did (default: exact)",
-    )
-    parser.add_argument(
-        "--executor",
-        default="local",
-        choices=EXECUTORS,
-        help="where assignments are evaluated: this process, a process pool, or a Dask cluster (default: local)",
-    )
-    parser.add_argument(
-        "--address", help="Dask scheduler address, e.g. tcp://10.0.0.5:8786 (default: a local cluster on loopback)"
-    )
-    parser.add_argument(
-        "--workers",
-        type=bounded_int(1),
-        metavar="N",
-        help="processes of the pool or of the local Dask cluster (default: cores)",
-    )
-    parser.add_argument(
-        "--results",
-        type=Path,
-        metavar="FILE",
-        help=f"SQLite file ({', '.join(RESULT_SUFFIXES)}) that points are written to as they finish",
-    )
-    parser.add_argument("--resume", action="store_true", help="continue --results, skipping the stored points")
-    parser.add_argument(
-        "--no-compose",
-        dest="compose",
-        action="store_false",
-        help="lower every assignment whole instead of composing its DAG from the nodes' fragments (same DAGs)",
-    )
-    add_strict_argument(parser)
+    add_concept(parser, "implementations")
+    add_concept(parser, "strategy", choices=(*STRATEGIES, MAPPING))
+    add_concept(parser, "max_assignments")
+    add_concept(parser, "objective")
+    add_concept(parser, "arch")
+    add_concept(parser, "arch_params")
+    add_concept(parser, "pes", default=PES_DEFAULT)
+    add_concept(parser, "scheduler", default=f"{','.join(SCHEDULERS)}; {HETEROGENEOUS} with a --policy other than none")
+    add_concept(parser, "onchip_memory")
+    add_concept(parser, "partitioning")
+    add_concept(parser, "partition_policy", old="--partition-policy")
+    add_concept(parser, "min_nodes")
+    add_concept(parser, "min_work_share")
+    add_concept(parser, "partition_objective")
+    add_concept(parser, "granularity")
+    add_concept(parser, "edge_volume")
+    add_concept(parser, "executor")
+    add_concept(parser, "address")
+    add_concept(parser, "workers")
+    add_concept(parser, "results")
+    add_concept(parser, "resume")
+    add_concept(parser, "compose")
+    add_concept(parser, "strict")
     parser.add_argument("--out", type=Path, metavar="FILE", help=f"write every point to a {', '.join(WRITERS)} file")
     parser.add_argument(
-        "--plot", type=Path, metavar="FILE", help=f"write the makespan-vs-P plot ({', '.join(PLOT_SUFFIXES)})"
+        "--plot",
+        type=Path,
+        metavar="FILE",
+        help=f"write the makespan-vs-P plot ({', '.join(PLOT_SUFFIXES)}): the cycles on the architecture with --arch",
     )
     parser.set_defaults(run=run)
 
 
 def run(args: argparse.Namespace) -> int:
     """Check every argument, run the sweep, print the summary, write the requested files."""
-    from dcaccel.exploration.executors import check_executor
-    from dcaccel.exploration.grid import architectures
     from dcaccel.exploration.run import SweepError
-    from dcaccel.exploration.study import DEFAULT_PES, NO_PARTITION
+    from dcaccel.exploration.study import NO_PARTITION, Study
     from dcaccel.exploration.sweep import explore
 
     if args.demo == bool(args.model):
         raise DcaccelError("give a MODEL or --demo (not both)")
     if args.resume and args.results is None:
         raise DcaccelError("--resume needs --results FILE")
-    check_executor(args.executor, args.address, args.workers)
     check_output("--out", args.out, WRITERS)
     check_output("--plot", args.plot, PLOT_SUFFIXES)
     check_output("--results", args.results, RESULT_SUFFIXES)
     if args.strategy == MAPPING and (args.plot is not None or args.results is not None or args.partition_policy):
-        raise DcaccelError("--strategy mapping: no --plot, --results or --partition-policy (its rows are mappings)")
-    archs = architectures(args.arch or [DEFAULT_ARCHITECTURE], merge(args.arch_param))
-    policies = [policy for policies in args.partition_policy for policy in policies] or None
-    partitioned = any(policy != NO_PARTITION for policy in policies or ())
-    schedulers = args.scheduler or ([SWEEP_SCHEDULERS[-1]] if partitioned else list(SCHEDULERS))
+        raise DcaccelError("--strategy mapping: no --plot, --results or --policy (its rows are mappings)")
+    fields = study_fields(args)
     spec = DEMO_MODEL if args.demo else args.model
-    implementations = dict(DEMO_IMPLEMENTATIONS) if args.demo and not args.impl else merge(args.impl) or None
+    if args.demo and not args.implementations:
+        fields["implementations"] = DEMO_IMPLEMENTATIONS
+    if args.pes is None:
+        fields["pes"] = design_pes(args.arch or [DEFAULT_ARCHITECTURE], fields["arch_params"])
+    if args.scheduler is None and any(policy != NO_PARTITION for policy in args.partition_policy or ()):
+        fields["scheduler"] = [HETEROGENEOUS]
+    study = Study.of("explore", models=[spec], **{name: value for name, value in fields.items() if value is not None})
     builtin = spec in workloads.names() and not args.symbols and args.fold  # else the workers get it built
     workload = spec if builtin else resolve_model(spec, args.symbols, args.fold)
-    if implementations:
-        check_choice_keys(workloads.get(spec) if builtin else workload, implementations)
+    if study.implementations:
+        check_choice_keys(workloads.get(spec) if builtin else workload, study.implementations)
     status = 0
     try:
-        results = explore(
-            workload,
-            implementations,
-            pes=args.pes or DEFAULT_PES,
-            scheduler=schedulers,
-            onchip_memory=args.onchip,
-            granularity=args.granularity,
-            strategy=args.strategy,
-            edge_volume=args.edge_volume,
-            executor=args.executor,
-            address=args.address,
-            workers=args.workers,
-            results=args.results,
-            resume=args.resume,
-            strict=args.strict,
-            arch=archs,
-            compose=args.compose,
-            partition_policy=policies,
-            min_nodes=args.min_nodes,
-            min_work_share=args.min_work_share,
-            partition_objective=args.partition_objective,
-        )
+        results = explore(workload, study=study)
     except SweepError as err:
         results, status = err.results, 1
         sys.stderr.write("".join(f"{line}\n" for line in [str(err), *failure_lines(err.failures)]))
@@ -297,9 +175,18 @@ def run(args: argparse.Namespace) -> int:
     if args.plot is not None:
         from dcaccel.exploration.plots import plot_makespan, save
 
-        save(plot_makespan(results), args.plot)
+        save(plot_makespan(results, cycles=args.arch is not None), args.plot)
         sys.stdout.write(f"wrote {args.plot}\n")
     return status
+
+
+def study_fields(args: argparse.Namespace) -> dict:
+    """The Study fields the arguments give (None: not given, the Study's default), ``--impl`` and
+    ``--arch-param`` pairs merged."""
+    fields = {name: getattr(args, name) for name in (*VOCABULARY, *SWITCHES) if hasattr(args, name)}
+    for name in PAIRS:
+        fields[name] = merge(fields[name] or ()) or None
+    return fields
 
 
 def write_results(results: pd.DataFrame, path: Path) -> None:
@@ -307,10 +194,10 @@ def write_results(results: pd.DataFrame, path: Path) -> None:
     WRITERS[path.suffix.lower()](results, path)
 
 
-def merge(pairs: Iterable[tuple[str, list[str]]]) -> dict[str, list[str]]:
-    """The ``--impl`` pairs as key → implementation names, the names of a repeated key merged (each once,
-    in the order given)."""
-    merged: dict[str, list[str]] = {}
+def merge(pairs: Iterable[tuple[str, Iterable]]) -> dict[str, list]:
+    """The ``--impl`` (or ``--arch-param``) pairs as key → names (values), those of a repeated key merged
+    (each once, in the order given)."""
+    merged: dict[str, list] = {}
     for key, names in pairs:
         merged[key] = list(dict.fromkeys([*merged.get(key, []), *names]))
     return merged
@@ -442,61 +329,3 @@ def _ranked(results: pd.DataFrame) -> tuple[pd.DataFrame, str]:
     data = results[results["onchip_memory"] == results["onchip_memory"].min()]
     cycles = "makespan_cycles" if "makespan_cycles" in data else "makespan"
     return data.sort_values([cycles, "makespan", "io_volume"], kind="stable"), cycles
-
-
-def _implementations(text: str) -> tuple[str, list[str]]:
-    """One ``--impl KEY=NAME[,NAME...]``."""
-    key, sep, names = text.partition("=")
-    if not sep or not key.strip() or not _names(names):
-        raise argparse.ArgumentTypeError(f"expected KEY=NAME[,NAME...], got {text!r}")
-    return key.strip(), _names(names)
-
-
-def _names(text: str) -> list[str]:
-    return [name.strip() for name in text.split(",") if name.strip()]
-
-
-def _check_known(names: list[str], what: str, known) -> None:
-    """Refuse the first of ``names`` that is not one of ``known`` (a ``what``), suggesting the closest."""
-    for name in names:
-        if name not in known:
-            raise argparse.ArgumentTypeError(
-                f"unknown {what} {name!r} (expected {', '.join(known)}){suggest(name, known)}"
-            )
-
-
-def _policies(text: str) -> list[str]:
-    """``--partition-policy POLICY[,POLICY...]``, each one of the sweep's partition policies."""
-    from dcaccel.exploration.study import PARTITION_POLICIES
-
-    names = _names(text)
-    if not names:
-        raise argparse.ArgumentTypeError(f"expected one or more of {', '.join(PARTITION_POLICIES)}, got {text!r}")
-    _check_known(names, "partition policy", PARTITION_POLICIES)
-    return names
-
-
-def _schedulers(text: str) -> list[str]:
-    """``--scheduler NAME[,NAME...]``, each one of :data:`SWEEP_SCHEDULERS`."""
-    names = _names(text)
-    if not names:
-        raise argparse.ArgumentTypeError(f"expected {','.join(SCHEDULERS)} or one of them, got {text!r}")
-    _check_known(names, "scheduler", SWEEP_SCHEDULERS)
-    return list(dict.fromkeys(names))
-
-
-def _arch_parameter(text: str) -> tuple[str, list]:
-    """One ``--arch-param PATH=VALUE[,VALUE...]`` (values are YAML scalars)."""
-    try:
-        path, values = parse_parameter(text)
-    except DcaccelError as err:
-        raise argparse.ArgumentTypeError(str(err)) from None
-    return path, list(values)
-
-
-def _granularity(text: str) -> Granularity:
-    """``--granularity``: task, coarse or tiles=T (T ≥ 1)."""
-    try:
-        return Granularity.parse(text)
-    except DcaccelError as err:
-        raise argparse.ArgumentTypeError(str(err)) from None

@@ -5,7 +5,7 @@ operand-aware memories (``--search loopnest``, ``docs/validation.md``)."""
 import json
 import sys
 
-from dcaccel.cli.arguments import bounded_int, bounded_ints
+from dcaccel.cli.arguments import PES_DEFAULT, add_concept, bounded_int, design_pes, study_default
 from dcaccel.cli.models import add_fold_argument, add_symbols_argument, resolve_model
 from dcaccel.cli.table import format_table
 from dcaccel.errors import DcaccelError
@@ -24,8 +24,8 @@ def register(subparsers) -> None:
     parser.add_argument("model", help="a built-in workload name, an ONNX file or a Python model spec")
     add_symbols_argument(parser)
     add_fold_argument(parser)
-    parser.add_argument("--arch", default="abstract", help="a shipped architecture or a YAML file")
-    parser.add_argument("--objective", choices=OBJECTIVES, default="edp")
+    add_concept(parser, "arch", one=True)
+    add_concept(parser, "objective", choices=OBJECTIVES)
     parser.add_argument(
         "--search",
         choices=[*SEARCHES, LOOPNEST],
@@ -34,16 +34,8 @@ def register(subparsers) -> None:
         "with data reuse on every unit of the design (its memories give the capacities)",
     )
     parser.add_argument("--top-k", type=bounded_int(1), default=4, help="off-chip choices the on-chip stage schedules")
-    parser.add_argument(
-        "--pes", type=bounded_ints(1), default=None, help="PE counts to place on, e.g. 16,64 (default 16)"
-    )
-    parser.add_argument(
-        "--capacity",
-        type=bounded_int(1),
-        default=None,
-        metavar="ELEMENTS",
-        help="on-chip elements (default: the design's)",
-    )
+    add_concept(parser, "pes", default=PES_DEFAULT.replace("every --arch fixes its", "--arch fixes its"))
+    add_concept(parser, "onchip_memory", one=True, old="--capacity")
     parser.add_argument(
         "--whole-network",
         action="store_true",
@@ -58,25 +50,27 @@ def run(args) -> int:
     from dcaccel.architecture import load as load_architecture
     from dcaccel.mapping import map_workload
 
-    architecture = load_architecture(args.arch)
+    arch = args.arch or study_default("arch")[0]
+    architecture = load_architecture(arch)
+    objective = args.objective or study_default("objective")
     if args.search == LOOPNEST:
-        return _loopnest(args, architecture)
+        return _loopnest(args, architecture, objective)
     if args.whole_network:
         raise DcaccelError("--whole-network applies to --search loopnest only")
     workload = resolve_model(args.model, args.symbols, args.fold)
     _check_supported(workload, architecture, args.search)
-    if args.capacity is None and architecture.onchip_capacity_elements < 1:
+    if not args.onchip_memory and architecture.onchip_capacity_elements < 1:
         raise DcaccelError(
-            f"--arch {args.arch}: architecture {architecture.name} has no on-chip capacity; give --capacity ELEMENTS"
+            f"--arch {arch}: architecture {architecture.name} has no on-chip capacity; give --onchip ELEMENTS"
         )
     result = map_workload(
         workload,
         architecture,
-        args.objective,
+        objective,
         search=args.search,
         top_k=args.top_k,
-        pes=tuple(args.pes or [16]),
-        capacity=args.capacity,
+        pes=tuple(args.pes or design_pes([arch]) or study_default("pes")),
+        capacity=args.onchip_memory or None,
     )
     if args.json:
         sys.stdout.write(json.dumps(result.to_json()) + "\n")
@@ -110,12 +104,12 @@ def _check_supported(workload, architecture, search: str) -> None:
             )
 
 
-def _loopnest(args, architecture) -> int:
+def _loopnest(args, architecture, objective: str) -> int:
     from tqdm import tqdm
 
     from dcaccel.cost.network import network_cost
 
-    for flag, value in (("--pes", args.pes), ("--capacity", args.capacity)):
+    for flag, value in (("--pes", args.pes), ("--onchip", args.onchip_memory)):
         if value is not None:
             raise DcaccelError(
                 f"{flag} does not apply to --search loopnest: every unit and memory of the design is used"
@@ -127,7 +121,7 @@ def _loopnest(args, architecture) -> int:
             bar.total = total
             bar.update(done - bar.n)
 
-        result = network_cost(workload, architecture, args.objective, progress=progress, whole=args.whole_network)
+        result = network_cost(workload, architecture, objective, progress=progress, whole=args.whole_network)
     if args.json:
         sys.stdout.write(json.dumps(result.to_json()) + "\n")
         return 0

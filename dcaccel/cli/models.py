@@ -78,26 +78,18 @@ def _one_value_each(pairs: Iterable[tuple[str, Any]], flag: str, shown: Callable
 
 
 def add_impl_argument(parser: argparse.ArgumentParser) -> None:
-    """Add ``--impl OP=NAME ...``: canonical implementations chosen per ONNX op type or per node name."""
-    parser.add_argument(
-        "--impl",
-        metavar="OP=NAME",
-        nargs="+",
-        action="extend",
-        type=_choice,
-        default=[],
-        help="implementation NAME for an op type or a node (e.g. Conv=op conv2=lmv); implies lowering",
-    )
+    """Add ``--impl KEY=NAME`` (repeatable): the implementation of an op type or a node, the program lowered
+    once with them (:func:`implementation_choices` refuses a key with several names)."""
+    from dcaccel.cli.arguments import add_concept
+
+    add_concept(parser, "implementations", one=True, default="every node's first implementation")
 
 
 def add_strict_argument(parser: argparse.ArgumentParser) -> None:
     """Add ``--strict``: refuse an op without a canonical implementation instead of an opaque task."""
-    parser.add_argument(
-        "--strict",
-        action="store_true",
-        help="refuse a model with an op dcaccel has no canonical implementation of "
-        "(default: lower it as one opaque task, with a warning)",
-    )
+    from dcaccel.cli.arguments import add_concept
+
+    add_concept(parser, "strict")
 
 
 def lower_workload(workload: Workload, choices: dict[str, str], strict: bool):
@@ -110,12 +102,20 @@ def lower_workload(workload: Workload, choices: dict[str, str], strict: bool):
     return workload.lower(choices)
 
 
-def implementation_choices(pairs: list[tuple[str, str]]) -> dict[str, str]:
+def implementation_choices(pairs: Iterable[tuple[str, tuple[str, ...]]] | None) -> dict[str, str]:
     """The ``--impl`` pairs as the ``choices`` mapping of ``Workload.lower`` (one implementation per key).
 
-    Raises :class:`DcaccelError` when a key is given twice with different implementations.
+    Raises :class:`DcaccelError` when a key is given several implementations (here the program is lowered
+    once), in one ``--impl`` or in two.
     """
-    return _one_value_each(pairs, "--impl", lambda value: f"'{value}'")
+    one = []
+    for key, names in pairs or ():
+        if len(names) > 1:
+            raise DcaccelError(
+                f"--impl {key}={','.join(names)}: this command lowers the model once: one implementation per key"
+            )
+        one.append((key, names[0]))
+    return _one_value_each(one, "--impl", lambda value: f"'{value}'")
 
 
 def check_choice_keys(workload: Workload, keys: Iterable[str]) -> None:
@@ -147,11 +147,3 @@ def _symbols(text: str) -> list[tuple[str, int]]:
         except DcaccelError as err:
             raise argparse.ArgumentTypeError(str(err)) from None
     return pairs
-
-
-def _choice(text: str) -> tuple[str, str]:
-    """Parse one ``OP=NAME`` pair."""
-    key, separator, value = text.partition("=")
-    if not separator or not key or not value:
-        raise argparse.ArgumentTypeError(f"expected OP=NAME, got '{text}'")
-    return key, value

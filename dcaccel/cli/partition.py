@@ -9,11 +9,12 @@ when that takes longer than a second.
 """
 
 import argparse
+import inspect
 import json
 import sys
 from dataclasses import dataclass
 
-from dcaccel.cli.arguments import bounded_int, check_output
+from dcaccel.cli.arguments import add_concept, check_output, study_default
 from dcaccel.cli.models import (
     add_impl_argument,
     add_model_argument,
@@ -22,9 +23,16 @@ from dcaccel.cli.models import (
     resolve_model,
 )
 from dcaccel.cli.table import format_table
-from dcaccel.errors import DcaccelError
 from dcaccel.partitioning import OBJECTIVES, Partition, partition
 from dcaccel.transforms.offload import POLICIES, op_instances
+
+#: The policy of ``dcaccel.partition`` and of ``--policy`` when it is not given.
+DEFAULT_POLICY = inspect.signature(partition).parameters["policy"].default
+#: P when ``--pes`` is not given: ``dcaccel.partition``'s, the count of a unit kind the design leaves open.
+DEFAULT_PES = inspect.signature(partition).parameters["pes"].default
+
+#: The options of the min-region policy (Study fields named as ``dcaccel.partition`` takes them).
+MIN_REGION = ("min_nodes", "min_work_share")
 
 #: Fill colours of the DOT graph: the host, then the accelerator's unit kinds in turn.
 HOST_COLOUR = "lightgrey"
@@ -35,23 +43,12 @@ def register(subparsers) -> None:
     """Add the ``partition`` sub-command."""
     parser = subparsers.add_parser("partition", help="split a model between an accelerator and its host")
     add_model_argument(parser)
-    parser.add_argument("--arch", metavar="NAME|FILE", default="cgra", help="the design (default: %(default)s)")
-    parser.add_argument("--policy", choices=POLICIES, default="greedy", help="(default: %(default)s)")
-    parser.add_argument(
-        "--objective",
-        choices=OBJECTIVES,
-        default="makespan",
-        help="what the cost policy minimises on the design: cycles, pJ or their product (default: %(default)s)",
-    )
-    parser.add_argument(
-        "--pes", type=bounded_int(1), default=16, help="units of a kind without a count (default: %(default)d)"
-    )
-    parser.add_argument(
-        "--min-nodes", type=bounded_int(1), default=2, help="min-region: fewest operators (default: %(default)d)"
-    )
-    parser.add_argument(
-        "--min-work-share", type=float, default=0.05, help="min-region: least work share (default: %(default)g)"
-    )
+    add_concept(parser, "arch", one=True, required=True, default="none: a partition needs a design with a host")
+    add_concept(parser, "partition_policy", one=True, choices=POLICIES, default=DEFAULT_POLICY)
+    add_concept(parser, "partition_objective", choices=OBJECTIVES, old="--objective")
+    add_concept(parser, "pes", one=True, default=f"{DEFAULT_PES}, for a unit kind the design leaves open")
+    add_concept(parser, "min_nodes")
+    add_concept(parser, "min_work_share")
     add_impl_argument(parser)
     parser.add_argument("--json", action="store_true", help="print one JSON object")
     parser.add_argument("--dot", metavar="FILE.dot", help="write the operator graph coloured by target")
@@ -61,20 +58,17 @@ def register(subparsers) -> None:
 def run(args: argparse.Namespace) -> int:
     """Partition the model and print the report."""
     check_output("--dot", args.dot, (".dot", ".gv"))
-    if not 0 <= args.min_work_share <= 1:
-        raise DcaccelError(f"--min-work-share {args.min_work_share}: must be between 0 and 1")
-    choices = implementation_choices(args.impl)
+    choices = implementation_choices(args.implementations)
     workload = resolve_model(args.model, args.symbols, args.fold)
     check_choice_keys(workload, choices)
     result = partition(
         workload,
         args.arch,
-        args.policy,
+        args.partition_policy or DEFAULT_POLICY,
         choices=choices,
-        pes=args.pes,
-        min_nodes=args.min_nodes,
-        min_work_share=args.min_work_share,
-        objective=args.objective,
+        pes=args.pes or DEFAULT_PES,
+        **{name: study_default(name) if getattr(args, name) is None else getattr(args, name) for name in MIN_REGION},
+        objective=args.partition_objective or study_default("partition_objective"),
         progress=None,
     )
     if args.dot:

@@ -1,7 +1,8 @@
 """``dcaccel schedule DAG.json --pes P``: schedule a task DAG file and report makespan, bounds and I/O.
 
-``--onchip`` is the on-chip memory per block in elements, as in ``dcaccel explore`` (the model
-counts elements; 0 with ``--arch``: the description's on-chip capacity). ``--arch`` also costs the
+``--pes``, ``--scheduler``, ``--partitioning``, ``--onchip`` and ``--arch`` are the flags of every command
+(:data:`dcaccel.cli.arguments.VOCABULARY`), one value each here: ``--onchip`` is the on-chip memory per block
+in elements (0 with ``--arch``: the description's on-chip capacity). ``--arch`` also costs the
 schedule on an accelerator description (:func:`dcaccel.cost.schedule.cost_schedule`); with it,
 ``--scheduler heft`` places the tasks on the description's unit kinds (HEFT, its PEs are the
 units). Every argument is checked before the DAG is read.
@@ -15,7 +16,7 @@ import sys
 
 from dcaccel.architecture import load as load_architecture
 from dcaccel.cli.arch import costs_lines
-from dcaccel.cli.arguments import bounded_int, check_output
+from dcaccel.cli.arguments import add_concept, check_output, study_default
 from dcaccel.cost.schedule import cost_schedule
 from dcaccel.dag.taskdag import TaskDAG
 from dcaccel.errors import DcaccelError
@@ -32,24 +33,11 @@ def register(subparsers: argparse._SubParsersAction) -> None:
         description="Schedule a canonical task DAG (the JSON format of TaskDAG.to_json) on P processing elements.",
     )
     parser.add_argument("dag", metavar="DAG.json", help="task DAG file")
-    parser.add_argument("--pes", type=bounded_int(1), required=True, metavar="P", help="number of processing elements")
-    parser.add_argument(
-        "--scheduler",
-        choices=(*SCHEDULERS, HETEROGENEOUS),
-        default="streaming",
-        help=f"{HETEROGENEOUS}: on the unit kinds of --arch (default: streaming)",
-    )
-    parser.add_argument("--partitioning", choices=PARTITIONINGS, default="relaxed", help="streaming scheduler only")
-    parser.add_argument(
-        "--onchip",
-        type=bounded_int(0),
-        default=0,
-        metavar="ELEMENTS",
-        help="on-chip memory per block, in elements (as dcaccel explore --onchip; default 0)",
-    )
-    parser.add_argument(
-        "--arch", metavar="NAME|FILE", help="also cost the schedule on an accelerator description (dcaccel arch list)"
-    )
+    add_concept(parser, "pes", one=True, required=True, default="none: required")
+    add_concept(parser, "scheduler", one=True, choices=(*SCHEDULERS, HETEROGENEOUS), default=SCHEDULERS[0])
+    add_concept(parser, "partitioning", choices=PARTITIONINGS)
+    add_concept(parser, "onchip_memory", one=True)
+    add_concept(parser, "arch", one=True, default="none: the abstract model only")
     parser.add_argument("--json", action="store_true", help="print one JSON object instead of a summary")
     parser.add_argument("--gantt", metavar="FILE", help=f"also draw a Gantt chart ({', '.join(GANTT_FORMATS)})")
     parser.set_defaults(run=run)
@@ -58,13 +46,15 @@ def register(subparsers: argparse._SubParsersAction) -> None:
 def run(args: argparse.Namespace) -> int:
     """Schedule the DAG file ``args.dag`` and print its summary; every argument is checked first."""
     check_output("--gantt", args.gantt, GANTT_FORMATS)
-    if args.scheduler == HETEROGENEOUS and args.arch is None:
+    scheduler = args.scheduler or SCHEDULERS[0]
+    partitioning = args.partitioning or study_default("partitioning")
+    if scheduler == HETEROGENEOUS and args.arch is None:
         raise DcaccelError(f"--scheduler {HETEROGENEOUS} places tasks on an architecture's units: give --arch")
     arch = None if args.arch is None else load_architecture(args.arch)
     dag = TaskDAG.from_json(args.dag)
-    onchip = args.onchip or (0 if arch is None else arch.onchip_capacity_elements)
-    placed_on = arch if args.scheduler == HETEROGENEOUS else None
-    result = schedule(dag, args.pes, args.scheduler, args.partitioning, onchip=onchip, arch=placed_on)
+    onchip = args.onchip_memory or (0 if arch is None else arch.onchip_capacity_elements)
+    placed_on = arch if scheduler == HETEROGENEOUS else None
+    result = schedule(dag, args.pes, scheduler, partitioning, onchip=onchip, arch=placed_on)
     if args.gantt:
         from dcaccel.scheduler.gantt import save_gantt
 

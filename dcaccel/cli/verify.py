@@ -11,7 +11,7 @@ program is checked: host operators on DaCe's expansions, offloaded ones on their
 import argparse
 import sys
 
-from dcaccel.cli.arguments import bounded_int, non_negative_float
+from dcaccel.cli.arguments import add_concept, bounded_int, non_negative_float
 from dcaccel.cli.models import (
     add_impl_argument,
     add_model_argument,
@@ -21,6 +21,7 @@ from dcaccel.cli.models import (
     lower_workload,
     resolve_model,
 )
+from dcaccel.cli.partition import DEFAULT_POLICY
 from dcaccel.cli.table import format_table
 from dcaccel.errors import DcaccelError
 from dcaccel.partitioning import partition
@@ -44,24 +45,22 @@ def register(subparsers) -> None:
     add_impl_argument(parser)
     parser.add_argument("--lowered", action="store_true", help="lower the model fully before checking it")
     add_strict_argument(parser)
-    parser.add_argument("--arch", metavar="NAME|FILE", help="check the program partitioned for this design")
-    parser.add_argument(
-        "--policy", choices=POLICIES, default="greedy", help="partition policy with --arch (default: %(default)s)"
-    )
+    add_concept(parser, "arch", one=True, default="none: the program is not partitioned")
+    add_concept(parser, "partition_policy", one=True, choices=POLICIES, default=f"{DEFAULT_POLICY} with --arch")
     parser.set_defaults(run=run)
 
 
 def run(args: argparse.Namespace) -> int:
     """Verify the model; 0 when every output matches, 1 otherwise."""
-    choices = implementation_choices(args.impl)
+    choices = implementation_choices(args.implementations)
     workload = resolve_model(args.model, args.symbols, args.fold)
     check_choice_keys(workload, choices)
     lowered = None
     if args.arch is not None:
         if args.strict:
             raise DcaccelError("--strict and --arch: a partition runs what dcaccel cannot lower on the host")
-        lowered = partition(workload, args.arch, args.policy, choices=choices).lowered
-    elif args.impl or args.lowered or args.strict:
+        lowered = partition(workload, args.arch, args.partition_policy or DEFAULT_POLICY, choices=choices).lowered
+    elif args.implementations or args.lowered or args.strict:
         lowered = lower_workload(workload, choices, args.strict)
     report = verify(workload, lowered, rtol=args.rtol, atol=args.atol, seed=args.seed)
     sys.stdout.write(format_report(report) + "\n")

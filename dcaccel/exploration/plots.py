@@ -34,8 +34,9 @@ LEGEND_ROWS = 30
 _CHARACTER_WIDTH = 0.075
 
 
-def _series_label(assignment: str, scheduler: str, schedulers: int) -> str:
-    return f"{assignment} ({scheduler})" if schedulers > 1 else assignment
+def _series_label(assignment: str, scheduler: str, schedulers: int, architecture: str | None = None) -> str:
+    label = f"{assignment} ({scheduler})" if schedulers > 1 else assignment
+    return label if architecture is None else f"{label} on {architecture}"
 
 
 def colours(names: list[str]) -> dict[str, tuple]:
@@ -49,9 +50,11 @@ def colours(names: list[str]) -> dict[str, tuple]:
     return {name: turbo(i / (len(names) - 1)) for i, name in enumerate(names)}
 
 
-def plot_makespan(results: pd.DataFrame, onchip_memory: int | None = None) -> plt.Figure:
+def plot_makespan(results: pd.DataFrame, onchip_memory: int | None = None, cycles: bool = False) -> plt.Figure:
     """Makespan against the number of PEs, one colour per assignment, solid for the streaming
-    scheduler and dashed for the list scheduler, log-log axes.
+    scheduler and dashed for the list scheduler, log-log axes. ``cycles``: the makespan on each point's
+    architecture (``makespan_cycles``, what a sweep with an architecture ranks by), one series per
+    architecture when there are several; else the abstract model's ``makespan``.
 
     The legend sits outside the axes, on the right: one entry per assignment (its colour) and one per
     scheduler (its line style), in columns of at most :data:`LEGEND_ROWS`; the figure widens to hold it.
@@ -69,15 +72,20 @@ def plot_makespan(results: pd.DataFrame, onchip_memory: int | None = None) -> pl
     rows = math.ceil(len(handles) / columns)
     column_width = _CHARACTER_WIDTH * max(len(handle.get_label()) for handle in handles) + 0.8
     fig, ax = plt.subplots(figsize=(6 + columns * column_width, max(4.5, 0.2 * rows + 1.2)), layout="constrained")
-    for (assignment, scheduler), group in data.groupby(["assignment", "scheduler"], sort=False):
+    column = "makespan_cycles" if cycles else "makespan"
+    archs = list(data["architecture"].unique()) if cycles else []
+    keys = ["assignment", "scheduler", *(["architecture"] if len(archs) > 1 else [])]
+    for key, group in data.groupby(keys, sort=False):
+        assignment, scheduler, *architecture = key
         group = group.sort_values("pes")
-        label = _series_label(assignment, scheduler, len(schedulers))
-        ax.plot(group["pes"], group["makespan"], SCHEDULER_STYLES[scheduler], color=colour[assignment], label=label)
+        label = _series_label(assignment, scheduler, len(schedulers), *architecture)
+        ax.plot(group["pes"], group[column], SCHEDULER_STYLES[scheduler], color=colour[assignment], label=label)
     ax.set_xscale("log", base=2)
     ax.set_yscale("log")
     ax.set_xlabel("processing elements (P)")
-    ax.set_ylabel("makespan (cycles)")
-    ax.set_title(f"{_title(data)}: makespan vs P")
+    where = f" on {', '.join(archs)}" if archs else ""
+    ax.set_ylabel(f"makespan{where} (cycles)")
+    ax.set_title(f"{_title(data)}: makespan{where} vs P")
     ax.grid(True, which="both", alpha=0.3)
     fig.legend(handles=handles, loc="outside right upper", ncols=columns, fontsize="small")
     return fig

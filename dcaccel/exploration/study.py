@@ -112,7 +112,9 @@ class PartitionOptions(_Part):
     """The split of every assignment between an architecture's host and its accelerator (``docs/partitioning.md``)."""
 
     partition_policy: tuple[str, ...] | None = Field(
-        None, description="none (the plain pipeline), greedy, min-region, cost; unset: the plain pipeline only"
+        None,
+        description="how operators are split between the architecture's host and its accelerator: greedy, "
+        "min-region, cost, or none (the plain pipeline, no split); unset: none only",
     )
     min_nodes: int = Field(
         2, description="min-region: fewest operators of an offloaded region", json_schema_extra={"unit": "operators"}
@@ -120,7 +122,7 @@ class PartitionOptions(_Part):
     min_work_share: float = Field(
         0.05,
         description="min-region: least share of the work of an offloaded region",
-        json_schema_extra={"unit": "a fraction of the work, 0 to 1"},
+        json_schema_extra={"unit": "a fraction, 0 to 1"},
     )
     partition_objective: str = Field("makespan", description="what the cost policy minimises: makespan, energy, edp")
 
@@ -218,11 +220,13 @@ class Study(_Part):
     )
     objective: str = Field(
         "makespan",
-        description="what greedy or the mapping search minimises: makespan (cycles on the architecture), energy "
-        "(pJ), edp (mapping) or a numeric results column",
+        description="what is minimised (greedy, the mapping search): makespan (cycles on the architecture), "
+        "energy (pJ), edp (their product; the mapping search) or a numeric results column (greedy)",
     )
     arch: tuple[ArchitectureEntry, ...] = Field(
-        (DEFAULT_ARCHITECTURE,), description="architectures every point is costed on: names, YAML files or descriptions"
+        (DEFAULT_ARCHITECTURE,),
+        description="accelerator designs the schedules are placed and costed on: shipped names "
+        "(dcaccel arch list), YAML files or descriptions",
     )
     arch_params: dict[str, tuple[Scalar, ...]] | None = Field(
         None, description="architecture parameter path -> values: each architecture swept over their product"
@@ -233,7 +237,9 @@ class Study(_Part):
         "architecture leaves open (heft: the architecture's units)",
         json_schema_extra={"unit": "PEs"},
     )
-    scheduler: tuple[str, ...] = Field(DEFAULT_SCHEDULERS, description="streaming, list and/or heft")
+    scheduler: tuple[str, ...] = Field(
+        DEFAULT_SCHEDULERS, description="streaming, list, or heft (on the unit kinds of the architecture)"
+    )
     onchip_memory: tuple[int, ...] = Field(
         (0,),
         description="on-chip memory per block (0: the architecture's on-chip capacity)",

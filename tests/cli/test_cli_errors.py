@@ -51,8 +51,8 @@ def test_matmul_is_the_op_type_of_a_dace_matrix_product(mmm):
     ("pairs", "choices"),
     [
         ([], {}),
-        ([("Conv", "op")], {"Conv": "op"}),
-        ([("Conv", "op"), ("Conv", "op"), ("conv1", "lmv")], {"Conv": "op", "conv1": "lmv"}),
+        ([("Conv", ("op",))], {"Conv": "op"}),
+        ([("Conv", ("op",)), ("Conv", ("op",)), ("conv1", ("lmv",))], {"Conv": "op", "conv1": "lmv"}),
     ],
 )
 def test_implementation_choices(pairs, choices):
@@ -61,7 +61,12 @@ def test_implementation_choices(pairs, choices):
 
 def test_conflicting_repeat_is_an_error():
     with pytest.raises(DcaccelError, match=r"^--impl Conv: given twice, as 'op' and 'mv' \(choose one\)$"):
-        implementation_choices([("Conv", "op"), ("Gemm", "mv"), ("Conv", "mv")])
+        implementation_choices([("Conv", ("op",)), ("Gemm", ("mv",)), ("Conv", ("mv",))])
+
+
+def test_several_implementations_of_a_key_are_refused_where_the_model_is_lowered_once():
+    with pytest.raises(DcaccelError, match=r"^--impl Conv=op,mv: this command lowers the model once"):
+        implementation_choices([("Conv", ("op", "mv"))])
 
 
 @pytest.mark.parametrize("command", ["verify", "dag"])
@@ -70,10 +75,11 @@ def test_conflicting_repeat_is_an_error():
     [
         (["conv=lmv"], "--impl conv: no node or op type 'conv' in conv-seed (did you mean 'Conv'?)"),
         (["Conv=lmv", "Conv=op"], "--impl Conv: given twice, as 'lmv' and 'op' (choose one)"),
+        (["Conv=lmv,op"], "--impl Conv=lmv,op: this command lowers the model once: one implementation per key"),
     ],
 )
 def test_bad_impl_keys_at_the_cli(capsys, command, impl, message):
-    assert main([command, "conv-seed", "--impl", *impl]) == 2
+    assert main([command, "conv-seed", *(arg for pair in impl for arg in ("--impl", pair))]) == 2
     captured = capsys.readouterr()
     assert captured.out == ""
     assert captured.err == f"dcaccel {command}: error: {message}\n"
@@ -172,8 +178,8 @@ def _argv(command: str, model: str, draw) -> list[str]:
     if command == "info":
         return argv
     impl = draw(IMPLS)
-    if impl:
-        argv += ["--impl", *impl]
+    for pair in impl:
+        argv += ["--impl", pair]
     if command == "verify":
         for flag in ("--seed", "--rtol", "--atol"):
             if draw(st.booleans()):

@@ -124,42 +124,38 @@ def no_sweep(monkeypatch):
         (["--out", "/nonexistent/dir/x.csv"], "--out /nonexistent/dir/x.csv: no such folder '/nonexistent/dir'"),
         (["--plot", "x.jpg2"], "--plot x.jpg2: unknown format '.jpg2' (use one of .png, .svg)"),
         (["--results", "r.txt"], "--results r.txt: unknown format '.txt'"),
-        (["--pes", ""], "argument --pes: expected comma-separated integers, got ''"),
-        (["--pes", "4,0"], "argument --pes: expected an integer of at least 1 and at most 1048576, got 0"),
-        (["--pes", "1048577"], "argument --pes: expected an integer of at least 1 and at most 1048576, got 1048577"),
+        (["--pes", ""], "argument --pes: expected P[,P...], got ''"),
+        (["--pes", "4,0"], "argument --pes: pes must be integers of at least 1, got 0"),
+        (["--pes", "1048577"], "argument --pes: --pes 1048577: at most 1048576"),
         (["--pes", "four"], "argument --pes: expected an integer, got 'four'"),
-        (["--onchip", "-5"], "argument --onchip: expected an integer of at least 0 and at most 9223372036854775807"),
-        (["--onchip", str(2**63)], "argument --onchip: expected an integer of at least 0 and at most"),
+        (["--onchip", "-5"], "argument --onchip: onchip_memory must be integers of at least 0, got -5"),
+        (["--onchip", str(2**63)], "argument --onchip: --onchip 9223372036854775808: at most 9223372036854775807"),
         (["--granularity", "tiles=abc"], "argument --granularity: extract: granularity must be"),
         (["--granularity", "tiles=0"], "argument --granularity: extract: granularity must be"),
-        (["--workers", "0"], "argument --workers: expected an integer of at least 1, got 0"),
-        (["--strategy", "random"], "argument --strategy: invalid choice: 'random'"),
+        (["--workers", "0"], "argument --workers: workers must be positive, got 0"),
+        (["--strategy", "random"], "argument --strategy: unknown strategy 'random'"),
         (["--scheduler", "fifo"], "argument --scheduler: unknown scheduler 'fifo'"),
         (["--scheduler", "Streaming"], "(did you mean 'streaming'?)"),
-        (["--scheduler", ","], "argument --scheduler: expected streaming,list"),
+        (["--scheduler", ","], "argument --scheduler: expected NAME[,NAME...], got ','"),
+        (["--objective", "speed"], "objective 'speed' is neither makespan, energy nor a numeric column"),
+        (["--objective", "edp", "--strategy", "greedy"], "objective 'edp' is neither makespan, energy nor"),
         (["--impl", "Conv="], "argument --impl: expected KEY=NAME[,NAME...], got 'Conv='"),
         (["--impl", "conv=mv,op,lmv"], "--impl conv: no node or op type 'conv' in conv-seed (did you mean 'Conv'?)"),
         (["--impl", "Conv=tiled"], "no implementation 'tiled'"),
         (["--address", "tcp://127.0.0.1:1"], "address 'tcp://127.0.0.1:1' needs executor 'dask'"),
         (["--resume"], "--resume needs --results FILE"),
-        (["--partition-policy", "fastest"], "unknown partition policy 'fastest' (expected none, greedy, min-region"),
-        (["--partition-policy", "Greedy"], "(did you mean 'greedy'?)"),
+        (["--policy", "fastest"], "unknown partition policy 'fastest' (expected one of none, greedy, min-region"),
+        (["--policy", "Greedy"], "(did you mean 'greedy'?)"),
+        (["--policy", ","], "argument --policy/--partition-policy: expected POLICY[,POLICY...], got ','"),
         (
-            ["--partition-policy", ","],
-            "argument --partition-policy: expected one or more of none, greedy, min-region, cost, got ','",
-        ),
-        (
-            ["--partition-policy", "greedy", "--scheduler", "heft,list"],
+            ["--policy", "greedy", "--scheduler", "heft,list"],
             "explore: scheduler list gives no points under partition policy greedy (a partition is scheduled with "
             "heft): add partition policy none for the plain pipeline's points",
         ),
-        (["--partition-policy", "cost", "--scheduler", "list"], "only the heft scheduler honours"),
-        (["--partition-policy", "min-region", "--min-work-share", "1.5"], "min_work_share must be between 0 and 1"),
-        (["--min-nodes", "-1"], "argument --min-nodes: expected an integer of at least 0, got -1"),
-        (
-            ["--strategy", "mapping", "--plot", "x.png"],
-            "--strategy mapping: no --plot, --results or --partition-policy",
-        ),
+        (["--policy", "cost", "--scheduler", "list"], "only the heft scheduler honours"),
+        (["--policy", "min-region", "--min-work-share", "1.5"], "min_work_share must be between 0 and 1"),
+        (["--min-nodes", "-1"], "argument --min-nodes: min_nodes must be an integer of at least 0, got -1"),
+        (["--strategy", "mapping", "--plot", "x.png"], "--strategy mapping: no --plot, --results or --policy"),
     ],
 )
 def test_every_argument_is_checked_before_the_sweep(argv, message, capsys, no_sweep, monkeypatch, tmp_path):
@@ -334,7 +330,7 @@ def test_partition_policies_default_to_heft_with_one_table_each(capsys):
     """Two policies on cgra: HEFT without --scheduler, one summary table per policy; the Conv kept on the
     host by min-region (1 operator < --min-nodes 2) is labelled with the implementation it was asked."""
     argv = ["explore", "conv-seed", "--impl", "Conv=mv", "--pes", "16", "--arch", "cgra"]
-    status, out, _ = _run([*argv, "--partition-policy", "greedy", "--partition-policy", "min-region"], capsys)
+    status, out, _ = _run([*argv, "--policy", "greedy", "--policy", "min-region"], capsys)
     lines = out.splitlines()
     assert status == 0 and lines[0] == "conv-seed: 2 points"
     assert [line for line in lines if line.startswith("partition")] == ["partition greedy:", "partition min-region:"]
@@ -353,9 +349,7 @@ def test_mapping_strategy_prints_each_layer_and_the_network(capsys):
 
 
 def test_partition_policy_none_alone_is_the_plain_pipeline_with_its_schedulers(capsys):
-    status, out, _ = _run(
-        ["explore", "conv-seed", "--impl", "Conv=mv", "--pes", "4", "--partition-policy", "none"], capsys
-    )
+    status, out, _ = _run(["explore", "conv-seed", "--impl", "Conv=mv", "--pes", "4", "--policy", "none"], capsys)
     rows = [line.split()[:2] for line in out.splitlines()[2:]]
     assert status == 0 and rows == [["4", "list"], ["4", "streaming"]]
 

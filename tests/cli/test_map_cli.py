@@ -17,7 +17,7 @@ def test_json(capsys):
     assert out["uncounted"] == {} and set(out["best"]) == {row["layer"] for row in out["layers"]}
     assert out["objective"] == pytest.approx(out["energy_pj"])
     assert out["space_size"] == out["layers"][0]["space_size"] > out["evaluations"]
-    assert all(parse(text).pes == 16 for text in out["best"].values())
+    assert all(parse(text).pes == 168 for text in out["best"].values())  # without --pes: eyeriss's 168 PEs
 
 
 def test_table_and_errors(capsys):
@@ -26,7 +26,7 @@ def test_table_and_errors(capsys):
     assert "Spatial(4, " in out and "over 1 nodes" in out and "mappings scheduled" in out
     assert main(["map", "conv-seed", "--arch", "abstract"]) == 2
     assert capsys.readouterr().err == (
-        "dcaccel map: error: --arch abstract: architecture abstract has no on-chip capacity; give --capacity ELEMENTS\n"
+        "dcaccel map: error: --arch abstract: architecture abstract has no on-chip capacity; give --onchip ELEMENTS\n"
     )
     with pytest.raises(SystemExit):
         main(["map", "conv-seed", "--objective", "area"])

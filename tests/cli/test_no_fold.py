@@ -9,7 +9,7 @@ import dcaccel.cli.models
 from dcaccel.cli import build_parser, main
 
 #: The commands that load a model, with the arguments each needs besides MODEL.
-COMMANDS = [["info"], ["verify"], ["dag"], ["partition"], ["explore"], ["map"]]
+COMMANDS = [["info"], ["verify"], ["dag"], ["partition", "--arch", "cgra"], ["explore"], ["map"]]
 
 
 @pytest.mark.parametrize("command", COMMANDS, ids=lambda command: command[0])

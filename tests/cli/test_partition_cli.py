@@ -43,11 +43,16 @@ def test_json_report(files, capsys):
 
 @pytest.mark.parametrize("objective", ["makespan", "energy", "edp"])
 def test_cost_objective(files, capsys, objective):
-    """--objective is what the cost policy minimises: never more than greedy's value of it."""
+    """--partition-objective is what the cost policy minimises: never more than greedy's value of it."""
     model, design, _ = files
     reports = {}
     for policy in ("greedy", "cost"):
-        assert main(["partition", model, "--arch", design, "--policy", policy, "--objective", objective, "--json"]) == 0
+        assert (
+            main(
+                ["partition", model, "--arch", design, "--policy", policy, "--partition-objective", objective, "--json"]
+            )
+            == 0
+        )
         reports[policy] = json.loads(capsys.readouterr().out)
     assert reports["cost"]["objective"] == objective
 
@@ -79,8 +84,9 @@ def test_text_report_and_dot(files, capsys):
 @pytest.mark.parametrize(
     ("argv", "message"),
     [
-        (["--policy", "all"], "argument --policy: invalid choice: 'all'"),
-        (["--min-work-share", "2"], "--min-work-share 2.0: must be between 0 and 1"),
+        (["--policy", "all"], "argument --policy: unknown partition policy 'all'"),
+        (["--policy", "none"], "argument --policy: invalid choice: 'none' (choose from greedy, min-region, cost)"),
+        (["--min-work-share", "2"], "argument --min-work-share: min_work_share must be between 0 and 1, got 2.0"),
         (["--dot", "out.png"], "--dot out.png: unknown format '.png'"),
         (["--arch", "nowhere"], "unknown architecture 'nowhere'"),
     ],

@@ -41,7 +41,7 @@ def test_onchip_is_in_elements_in_the_help(capsys):
     with pytest.raises(SystemExit):
         main(["schedule", "--help"])
     out = " ".join(capsys.readouterr().out.split())
-    assert "--onchip ELEMENTS on-chip memory per block, in elements" in out
+    assert "--onchip ELEMENTS on-chip memory per block (0: the architecture's on-chip capacity); unit: elements" in out
     assert "--element-bytes" not in out
 
 
@@ -68,10 +68,13 @@ def _run(argv: list[str]) -> int:
     ("args", "message"),
     [
         (["missing.json", "--pes", "4"], "cannot read DAG file"),
-        (["{good}", "--pes", "0"], "argument --pes: expected an integer of at least 1, got 0"),
-        (["{good}", "--pes", "-3"], "argument --pes: expected an integer of at least 1, got -3"),
+        (["{good}", "--pes", "0"], "argument --pes: pes must be integers of at least 1, got 0"),
+        (["{good}", "--pes", "-3"], "argument --pes: pes must be integers of at least 1, got -3"),
         (["{good}", "--pes", "many"], "argument --pes: expected an integer, got 'many'"),
-        (["{good}", "--pes", "2", "--onchip", "-1"], "argument --onchip: expected an integer of at least 0, got -1"),
+        (
+            ["{good}", "--pes", "2", "--onchip", "-1"],
+            "argument --onchip: onchip_memory must be integers of at least 0, got -1",
+        ),
         (["{good}", "--pes", "2", "--element-bytes", "4"], "unrecognized arguments: --element-bytes 4"),
         (["{good}", "--pes", "2", "--gantt", "chart.gif"], "--gantt {tmp}/chart.gif: unknown format '.gif'"),
         (["{good}", "--pes", "2", "--gantt", "no/such/chart.png"], "--gantt {tmp}/no/such/chart.png: no such folder"),

@@ -35,7 +35,9 @@ def run(capsys, *argv):
     return status, out, err
 
 
-@pytest.mark.parametrize("command", [["info"], ["dag"], ["explore", "--pes", "2"], ["verify"], ["partition"]])
+@pytest.mark.parametrize(
+    "command", [["info"], ["dag"], ["explore", "--pes", "2"], ["verify"], ["partition", "--arch", "cgra"]]
+)
 def test_missing_symbol_names_the_flag(capsys, dense, command):
     status, out, err = run(capsys, command[0], dense, *command[1:])
     assert status == 2 and out == ""
@@ -44,7 +46,7 @@ def test_missing_symbol_names_the_flag(capsys, dense, command):
 
 
 def test_map_missing_symbol_names_the_flag(capsys, dense):
-    status, _, err = run(capsys, "map", dense, "--capacity", "1024")
+    status, _, err = run(capsys, "map", dense, "--onchip", "1024")
     assert status == 2
     assert err.endswith("dimension 'batch' has no value (give it with --symbols batch=VALUE)\n")
 
@@ -73,7 +75,7 @@ def test_explore_with_symbols(capsys, dense):
 
 
 def test_map_with_symbols(capsys, dense):
-    status, out, err = run(capsys, "map", dense, "--symbols", "batch=2", "--capacity", "1024", "--json")
+    status, out, err = run(capsys, "map", dense, "--symbols", "batch=2", "--onchip", "1024", "--json")
     assert status == 0, err
     assert '"workload": "dense"' in out
 

@@ -20,13 +20,13 @@ PASSED = VerifyReport("w", "lowered", "python", 1e-4, 1e-5, 0, (OutputCheck("y",
     [
         ([], {}),
         (["--impl", "Conv=op"], {"Conv": "op"}),
-        (["--impl", "Conv=op", "conv2=lmv"], {"Conv": "op", "conv2": "lmv"}),
+        (["--impl", "Conv=op", "--impl", "conv2=lmv"], {"Conv": "op", "conv2": "lmv"}),
         (["--impl", "Conv=op", "--impl", "Conv=op"], {"Conv": "op"}),
     ],
 )
 def test_impl_parsing(argv, choices):
     args = build_parser().parse_args(["verify", "lenet", *argv])
-    assert implementation_choices(args.impl) == choices
+    assert implementation_choices(args.implementations) == choices
     assert (args.rtol, args.atol, args.seed, args.lowered) == (1e-4, 1e-5, 0, False)
 
 
@@ -35,7 +35,7 @@ def test_impl_parsing_rejects_malformed_pairs(bad, capsys):
     with pytest.raises(SystemExit) as exit_info:
         build_parser().parse_args(["verify", "lenet", "--impl", bad])
     assert exit_info.value.code == 2
-    assert f"expected OP=NAME, got '{bad}'" in capsys.readouterr().err
+    assert f"expected KEY=NAME[,NAME...], got '{bad}'" in capsys.readouterr().err
 
 
 def test_impl_lowers_with_the_choices(monkeypatch, mmm, capsys):
