@@ -1,0 +1,51 @@
+"""``dcaccel costmodel train|eval``: the learned cost model of a step's time on this CPU (docs/costmodel.md).
+
+``train ROWS --out MODEL.json`` fits the scaled analytic baseline and the two learned models (gradient-boosted
+trees on hand features, a GRU on IR tokens) on the rows of ``dcaccel measure`` and writes them as one JSON
+file. ``eval ROWS --model MODEL.json`` scores a model on rows; ``eval ROWS`` alone runs the held-out
+protocol (leave one workload family out per fold) and prints the fold table and the means. ROWS defaults to
+the shipped dataset.
+"""
+
+import argparse
+import sys
+
+from dcaccel.cli.arguments import check_output
+from dcaccel.costmodel.data import SHIPPED_ROWS
+from dcaccel.costmodel.evaluate import evaluate, fold_means, fold_table
+from dcaccel.costmodel.measure import read_rows
+from dcaccel.costmodel.models import CostModel
+
+
+def register(subparsers) -> None:
+    """Add the ``costmodel`` sub-command and its ``train`` and ``eval`` actions."""
+    parser = subparsers.add_parser("costmodel", help="train and evaluate the learned cost model of task times")
+    actions = parser.add_subparsers(dest="action", metavar="ACTION", required=True)
+    train = actions.add_parser("train", help="fit the models on measured rows")
+    train.add_argument("rows", nargs="?", default=str(SHIPPED_ROWS), metavar="ROWS.jsonl")
+    train.add_argument("--out", required=True, metavar="MODEL.json")
+    train.set_defaults(run=run_train)
+    evaluation = actions.add_parser("eval", help="score a model, or run the leave-one-family-out folds")
+    evaluation.add_argument("rows", nargs="?", default=str(SHIPPED_ROWS), metavar="ROWS.jsonl")
+    evaluation.add_argument("--model", metavar="MODEL.json", help="score this model (default: the folds)")
+    evaluation.add_argument("--families", nargs="+", metavar="FAMILY", help="folds of these families only")
+    evaluation.set_defaults(run=run_eval)
+
+
+def run_train(args: argparse.Namespace) -> int:
+    check_output("--out", args.out, (".json",))
+    rows = read_rows(args.rows)
+    CostModel.train(rows).save(args.out)
+    sys.stdout.write(f"trained on {len(rows)} rows of {args.rows}: {args.out}\n")
+    return 0
+
+
+def run_eval(args: argparse.Namespace) -> int:
+    rows = read_rows(args.rows)
+    if args.model is not None:
+        sys.stdout.write(evaluate(CostModel.load(args.model), rows).to_string(index=False, float_format="%.3f") + "\n")
+        return 0
+    table = fold_table(rows, args.families)
+    sys.stdout.write(table.to_string(index=False, float_format="%.3f") + "\n\nmean over folds\n")
+    sys.stdout.write(fold_means(table).to_string(index=False, float_format="%.3f") + "\n")
+    return 0

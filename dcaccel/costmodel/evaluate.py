@@ -1,0 +1,143 @@
+"""How good a cost model is, on rows it was not trained on (docs/costmodel.md).
+
+Metrics of predicted against measured step times (:func:`scores`):
+
+* ``task_mape`` — mean of |predicted − measured| / measured over the steps; ``median_ape`` its median;
+* ``kendall_tau`` — Kendall's τ between predicted and measured step times (the order of the steps);
+* ``program_mape`` — the same as ``task_mape`` over whole programs: the sum of a program's steps, copies
+  included (a program is a workload at its sizes under one assignment of implementations);
+* ``pair_order`` — of the pairs of assignments of one workload at its sizes, the fraction whose
+  whole-program times the model puts in the measured order (NaN when no workload has two assignments).
+
+The held-out protocol (:func:`fold_table`) is never random rows: each fold holds out one workload family
+(:data:`FAMILIES` lists the shipped set's), trains on the others and scores the held-out one.
+"""
+
+from __future__ import annotations
+
+import itertools
+import json
+from collections.abc import Sequence
+from dataclasses import asdict, dataclass
+
+import numpy as np
+import pandas as pd
+from scipy.stats import kendalltau
+
+from dcaccel.costmodel.measure import Row
+from dcaccel.costmodel.models import KINDS, CostModel, times
+from dcaccel.errors import DcaccelError
+
+#: The workload families of the shipped dataset, each held out by one fold (benchmarks/costmodel_folds.py).
+FAMILIES = (
+    "products",
+    "convs",
+    "conv-seed",
+    "lenet",
+    "resnet18",
+    "mobilenetv2-block",
+    "transformer-encoder",
+    "corpus-resnet",
+    "corpus-mobilenet_v2",
+)
+#: The models every fold scores.
+MODELS = ("analytic", *KINDS)
+
+
+@dataclass(frozen=True)
+class Scores:
+    """The metrics of one model on one set of rows (see the module docstring)."""
+
+    task_mape: float
+    median_ape: float
+    kendall_tau: float
+    program_mape: float
+    pair_order: float
+    tasks: int
+    programs: int
+
+
+def program_key(row: Row) -> tuple[str, str]:
+    """The workload at its sizes (what assignments are compared within)."""
+    return row.program, json.dumps(row.sizes, sort_keys=True)
+
+
+def run_key(row: Row) -> tuple[str, str, str]:
+    """One program: the workload at its sizes under one assignment."""
+    return (*program_key(row), json.dumps(row.assignment, sort_keys=True))
+
+
+def scores(rows: Sequence[Row], predicted: np.ndarray) -> Scores:
+    """The metrics of ``predicted`` (ns per row) against the measured times of ``rows``."""
+    if len(rows) == 0:
+        raise DcaccelError("costmodel eval: no rows to score")
+    measured = times(rows)
+    predicted = np.asarray(predicted, dtype=np.float64)
+    error = np.abs(predicted - measured) / measured
+    runs: dict[tuple, list[float]] = {}
+    for row, guess, truth in zip(rows, predicted, measured, strict=True):
+        total = runs.setdefault(run_key(row), [0.0, 0.0])
+        total[0] += guess
+        total[1] += truth
+    program_error = [abs(guess - truth) / truth for guess, truth in runs.values()]
+    by_workload: dict[tuple, list[tuple[float, float]]] = {}
+    for key, total in runs.items():
+        by_workload.setdefault(key[:2], []).append(tuple(total))
+    pairs = [
+        (a[0] - b[0]) * (a[1] - b[1]) > 0
+        for totals in by_workload.values()
+        for a, b in itertools.combinations(totals, 2)
+        if a[1] != b[1]
+    ]
+    tau = kendalltau(predicted, measured).statistic if len(rows) > 1 else float("nan")
+    return Scores(
+        task_mape=float(np.mean(error)),
+        median_ape=float(np.median(error)),
+        kendall_tau=float(tau),
+        program_mape=float(np.mean(program_error)),
+        pair_order=float(np.mean(pairs)) if pairs else float("nan"),
+        tasks=len(rows),
+        programs=len(runs),
+    )
+
+
+def evaluate(model: CostModel, rows: Sequence[Row]) -> pd.DataFrame:
+    """One row of :class:`Scores` per model of ``model`` on ``rows``."""
+    return pd.DataFrame([{"model": kind, **asdict(scores(rows, model.predict(rows, kind)))} for kind in MODELS])
+
+
+def fold_table(rows: Sequence[Row], families: Sequence[str] | None = None, seed: int = 0) -> pd.DataFrame:
+    """Leave-one-family-out: per family of ``families`` (default: every family of ``rows``, in the order of
+    :data:`FAMILIES`), the models trained on the rows of the other families, scored on that family's rows."""
+    present = {row.family for row in rows}
+    order = [family for family in FAMILIES if family in present] + sorted(present - set(FAMILIES))
+    families = order if families is None else list(families)
+    missing = [family for family in families if family not in present]
+    if missing:
+        raise DcaccelError(f"costmodel folds: no rows of family '{missing[0]}' (families: {', '.join(order)})")
+    table = []
+    for family in families:
+        test = [row for row in rows if row.family == family]
+        train = [row for row in rows if row.family != family]
+        model = CostModel.train(train, seed=seed)
+        for kind in MODELS:
+            table.append({"held out": family, "model": kind, **asdict(scores(test, model.predict(test, kind)))})
+    return pd.DataFrame(table)
+
+
+def fold_means(table: pd.DataFrame) -> pd.DataFrame:
+    """The mean of each metric of :func:`fold_table` over the folds, per model."""
+    metrics = ["task_mape", "median_ape", "kendall_tau", "program_mape", "pair_order"]
+    return table.groupby("model", sort=False)[metrics].mean().reset_index()
+
+
+def noise_floor(first: Sequence[Row], second: Sequence[Row]) -> Scores:
+    """Two measurements of the same programs: the second's times scored as a prediction of the first's, over
+    the steps both hold (matched by program, sizes, assignment and step)."""
+    second_by_key = {(*run_key(row), row.step): row for row in second}
+    pairs = [
+        (row, second_by_key[(*run_key(row), row.step)]) for row in first if (*run_key(row), row.step) in second_by_key
+    ]
+    if not pairs:
+        raise DcaccelError("costmodel noise: the two measurements share no step")
+    return scores([a for a, _ in pairs], times([b for _, b in pairs]))

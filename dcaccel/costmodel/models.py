@@ -1,0 +1,329 @@
+"""The cost models of a step's time on this machine: the analytic baseline and two learned models.
+
+* :class:`AnalyticModel` — the DAG's analytic time of a task, ``max(volume in, volume out)`` (one element
+  per cycle and port, docs/dag.md), scaled by one factor fitted on the training rows (the geometric mean
+  of measured time over analytic time);
+* :class:`BoostedModel` — gradient-boosted trees on the hand features (:func:`feature_matrix`), target the
+  logarithm of the time; trained by scikit-learn's ``HistGradientBoostingRegressor`` (one thread) and kept
+  as its trees (thresholds, leaf values), so that a model file is data evaluated by :meth:`predict`;
+* :class:`SequenceModel` — a small convolutional encoder over the step's IR tokens (the seed paper's "IR
+  as text": token embeddings, one convolution over neighbouring tokens, mean and max over the sequence),
+  with the logarithm of the analytic work, into a two-layer head; target the logarithm of the time;
+  PyTorch on the CPU, one thread, seconds to train on the shipped set. (A GRU took a second per batch
+  of 64 on this shared machine: minutes per fold.)
+
+:class:`CostModel` holds the three trained on one set of rows and reads and writes them as one JSON file
+(no pickle: the trees and the network's weights are lists of numbers, checked when read).
+"""
+
+from __future__ import annotations
+
+import json
+import math
+import os
+from collections.abc import Sequence
+from dataclasses import dataclass, field
+from pathlib import Path
+
+import numpy as np
+
+from dcaccel.costmodel.features import CATEGORICAL, NUMERIC, feature_matrix
+from dcaccel.costmodel.measure import Row
+from dcaccel.errors import DcaccelError
+
+#: The model file's format name and version (a file of another format or version is refused).
+FORMAT = "dcaccel-costmodel"
+VERSION = 1
+#: The learned models a file holds, by name.
+KINDS = ("boosted", "sequence")
+#: Largest model file read.
+MAX_MODEL_BYTES = 64 * 2**20
+
+
+def times(rows: Sequence[Row]) -> np.ndarray:
+    """The measured median times of ``rows`` in nanoseconds (at least 1: a step the timer read as 0)."""
+    return np.maximum(np.array([row.timing.median_ns for row in rows], dtype=np.float64), 1.0)
+
+
+def _work(rows: Sequence[Row]) -> np.ndarray:
+    return np.maximum(np.array([row.analytic for row in rows], dtype=np.float64), 1.0)
+
+
+@dataclass
+class AnalyticModel:
+    """The analytic time of a step (its work, ``max(I, O)`` elements) times one fitted factor (ns per element)."""
+
+    factor: float = 1.0
+
+    def fit(self, rows: Sequence[Row]) -> AnalyticModel:
+        self.factor = float(np.exp(np.mean(np.log(times(rows)) - np.log(_work(rows)))))
+        return self
+
+    def predict(self, rows: Sequence[Row]) -> np.ndarray:
+        return self.factor * _work(rows)
+
+    def to_json(self) -> dict:
+        return {"factor": self.factor}
+
+    @classmethod
+    def from_json(cls, data: dict) -> AnalyticModel:
+        return cls(float(data["factor"]))
+
+
+@dataclass
+class BoostedModel:
+    """Gradient-boosted regression trees on the hand features, predicting the logarithm of the time."""
+
+    categories: dict[str, list[str]] = field(default_factory=dict)
+    baseline: float = 0.0
+    trees: list[dict[str, list]] = field(default_factory=list)  # per tree: feature, threshold, left, right, value
+    iterations: int = 300
+    seed: int = 0
+
+    def fit(self, rows: Sequence[Row]) -> BoostedModel:
+        from sklearn.ensemble import HistGradientBoostingRegressor
+        from threadpoolctl import threadpool_limits
+
+        self.categories = {name: sorted({str(row.features[name]) for row in rows}) for name in CATEGORICAL}
+        features = feature_matrix([row.features for row in rows], self.categories)
+        regressor = HistGradientBoostingRegressor(
+            max_iter=self.iterations, learning_rate=0.05, max_leaf_nodes=15, min_samples_leaf=5, random_state=self.seed
+        )
+        with threadpool_limits(1, user_api="openmp"):  # a shared machine: OpenMP threads spin-wait for cores
+            regressor.fit(features, np.log(times(rows)))
+        self.baseline = float(np.ravel(regressor._baseline_prediction)[0])
+        self.trees = [_tree_json(predictors[0].nodes) for predictors in regressor._predictors]
+        return self
+
+    def predict(self, rows: Sequence[Row]) -> np.ndarray:
+        features = feature_matrix([row.features for row in rows], self.categories)
+        log_time = np.full(len(rows), self.baseline)
+        for tree in self.trees:
+            log_time += _evaluate_tree(tree, features)
+        return np.exp(log_time)
+
+    def to_json(self) -> dict:
+        return {"categories": self.categories, "baseline": self.baseline, "trees": self.trees}
+
+    @classmethod
+    def from_json(cls, data: dict) -> BoostedModel:
+        categories = {name: [str(v) for v in data["categories"][name]] for name in CATEGORICAL}
+        trees = []
+        for tree in data["trees"]:
+            checked = {key: [float(v) for v in tree[key]] for key in ("threshold", "value")}
+            checked.update({key: [int(v) for v in tree[key]] for key in ("feature", "left", "right", "missing_left")})
+            sizes = {len(values) for values in checked.values()}
+            width = len(NUMERIC) + len(CATEGORICAL)
+            if len(sizes) != 1 or any(not -1 <= f < width for f in checked["feature"]):
+                raise DcaccelError("costmodel model: a tree of the boosted model is malformed")
+            trees.append(checked)
+        return cls(categories, float(data["baseline"]), trees)
+
+
+def _tree_json(nodes: np.ndarray) -> dict[str, list]:
+    """A scikit-learn tree (its ``nodes`` array) as lists; a leaf has feature -1."""
+    leaf = nodes["is_leaf"].astype(bool)
+    return {
+        "feature": np.where(leaf, -1, nodes["feature_idx"]).tolist(),
+        "threshold": nodes["num_threshold"].tolist(),
+        "missing_left": nodes["missing_go_to_left"].astype(int).tolist(),
+        "left": nodes["left"].astype(int).tolist(),
+        "right": nodes["right"].astype(int).tolist(),
+        "value": nodes["value"].tolist(),
+    }
+
+
+def _evaluate_tree(tree: dict[str, list], features: np.ndarray) -> np.ndarray:
+    """The leaf value each row of ``features`` reaches (left when the feature is at most the threshold)."""
+    feature = np.asarray(tree["feature"])
+    threshold, value = np.asarray(tree["threshold"]), np.asarray(tree["value"])
+    left, right, missing_left = np.asarray(tree["left"]), np.asarray(tree["right"]), np.asarray(tree["missing_left"])
+    node = np.zeros(len(features), dtype=np.int64)
+    rows = np.arange(len(features))
+    for _ in range(len(feature)):
+        inner = feature[node] >= 0
+        if not inner.any():
+            break
+        x = features[rows[inner], feature[node[inner]]]
+        go_left = np.where(np.isnan(x), missing_left[node[inner]] == 1, x <= threshold[node[inner]])
+        node[inner] = np.where(go_left, left[node[inner]], right[node[inner]])
+    return value[node]
+
+
+#: Token ids of the sequence model: padding and unknown tokens.
+PAD, UNKNOWN = 0, 1
+
+
+@dataclass
+class SequenceModel:
+    """A convolutional encoder of a step's IR tokens with the logarithm of its analytic work, predicting the
+    logarithm of the time."""
+
+    vocabulary: list[str] = field(default_factory=list)
+    state: dict[str, dict] = field(default_factory=dict)  # the network's weights: name -> shape, values
+    width: int = 32
+    epochs: int = 60
+    seed: int = 0
+
+    def _network(self):
+        import torch
+
+        class Encoder(torch.nn.Module):
+            def __init__(self, tokens: int, width: int):
+                super().__init__()
+                self.embed = torch.nn.Embedding(tokens, width, padding_idx=PAD)
+                self.conv = torch.nn.Conv1d(width, width, kernel_size=3, padding=1)
+                self.head = torch.nn.Sequential(
+                    torch.nn.Linear(2 * width + 1, width), torch.nn.ReLU(), torch.nn.Linear(width, 1)
+                )
+
+            def forward(self, ids, lengths, work):
+                mask = (ids != PAD).unsqueeze(2)
+                hidden = torch.relu(self.conv(self.embed(ids).transpose(1, 2))).transpose(1, 2) * mask
+                mean = hidden.sum(dim=1) / lengths[:, None]
+                peak = hidden.masked_fill(~mask, 0.0).amax(dim=1)
+                return self.head(torch.cat([mean, peak, work[:, None]], dim=1))[:, 0]
+
+        return Encoder(len(self.vocabulary) + 2, self.width)
+
+    def _inputs(self, rows: Sequence[Row]):
+        import torch
+
+        index = {token: i + 2 for i, token in enumerate(self.vocabulary)}
+        lengths = [max(len(row.tokens), 1) for row in rows]
+        ids = torch.full((len(rows), max(lengths, default=1)), PAD, dtype=torch.long)
+        for i, row in enumerate(rows):
+            ids[i, : lengths[i]] = torch.tensor([index.get(token, UNKNOWN) for token in row.tokens] or [UNKNOWN])
+        return ids, torch.tensor(lengths), torch.tensor(np.log(_work(rows)), dtype=torch.float32)
+
+    def fit(self, rows: Sequence[Row]) -> SequenceModel:
+        import torch
+
+        torch.manual_seed(self.seed)
+        torch.set_num_threads(1)
+        self.vocabulary = sorted({token for row in rows for token in row.tokens})
+        network = self._network()
+        ids, lengths, work = self._inputs(rows)
+        target = torch.tensor(np.log(times(rows)), dtype=torch.float32)
+        shift = float(target.mean())
+        optimizer = torch.optim.Adam(network.parameters(), lr=3e-3)
+        generator = torch.Generator().manual_seed(self.seed)
+        for _ in range(self.epochs):
+            # batches of sequences of similar lengths (ties broken at random), in random order, each padded
+            # to its own longest sequence only: the scopes' token counts range from 5 to 256
+            jitter = torch.rand(len(rows), generator=generator)
+            batches = torch.argsort(lengths + jitter).split(64)
+            for index in torch.randperm(len(batches), generator=generator).tolist():
+                batch = batches[index]
+                longest = int(lengths[batch].max())
+                optimizer.zero_grad()
+                predicted = network(ids[batch, :longest], lengths[batch], work[batch])
+                loss = torch.nn.functional.mse_loss(predicted + shift, target[batch])
+                loss.backward()
+                optimizer.step()
+        self.state = {
+            name: {"shape": list(t.shape), "values": t.flatten().tolist()} for name, t in network.state_dict().items()
+        }
+        self.state["shift"] = {"shape": [], "values": [shift]}
+        return self
+
+    def predict(self, rows: Sequence[Row]) -> np.ndarray:
+        import torch
+
+        network = self._network()
+        weights = {
+            name: torch.tensor(item["values"], dtype=torch.float32).reshape(item["shape"])
+            for name, item in self.state.items()
+            if name != "shift"
+        }
+        try:
+            network.load_state_dict(weights)
+        except RuntimeError as err:
+            raise DcaccelError(
+                f"costmodel model: the sequence model's weights do not fit its network ({str(err).splitlines()[0]})"
+            ) from None
+        network.eval()
+        with torch.no_grad():
+            log_time = network(*self._inputs(rows)).numpy() + self.state["shift"]["values"][0]
+        return np.exp(log_time.astype(np.float64))
+
+    def to_json(self) -> dict:
+        return {"vocabulary": self.vocabulary, "width": self.width, "state": self.state}
+
+    @classmethod
+    def from_json(cls, data: dict) -> SequenceModel:
+        state = {
+            str(name): {"shape": [int(s) for s in item["shape"]], "values": [float(v) for v in item["values"]]}
+            for name, item in data["state"].items()
+        }
+        if any(math.prod(item["shape"]) != len(item["values"]) for item in state.values()) or "shift" not in state:
+            raise DcaccelError("costmodel model: the sequence model's weights are malformed")
+        return cls([str(t) for t in data["vocabulary"]], state, int(data["width"]))
+
+
+@dataclass
+class CostModel:
+    """The analytic baseline and the two learned models, trained on the same rows."""
+
+    analytic: AnalyticModel
+    boosted: BoostedModel
+    sequence: SequenceModel
+    trained_on: dict[str, int] = field(default_factory=dict)  # family -> rows
+
+    @classmethod
+    def train(cls, rows: Sequence[Row], seed: int = 0) -> CostModel:
+        if not rows:
+            raise DcaccelError("costmodel train: no rows to train on")
+        families: dict[str, int] = {}
+        for row in rows:
+            families[row.family] = families.get(row.family, 0) + 1
+        return cls(
+            AnalyticModel().fit(rows),
+            BoostedModel(seed=seed).fit(rows),
+            SequenceModel(seed=seed).fit(rows),
+            dict(sorted(families.items())),
+        )
+
+    def predict(self, rows: Sequence[Row], kind: str) -> np.ndarray:
+        """The predicted time in nanoseconds of each of ``rows`` by the model ``kind`` (``analytic`` or one of
+        :data:`KINDS`)."""
+        if kind not in ("analytic", *KINDS):
+            raise DcaccelError(f"costmodel: no model '{kind}' (models: analytic, {', '.join(KINDS)})")
+        return getattr(self, kind).predict(rows)
+
+    def to_json(self) -> dict:
+        return {
+            "format": FORMAT,
+            "version": VERSION,
+            "trained_on": self.trained_on,
+            "analytic": self.analytic.to_json(),
+            "boosted": self.boosted.to_json(),
+            "sequence": self.sequence.to_json(),
+        }
+
+    def save(self, path: str | os.PathLike) -> None:
+        Path(path).write_text(json.dumps(self.to_json()))
+
+    @classmethod
+    def load(cls, path: str | os.PathLike) -> CostModel:
+        """The model in ``path``; a file that is not a cost model of this version is refused in one line."""
+        path = Path(path)
+        if not path.is_file():
+            raise DcaccelError(f"costmodel model {path}: no such file")
+        if path.stat().st_size > MAX_MODEL_BYTES:
+            raise DcaccelError(f"costmodel model {path}: larger than {MAX_MODEL_BYTES} bytes")
+        try:
+            data = json.loads(path.read_text())
+        except (json.JSONDecodeError, UnicodeDecodeError) as err:
+            raise DcaccelError(f"costmodel model {path}: not JSON ({err})") from None
+        if not isinstance(data, dict) or data.get("format") != FORMAT or data.get("version") != VERSION:
+            raise DcaccelError(f"costmodel model {path}: not a {FORMAT} file of version {VERSION}")
+        try:
+            return cls(
+                AnalyticModel.from_json(data["analytic"]),
+                BoostedModel.from_json(data["boosted"]),
+                SequenceModel.from_json(data["sequence"]),
+                {str(k): int(v) for k, v in data["trained_on"].items()},
+            )
+        except (KeyError, TypeError, ValueError, AttributeError) as err:
+            raise DcaccelError(f"costmodel model {path}: field {err} missing or of the wrong type") from None
