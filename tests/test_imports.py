@@ -1,4 +1,5 @@
-"""No import circles in dcaccel (issue 23 item 6), and every module imports alone.
+"""No import circles in dcaccel (issue 23 item 6), no module importing a private name of another
+package, and every module imports alone.
 
 The import graph is read from the source with ``ast``: every ``import`` of a dcaccel module, at module
 level or inside a function (a deferred import that closes a circle is a circle all the same), but not
@@ -18,9 +19,6 @@ import networkx as nx
 import pytest
 
 PACKAGE = Path(__file__).resolve().parents[1] / "dcaccel"
-
-#: Circles left to their owners (issue 23 item 6); a new one fails the test, a fixed one is taken out here.
-KNOWN_CIRCLES = [{"dcaccel.expansions.mmm", "dcaccel.expansions.registry"}]
 
 
 def _modules(root: Path = PACKAGE) -> dict[str, Path]:
@@ -71,9 +69,46 @@ def circles(graph: nx.DiGraph) -> list[set[str]]:
     return [component for component in nx.strongly_connected_components(graph) if len(component) > 1]
 
 
-def test_no_import_circle_but_the_known_ones():
-    found = circles(import_graph())
-    assert [circle for circle in found if circle not in KNOWN_CIRCLES] == []
+def test_no_import_circle():
+    assert circles(import_graph()) == []
+
+
+def private_imports(root: Path = PACKAGE) -> list[str]:
+    """``module <- source.name`` for every ``from source import _name`` (``TYPE_CHECKING`` ones included)
+    whose source is outside the importing module's package."""
+    found = []
+    for name, path in _modules(root).items():
+        package = name if path.name == "__init__.py" else name.rpartition(".")[0]
+        for node in ast.walk(ast.parse(path.read_text(encoding="utf-8"))):
+            if not isinstance(node, ast.ImportFrom) or node.level or not node.module:
+                continue
+            owner = node.module if node.module in (package, f"{package}.{node.module.rpartition('.')[2]}") else None
+            found.extend(
+                f"{name} <- {node.module}.{alias.name}"
+                for alias in node.names
+                if alias.name.startswith("_") and not alias.name.startswith("__") and owner is None
+            )
+    return found
+
+
+def test_no_module_imports_a_private_name_of_another_package():
+    assert private_imports() == []
+
+
+def test_a_private_import_from_another_package_is_found(tmp_path):
+    """``compose.py`` took ``_Group`` and ``_instantiate`` from the extraction (issue 23): a private name is
+    its own package's business; a sibling module of the same package may share it."""
+    package = tmp_path / "dcaccel"
+    for folder in ("dag", "exploration"):
+        (package / folder).mkdir(parents=True)
+        (package / folder / "__init__.py").write_text("")
+    (package / "__init__.py").write_text("")
+    (package / "dag" / "extract.py").write_text("_Group = 1\n")
+    (package / "dag" / "compose.py").write_text("from dcaccel.dag.extract import _Group\n")
+    (package / "exploration" / "sweep.py").write_text(
+        "from typing import TYPE_CHECKING\nif TYPE_CHECKING:\n    from dcaccel.dag.extract import _Group, __all__\n"
+    )
+    assert private_imports(package) == ["dcaccel.exploration.sweep <- dcaccel.dag.extract._Group"]
 
 
 def test_a_deferred_import_closing_a_circle_is_found(tmp_path):

@@ -58,7 +58,7 @@ from dcaccel.dag.arithmetic import NONE, Arithmetic, count_statements, opaque_ar
 from dcaccel.dag.cpp import cpp_arithmetic
 from dcaccel.dag.task import NO_CANONICAL, Role, TaskInfo
 from dcaccel.errors import DcaccelError
-from dcaccel.transforms.opaque import is_opaque
+from dcaccel.transforms.opaque_mark import is_opaque
 
 
 @dataclass(frozen=True)

@@ -13,7 +13,7 @@ import dace
 from dace.libraries.onnx.nodes.onnx_op import ONNXOp
 from dace.sdfg import nodes
 
-from dcaccel.transforms.opaque import is_opaque
+from dcaccel.transforms.opaque_mark import is_opaque
 
 
 def _moves_arrays(state: dace.SDFGState, tasklet: nodes.Tasklet) -> bool:

@@ -174,7 +174,7 @@ def with_host_tasks(sdfg: dace.SDFG) -> dace.SDFG:
     """``sdfg`` with every ONNX node that has no implementation at all (not even DaCe's) replaced by its host
     task, on a copy (``sdfg`` itself when there is none): the unlowered program of a model then compiles too."""
     from dcaccel.frontend.ops import library_nodes
-    from dcaccel.transforms.opaque import mark_opaque
+    from dcaccel.transforms.opaque_mark import mark_opaque
 
     def hosted(graph: dace.SDFG) -> list:
         return [(n, s) for n, s in library_nodes(graph) if isinstance(n, ONNXOp) and not type(n).implementations]

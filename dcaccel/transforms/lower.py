@@ -43,7 +43,8 @@ from dcaccel.expansions.implementation import CANONICAL
 from dcaccel.expansions.mmm import MMM
 from dcaccel.expansions.registry import implementation_of, node_implementations
 from dcaccel.frontend.ops import library_nodes, op_type
-from dcaccel.transforms.opaque import OpaqueOpWarning, expand_opaque, fallback_implementation, is_opaque
+from dcaccel.transforms.opaque import OpaqueOpWarning, expand_opaque, fallback_implementation
+from dcaccel.transforms.opaque_mark import is_opaque
 
 __all__ = [
     "LoweredWorkload",

@@ -8,12 +8,10 @@ implementation for that applies becomes a host task instead, one tasklet calling
 (:mod:`dcaccel.transforms.host`), marked like the nested SDFGs. Every library node inside
 that nested SDFG is expanded with DaCe's defaults too, so the lowered program stays a real program
 that compiles. The nested SDFG is kept whole (``no_inline``: lowering's inlining and simplification
-leave it alone) and carries the opaque mark ``location["dcaccel.opaque"]``, in a DaCe ``DictProperty``
-that survives ``deepcopy``, inlining of its parents and JSON, as the buffer marks do (never a name).
-DaCe's code generator parses every value of a code node's ``location`` as a symbolic expression, so
-the mark's value is the constant ``"1"``; which op and node the task stands for is in the lowering's
-``origins``. The DAG extraction reads the mark and makes the node one task whose in-edges carry the
-sizes of its input tensors and out-edges the sizes of its outputs (docs/dag.md, "Opaque tasks").
+leave it alone) and carries the opaque mark (:mod:`dcaccel.transforms.opaque_mark`, never a name);
+which op and node the task stands for is in the lowering's ``origins``. The DAG extraction reads the
+mark and makes the node one task whose in-edges carry the sizes of its input tensors and out-edges the
+sizes of its outputs (docs/dag.md, "Opaque tasks").
 """
 
 import dace
@@ -23,23 +21,11 @@ from dace.sdfg import nodes
 from dcaccel.errors import UnsupportedOpError
 from dcaccel.frontend.ops import op_type
 from dcaccel.transforms.host import HOST_IMPLEMENTATION, check_host, host_task
-
-_KEY = "dcaccel.opaque"
-_MARK = "1"  # a constant: DaCe reads the values of a code node's location as symbolic expressions
+from dcaccel.transforms.opaque_mark import mark_opaque
 
 
 class OpaqueOpWarning(UserWarning):
     """Nodes without a canonical implementation were kept as opaque tasks."""
-
-
-def mark_opaque(node: nodes.CodeNode) -> None:
-    """Mark ``node`` (the nested SDFG or tasklet an op was expanded into) as an opaque task."""
-    node.location[_KEY] = _MARK
-
-
-def is_opaque(node: nodes.Node) -> bool:
-    """Whether ``node`` is an opaque task (a code node carrying the mark)."""
-    return isinstance(node, nodes.CodeNode) and _KEY in node.location
 
 
 def fallback_implementation(node: nodes.LibraryNode, state: dace.SDFGState) -> str:

@@ -20,7 +20,7 @@ from dcaccel.dag.task import Role
 from dcaccel.errors import UnsupportedOpError
 from dcaccel.transforms.checks import lowering_violations
 from dcaccel.transforms.lower import OpaqueOpWarning, lower, opaque_nodes
-from dcaccel.transforms.opaque import is_opaque, mark_opaque
+from dcaccel.transforms.opaque_mark import is_opaque, mark_opaque
 
 #: Elements of every tensor of the model (4 × 6).
 ELEMENTS = 24

@@ -79,7 +79,7 @@ def test_the_ops_without_implementation_become_host_tasks(lowered):
     from dace.sdfg import nodes
 
     from dcaccel.transforms.host import HOST_IMPLEMENTATION
-    from dcaccel.transforms.opaque import is_opaque
+    from dcaccel.transforms.opaque_mark import is_opaque
 
     assert lowered.opaque == HOSTED
     assert {name: lowered.implementations[name] for name in HOSTED} == dict.fromkeys(HOSTED, HOST_IMPLEMENTATION)
