@@ -85,7 +85,7 @@ def test_text_report_and_dot(files, capsys):
     ("argv", "message"),
     [
         (["--policy", "all"], "argument --policy: unknown partition policy 'all'"),
-        (["--policy", "none"], "argument --policy: invalid choice: 'none' (choose from greedy, min-region, cost)"),
+        (["--policy", "none"], "argument --policy: invalid choice: 'none'"),
         (["--min-work-share", "2"], "argument --min-work-share: min_work_share must be between 0 and 1, got 2.0"),
         (["--dot", "out.png"], "--dot out.png: unknown format '.png'"),
         (["--arch", "nowhere"], "unknown architecture 'nowhere'"),
@@ -94,7 +94,7 @@ def test_text_report_and_dot(files, capsys):
 def test_errors_are_one_line(files, capsys, argv, message):
     model, design, _ = files
     args = ["partition", model, *argv] if "--arch" in argv else ["partition", model, "--arch", design, *argv]
-    if "--policy" in argv:  # argparse refuses it
+    if argv[0] in ("--policy", "--min-work-share"):  # argparse refuses it
         with pytest.raises(SystemExit) as exit_info:
             main(args)
         assert exit_info.value.code == 2

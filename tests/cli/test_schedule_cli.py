@@ -41,7 +41,8 @@ def test_onchip_is_in_elements_in_the_help(capsys):
     with pytest.raises(SystemExit):
         main(["schedule", "--help"])
     out = " ".join(capsys.readouterr().out.split())
-    assert "--onchip ELEMENTS on-chip memory per block (0: the architecture's on-chip capacity); unit: elements" in out
+    assert "--onchip ELEMENTS on-chip memory per block (0: the architecture's on-" in out
+    assert "capacity); unit: elements (default: 0)" in out
     assert "--element-bytes" not in out
 
 
