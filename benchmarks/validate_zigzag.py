@@ -19,6 +19,12 @@ search) and prints one table per pair with dcaccel's cycles, energy and DRAM byt
     python benchmarks/validate_zigzag.py --zigzag-python /work/venvs/zigzag/bin/python   # ZigZag and dcaccel
     python benchmarks/validate_zigzag.py --from-data        # ZigZag's committed numbers, dcaccel run again
     python benchmarks/validate_zigzag.py --from-data --skip-dcaccel   # the committed table only
+    python benchmarks/validate_zigzag.py --zigzag-python ... --time-one-evaluation --models resnet18 --designs tpu_like
+
+Beside each table: the worst layer's factor, the whole network (``--whole-network``: every operator,
+activations kept on chip, overlap) against the layer sums, and ZigZag's own mappings costed by dcaccel
+(the two models without their searches). ``--time-one-evaluation`` times ZigZag's API with the design's
+shipped mapping file and ``dcaccel map MODEL --search loopnest --json`` one after the other, wall and CPU.
 
 ZigZag on ResNet-18 takes 5 to 26 minutes per design here (its wall time per layer is in the files);
 ``dcaccel map resnet18 --search loopnest`` well under a minute.
