@@ -1,8 +1,13 @@
 """``dcaccel explore MODEL``: sweep implementations × PEs × schedulers × on-chip memory.
 
-Prints the best implementation per (P, scheduler), writes all points with ``--out`` (CSV, Parquet
-or JSON by suffix) and a makespan-vs-P plot with ``--plot``. ``--demo`` sweeps the seed's
-convolution (conv-seed, Conv as mv / op / lmv, P = 1…128, both schedulers).
+The flags that set a field of :class:`dcaccel.Study` are the vocabulary every command shares
+(:data:`dcaccel.cli.arguments.VOCABULARY`, ``docs/cli.md``); the command builds the study of the flags given
+(the Study's defaults for the others; P the designs' units when every ``--arch`` fixes them) and runs it
+with :func:`dcaccel.explore`. Prints the best implementation per (P, scheduler), writes all points with
+``--out`` (CSV, Parquet or JSON by suffix) and a makespan-vs-P plot with ``--plot`` (the cycles on the
+architecture with ``--arch``). ``--demo`` sweeps the seed's convolution (conv-seed, Conv as mv / op / lmv,
+P = 1…128, both schedulers). ``--objective`` is what the greedy strategy (and the mapping search) minimises:
+``makespan`` the cycles on the architecture, ``energy`` its pJ, or a numeric column.
 
 ``--executor process|dask`` evaluates assignments in parallel (``--address`` names a Dask scheduler;
 without it a local cluster runs on loopback); ``--results FILE`` streams points into an SQLite file
@@ -12,7 +17,7 @@ summary is printed, the failures are listed on stderr and the exit status is 1.
 ``--arch NAME|FILE`` (repeatable) costs every point on each accelerator description, and
 ``--arch-param PATH=V[,V...]`` (repeatable) sweeps each of them over the product of the values; the
 summary ranks by the cycles on the architecture, one table per architecture when there are several.
-``--scheduler heft`` places tasks on the architecture's unit kinds (HEFT). ``--partition-policy
+``--scheduler heft`` places tasks on the architecture's unit kinds (HEFT). ``--policy
 greedy,min-region,cost`` (repeatable or a comma list; ``none`` is the plain pipeline) partitions every
 assignment between each architecture's host and its accelerator (``dcaccel partition``) and schedules it
 with HEFT (the default scheduler when a policy other than ``none`` is given; another scheduler gives
@@ -141,8 +146,8 @@ def run(args: argparse.Namespace) -> int:
     check_output("--out", args.out, WRITERS)
     check_output("--plot", args.plot, PLOT_SUFFIXES)
     check_output("--results", args.results, RESULT_SUFFIXES)
-    if args.strategy == MAPPING and (args.plot is not None or args.results is not None or args.partition_policy):
-        raise DcaccelError("--strategy mapping: no --plot, --results or --policy (its rows are mappings)")
+    if args.strategy == MAPPING and (args.plot is not None or args.partition_policy):
+        raise DcaccelError("--strategy mapping: no --plot or --policy (its rows are mappings)")
     fields = study_fields(args)
     spec = DEMO_MODEL if args.demo else args.model
     if args.demo and not args.implementations:

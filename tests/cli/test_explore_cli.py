@@ -155,7 +155,7 @@ def no_sweep(monkeypatch):
         (["--policy", "cost", "--scheduler", "list"], "only the heft scheduler honours"),
         (["--policy", "min-region", "--min-work-share", "1.5"], "min_work_share must be between 0 and 1"),
         (["--min-nodes", "-1"], "argument --min-nodes: min_nodes must be an integer of at least 0, got -1"),
-        (["--strategy", "mapping", "--plot", "x.png"], "--strategy mapping: no --plot, --results or --policy"),
+        (["--strategy", "mapping", "--plot", "x.png"], "--strategy mapping: no --plot or --policy"),
     ],
 )
 def test_every_argument_is_checked_before_the_sweep(argv, message, capsys, no_sweep, monkeypatch, tmp_path):
@@ -429,3 +429,26 @@ def test_architecture_variants_are_summarised_from_the_command_line(capsys):
         lines[3].startswith("abstract[units.pe.elements_per_cycle=12] ")
         and lines[-1] == "+2 more (--out writes every point)"
     )
+
+
+@pytest.mark.slow
+def test_the_mapping_strategy_stores_its_rows_and_resumes(tmp_path, capsys):
+    """--strategy mapping takes --results like every strategy: the rerun with --resume searches nothing again
+    and prints the same table."""
+    results = tmp_path / "mapping.sqlite"
+    argv = [
+        "explore",
+        "conv-seed",
+        "--strategy",
+        "mapping",
+        "--arch",
+        "eyeriss",
+        "--pes",
+        "4",
+        "--results",
+        str(results),
+    ]
+    assert main(argv) == 0
+    first = capsys.readouterr().out
+    assert main([*argv, "--resume"]) == 0
+    assert capsys.readouterr().out == first and "Conv_0" in first and "network" in first
