@@ -242,10 +242,11 @@ def whole_network(
             if keep and live + out_bytes > walk.capacity:
                 keep = False
             if node.name in per_layer:
-                cost = _layer_cost(walk, node.name, nests[node.name], hierarchies[unit], live + keep * out_bytes)
+                layer = (per_layer[node.name], nests[node.name], hierarchies[unit])
+                cost = _layer_cost(walk, *layer, live + keep * out_bytes)
                 if cost is None and keep:
                     keep = False
-                    cost = _layer_cost(walk, node.name, nests[node.name], hierarchies[unit], live)
+                    cost = _layer_cost(walk, *layer, live)
                 if cost is None:
                     cost = per_layer[node.name]
                     _spill(walk, rows)
@@ -289,20 +290,27 @@ def _producers(walk: _Walk, inputs: list[str]) -> list[str]:
     return [walk.producer[t] for t in inputs if t in walk.producer]
 
 
-def _layer_cost(walk: _Walk, name: str, nest: LayerNest, target: Hierarchy, kept_bytes: int) -> LayerCost | None:
-    """The best mapping of a layer with ``kept_bytes`` of the activation buffer taken (None: none fits)."""
-    if kept_bytes and walk.buffer not in {memory.name for memory in target.memories}:
+def _layer_cost(walk: _Walk, alone: LayerCost, nest: LayerNest, target: Hierarchy, kept_bytes: int) -> LayerCost | None:
+    """The best mapping of a layer with ``kept_bytes`` of the activation buffer taken (None: none fits);
+    ``alone``: its mapping with the whole buffer (the per-layer figure)."""
+    if not kept_bytes:
+        return alone
+    if walk.buffer not in {memory.name for memory in target.memories}:
         return None
-    key = (tuple(nest.loops.items()), tuple(sorted(nest.accesses.items())), kept_bytes)
+    key = (
+        tuple(target.array.items()),
+        target.memories,
+        tuple(nest.loops.items()),
+        tuple(sorted(nest.accesses.items())),
+        kept_bytes,
+    )
     if key not in walk.searched:
         try:
-            walk.searched[key] = best_mapping(
-                nest, _shrunk(target, walk.buffer, kept_bytes) if kept_bytes else target, walk.objective
-            )
+            walk.searched[key] = best_mapping(nest, _shrunk(target, walk.buffer, kept_bytes), walk.objective)
         except DcaccelError:
             walk.searched[key] = None
     cost = walk.searched[key]
-    return None if cost is None else dataclasses.replace(cost, layer=name)
+    return None if cost is None else dataclasses.replace(cost, layer=alone.layer)
 
 
 def _layer_figures(cost: LayerCost, offchip_name, offchip, buffer, resident, keep, walk: _Walk, node):
