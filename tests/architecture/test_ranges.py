@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import math
 
+import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
@@ -81,6 +82,7 @@ def descriptions(draw) -> dict:
     }
 
 
+@pytest.mark.slow
 @SETTINGS
 @given(data=descriptions(), scheduler=st.sampled_from(["list", "streaming", "heft"]))
 def test_every_description_in_range_costs_finite_figures(data, scheduler):
