@@ -227,6 +227,7 @@ def test_yaml_has_the_comments_and_loads_back():
     assert Architecture.from_yaml(written, "tiny").spec == imported.architecture.spec
 
 
+@pytest.mark.slow
 def test_cli_import(tmp_path, capsys):
     source = tmp_path / "tiny.yaml"
     source.write_text(text(design()), encoding="utf-8")
