@@ -110,6 +110,7 @@ def test_schedule_architecture_errors(capsys, argv, message):
     assert message in capsys.readouterr().err
 
 
+@pytest.mark.slow
 def test_explore_on_an_architecture(capsys, tmp_path):
     out = tmp_path / "points.csv"
     argv = ["explore", "conv-seed", "--impl", "Conv=mv", "--pes", "16", "--scheduler", "list", "--out", str(out)]
@@ -142,6 +143,7 @@ def _summary_row(summary: str) -> tuple[int, int]:
     return int(row["makespan"]), int(row["cycles"])
 
 
+@pytest.mark.slow
 def test_explore_on_several_architectures_and_parameters(capsys, tmp_path):
     """Two --arch and an --arch-param: one summary table per variant, each ranked by its own cycles."""
     out = tmp_path / "points.csv"
