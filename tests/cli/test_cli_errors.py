@@ -237,6 +237,7 @@ def _listing(folder) -> set[str]:
     }
 
 
+@pytest.mark.slow
 @settings(
     max_examples=150,
     deadline=None,
