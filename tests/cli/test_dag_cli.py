@@ -39,6 +39,7 @@ def test_summary(capsys, shape):
     assert lines[-1] == "(granularity task, edge volume exact)"
 
 
+@pytest.mark.slow
 def test_summary_of_coarse_reference_dag(capsys):
     """The buffer node inserted for the re-read ``_a_stream`` is detail, shown with --verbose only."""
     argv = ["conv-seed", "--granularity", "coarse", "--edge-volume", "reference"]
@@ -129,6 +130,7 @@ def opaque_onnx(tmp_path_factory):
     return str(path)
 
 
+@pytest.mark.slow
 def test_summary_names_the_opaque_task_and_its_share_of_the_work(opaque_onnx, capsys):
     from tests.dag.test_opaque import ELEMENTS
 
@@ -147,6 +149,7 @@ def test_strict_refuses_the_opaque_op_in_one_line(opaque_onnx, capsys):
     assert err == "dcaccel dag: error: unsupported op LogSoftmax (node 'logsoftmax'): no dcaccel implementation\n"
 
 
+@pytest.mark.slow
 def test_strict_accepts_a_model_that_has_every_implementation(capsys):
     status, out, _ = run(capsys, "conv-seed", "--impl", "Conv=lmv", "--strict")
     assert status == 0 and out.startswith("DAG conv-seed: 12 tasks") and "opaque" not in out
