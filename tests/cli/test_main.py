@@ -129,6 +129,7 @@ def where_model():
     return helper.make_model(graph, opset_imports=[helper.make_opsetid("", 17)])
 
 
+@pytest.mark.slow
 def test_onnx_simplifier_output_is_shown_only_with_verbose(tmp_path, capfd):
     import onnx
 
