@@ -8,6 +8,7 @@ from dcaccel.cli import main
 from dcaccel.mapping import parse
 
 
+@pytest.mark.slow
 def test_json(capsys):
     status = main(["map", "conv-seed", "--arch", "eyeriss", "--objective", "energy", "--top-k", "2", "--json"])
     out = json.loads(capsys.readouterr().out)
@@ -20,6 +21,7 @@ def test_json(capsys):
     assert all(parse(text).pes == 168 for text in out["best"].values())  # without --pes: eyeriss's 168 PEs
 
 
+@pytest.mark.slow
 def test_table_and_errors(capsys):
     assert main(["map", "conv-seed", "--arch", "eyeriss", "--top-k", "1", "--pes", "4"]) == 0
     out = capsys.readouterr().out
