@@ -24,6 +24,7 @@ def files(tmp_path_factory):
     return str(model), str(design), folder
 
 
+@pytest.mark.slow
 def test_json_report(files, capsys):
     model, design, _ = files
     assert main(["partition", model, "--arch", design, "--json"]) == 0
@@ -64,6 +65,7 @@ def test_cost_objective(files, capsys, objective):
     assert value(reports["cost"]) <= value(reports["greedy"])
 
 
+@pytest.mark.slow
 def test_text_report_and_dot(files, capsys):
     model, design, folder = files
     dot = folder / "chain.dot"
@@ -104,6 +106,7 @@ def test_errors_are_one_line(files, capsys, argv, message):
     assert message in err and len(err.strip().splitlines()) == 1
 
 
+@pytest.mark.slow
 def test_verify_arch_checks_the_partitioned_program(files, capsys, monkeypatch):
     """``verify --arch`` hands the partition's lowered program to verify (the compile itself is the slow
     test of tests/transforms/test_offload.py)."""
@@ -121,6 +124,7 @@ def test_verify_arch_checks_the_partitioned_program(files, capsys, monkeypatch):
     assert "--strict and --arch" in capsys.readouterr().err
 
 
+@pytest.mark.slow
 def test_the_cost_policy_shows_its_progress_over_the_regions(files, capsys, monkeypatch):
     """The command asks for a bar when the regions take longer than a second; asked always, it shows both."""
     import dcaccel.cli.partition
