@@ -67,6 +67,7 @@ def test_dag_with_symbols(capsys, dense, tmp_path):
     assert "dense" in out
 
 
+@pytest.mark.slow
 def test_explore_with_symbols(capsys, dense):
     status, out, err = run(capsys, "explore", dense, "--symbols", "batch=2", "--pes", "2")
     assert status == 0, err
@@ -74,6 +75,7 @@ def test_explore_with_symbols(capsys, dense):
     assert " 0 points" not in out
 
 
+@pytest.mark.slow
 def test_map_with_symbols(capsys, dense):
     status, out, err = run(capsys, "map", dense, "--symbols", "batch=2", "--onchip", "1024", "--json")
     assert status == 0, err
