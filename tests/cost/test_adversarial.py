@@ -41,6 +41,7 @@ def test_a_unit_at_another_clock_is_refused():
         hierarchy(Architecture.from_yaml(faster), "pe")
 
 
+@pytest.mark.slow
 def test_a_layer_with_eight_temporal_loops_searches_a_bounded_number_of_orders():
     """A grouped, batched Conv on one unit leaves all 8 loops temporal (8! = 40,320 orders, minutes of
     search): at most MAX_ORDERS of them are evaluated."""
