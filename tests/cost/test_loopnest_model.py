@@ -138,6 +138,7 @@ def test_bandwidth_stalls_the_array():
     assert slow.energy_total_pj == fast.energy_total_pj
 
 
+@pytest.mark.slow
 def test_search_never_goes_below_compulsory_traffic():
     nest = conv_nest("c", {"strides": [1, 1]}, (16, 8, 3, 3), (1, 16, 6, 6))
     hierarchy = _hierarchy(4, rf_bits=8 * 64)
