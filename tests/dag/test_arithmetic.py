@@ -223,6 +223,7 @@ def test_lenet_macs_are_its_layers(lenet, shape):
     }
 
 
+@pytest.mark.slow
 def test_symbolic_sizes_give_closed_forms(mmm):
     """mmm (A: N×K, B: K×M) at coarse granularity with every size symbolic: N·K·M MACs under each shape."""
     n, k, m = sympy.symbols("N K M")
