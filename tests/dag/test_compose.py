@@ -146,6 +146,7 @@ def test_fragments_are_taken_from_the_lowered_program(name):
     assert sorted(node for node, _ in composer.fragments) == sorted(nodes)
 
 
+@pytest.mark.slow
 def test_a_missing_fragment_composes_nothing():
     workload = dcaccel.workloads.get("lenet")
     composer = Composer(workload, expansions_for(workload))
@@ -157,6 +158,7 @@ def test_a_missing_fragment_composes_nothing():
     assert _quiet(composer.dag, {"Conv": "mv", "Gemm": "mv"}, Granularity("coarse"), "exact") is not None
 
 
+@pytest.mark.slow
 def test_a_composed_dag_that_differs_stops_composition():
     workload = dcaccel.workloads.get("conv-seed")
     composer = Composer(workload, expansions_for(workload))
