@@ -15,6 +15,7 @@ import os
 import tempfile
 from pathlib import Path
 
+import pytest
 from hypothesis import HealthCheck, event, given, settings
 from hypothesis import strategies as st
 
@@ -141,6 +142,7 @@ def _one_line(message: str) -> bool:
     return bool(message) and "\n" not in message
 
 
+@pytest.mark.slow
 @SETTINGS
 @given(
     document=dag_documents(), pes=st.sampled_from([1, 2, 3, 10**8]), scheduler=st.sampled_from(["streaming", "list"])
@@ -167,6 +169,7 @@ def _listing(folder: Path) -> set[str]:
     }
 
 
+@pytest.mark.slow
 @SETTINGS
 @given(
     document=dag_documents(),
