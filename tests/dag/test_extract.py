@@ -331,12 +331,14 @@ def test_streamed_transients_are_collapsed(size):
     dag.validate()
 
 
+@pytest.mark.slow
 def test_a_state_boundary_is_a_dependency():
     dag = extract(programs.two_state_program())
     assert ("Produce_map", "Consume_map", 8) in volumes(dag)
     assert [dag.node(v).info.state for v in dag.tasks] == ["first", "second"]
 
 
+@pytest.mark.slow
 def test_a_buffer_written_after_it_was_read_gets_a_new_version():
     dag = extract(programs.in_place_program())
     dag.validate()
@@ -382,6 +384,7 @@ def test_no_pseudo_sink_on_several_exits_is_refused():
         extract(programs.two_outputs_program(), sink="never")
 
 
+@pytest.mark.slow
 def test_pseudo_sink_on_a_single_exit():
     dag = extract(programs.chain_program(), sink="always")
     dag.validate()
@@ -403,6 +406,7 @@ def test_mmm_shapes(shape, n, k, m):
     assert metrics.io_volume(dag) == reads + copies + reused + n * m
 
 
+@pytest.mark.slow
 def test_symbolic_task_map_needs_sizes():
     n, k, m = (dace.symbol(s) for s in "NKM")
     sdfg = programs.mmm_program("mv", n, k, m)
@@ -412,6 +416,7 @@ def test_symbolic_task_map_needs_sizes():
     assert sum(1 for v in concrete.tasks if concrete.label(v).startswith("MV")) == 4
 
 
+@pytest.mark.slow
 def test_coarse_keeps_symbolic_volumes(caplog):
     n, k, m = (dace.symbol(s) for s in "NKM")
     with caplog.at_level("DEBUG", logger="dcaccel.dag.extract"):
@@ -442,6 +447,7 @@ def test_every_task_names_the_node_it_lowers(seed, seed_dags, shape):
     assert origins == {("Conv", conv, shape)}
 
 
+@pytest.mark.slow
 def test_origins_survive_fusion():
     """Origins are keyed by map-entry guid, which DaCe keeps through the copy fusion works on; a
     fused task keeps the first origin and lists all of them under ``fused``."""
