@@ -181,12 +181,14 @@ def test_non_uniform_output_is_repaired_in_closed_form(n, k, repaired):
     assert {name: getattr(evaluated, name) for name in concrete_metrics(dag)} == concrete_metrics(dag)
 
 
+@pytest.mark.slow
 def test_an_undecidable_repair_is_refused():
     """Sum's in-edges carry n and k: which one the repair keeps depends on the sizes."""
     with pytest.raises(DcaccelError, match="^symbolic metrics: cannot decide .* 'Sum_map' is the largest"):
         symbolic_metrics(programs.split_program(dace.symbol("n"), dace.symbol("k")))
 
 
+@pytest.mark.slow
 @pytest.mark.filterwarnings("ignore:extract. container")
 def test_unequal_volumes_into_a_buffer_are_refused_like_validate():
     """Unequal halves make t a buffer whose in-edges differ: no repair, in closed form as in extract."""
