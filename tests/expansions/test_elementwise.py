@@ -56,6 +56,7 @@ def test_matches_onnxruntime(case, results):
     assert_output_matches(results, case.tensor("y"), rtol=1e-5, atol=1e-6, same_dtype=True)
 
 
+@pytest.mark.slow
 def test_every_op_is_one_flat_map_over_the_output():
     cases = [CASES[0], *[c for c in CASES if c.name in ("Add_bcast", "Clip_min_max", "Cast_to_int")]]
     imported = canonical_model(build_model(cases), "elementwise_structure")
@@ -65,6 +66,7 @@ def test_every_op_is_one_flat_map_over_the_output():
     )
 
 
+@pytest.mark.slow
 def test_broadcast_input_made_by_another_task_is_copied_into_a_reuse_buffer():
     from dcaccel.buffers import BufferReason, buffer_reason
 
