@@ -137,6 +137,7 @@ def test_one_task_per_op_reading_every_input_per_output_element(case, dags):
     assert dag.volume(task, output) == size
 
 
+@pytest.mark.slow
 def test_every_task_is_one_flat_map():
     cases = [c for c in CASES if c.name in ("Xor_bcast", "Not_1x1x5", "BitwiseNot_uint8", "BitShift_left_bcast")]
     scopes = assert_flat_maps(canonical_model(build_model(cases), "elementwise_logical_structure").sdfg)
