@@ -196,6 +196,7 @@ def test_one_task_per_op_with_the_volumes_of_a_flat_map(case, dags):
     assert dag.volume(task, output) == size
 
 
+@pytest.mark.slow
 def test_every_task_is_one_flat_map():
     from tests.expansions.canonical_onnx import assert_flat_maps, canonical_model
 
