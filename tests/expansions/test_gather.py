@@ -122,6 +122,7 @@ def test_scatter_reads_one_index_one_element_and_one_update_per_update(name, rea
     assert [dag.volume(scatter, s) for s in dag.successors(scatter)] == [reads["u"]]
 
 
+@pytest.mark.slow
 def test_every_task_is_one_flat_map():
     cases = [c for c in CASES if c.name in ("ge_middle_axis", "se_add", "snd_batched_add")]
     scopes = assert_flat_maps(canonical_model(build_model(cases), "gather_structure").sdfg)
