@@ -114,6 +114,7 @@ def test_matches_numpy(k, operation, results):
     np.testing.assert_allclose(actual, expected, rtol=1e-10, atol=1e-12)
 
 
+@pytest.mark.slow
 def test_only_flat_maps_remain():
     from dace.sdfg import nodes
 
