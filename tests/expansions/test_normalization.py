@@ -61,6 +61,7 @@ def test_batchnorm_is_one_flat_map():
     assert [s.label for s in assert_flat_maps(sdfg)] == ["bn_4d_normalize_map"]
 
 
+@pytest.mark.slow
 def test_layernorm_steps_and_reuse_buffers():
     from dcaccel.buffers import BufferReason, buffer_reason
 
@@ -77,6 +78,7 @@ def test_layernorm_steps_and_reuse_buffers():
     assert sorted(name.rstrip("_0123456789") for name in reuse) == ["mean", "var"]
 
 
+@pytest.mark.slow
 def test_batchnorm_training_mode_is_rejected():
     from dcaccel.errors import UnsupportedOpError
 
