@@ -79,6 +79,7 @@ def test_one_map_reading_one_connector_per_window_position(name, connectors):
     assert len(tasklet.in_connectors) == connectors
 
 
+@pytest.mark.slow
 def test_padding_is_masked_only_where_windows_leave_the_image():
     _, padded = _window_tasklet(next(c for c in CASES if c.name == "max_3x3_s2_p1"))
     _, unpadded = _window_tasklet(next(c for c in CASES if c.name == "max_2x2_s2"))
