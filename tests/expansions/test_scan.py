@@ -123,6 +123,7 @@ def test_topk_compares_every_pair_and_selects_k_per_line(dags):
     assert volumes["output_map"] == [3 * 2, 3 * 2]
 
 
+@pytest.mark.slow
 def test_every_task_is_one_flat_map():
     cases = [c for c in CASES if c.name in ("topk_axis0_smallest", "cumsum_reverse")]
     scopes = assert_flat_maps(canonical_model(build_model(cases), "scan_structure").sdfg)
