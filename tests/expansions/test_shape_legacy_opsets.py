@@ -38,6 +38,7 @@ def test_matches_onnxruntime(case, results):
         assert_output_matches(results, name)
 
 
+@pytest.mark.slow
 def test_each_is_one_map_per_output():
     from tests.expansions.canonical_onnx import assert_flat_maps, canonical_model
 
