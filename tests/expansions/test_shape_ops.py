@@ -114,12 +114,14 @@ def _scopes(*cases):
     return assert_flat_maps(canonical_model(build_model(cases), "shape_structure").sdfg)
 
 
+@pytest.mark.slow
 def test_reshape_family_is_one_copy_map_each():
     names = ("reshape_split", "flatten_1", "squeeze", "unsqueeze", "transpose_size_one")
     scopes = _scopes(*[c for c in CASES if c.name in names])
     assert sorted(s.label for s in scopes) == sorted(f"{n}_copy_map" for n in names)
 
 
+@pytest.mark.slow
 def test_permuting_transpose_of_a_task_output_reads_a_reorder_buffer():
     from dcaccel.buffers import BufferReason, buffer_reason
 
