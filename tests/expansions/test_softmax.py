@@ -66,6 +66,7 @@ def test_reused_transients_are_reuse_buffers():
     assert sorted(name.rstrip("_0123456789") for name in reuse) == ["exps", "row_max", "row_sum"]
 
 
+@pytest.mark.slow
 def test_input_made_by_another_task_is_copied_into_a_buffer_first():
     sdfg = _softmax_sdfg(input_from_relu=True)
     labels = [s.label for s in assert_flat_maps(sdfg)]
