@@ -40,6 +40,7 @@ def stages():
     return sweep, list(harvest(workload, sweep, list(per_op_type(IMPLEMENTATIONS))))
 
 
+@pytest.mark.slow
 def test_each_cover_is_a_stage_then_the_rest(stages):
     """A stage per cover with the assignment it lowered (the first cover's fragments compose only it),
     then the six mixed assignments once composition is checked; each stage's fragments grow."""
@@ -57,6 +58,7 @@ def test_each_cover_is_a_stage_then_the_rest(stages):
     assert all(harvested.lower_seconds > 0 and harvested.assignment == ready[0] for ready, harvested in found)
 
 
+@pytest.mark.slow
 def test_a_worker_composes_every_dag_without_lowering(stages, local, monkeypatch):
     """A worker (another copy of the workload, ``lower`` refused) evaluates the stages in order with
     their fragments: its rows are the local sweep's."""
