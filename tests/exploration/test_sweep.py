@@ -156,6 +156,7 @@ def test_labels_are_the_lowering(implementations, strategy, labels, conv_seed, l
     )
 
 
+@pytest.mark.slow
 def test_a_node_key_of_its_own_beside_its_op_type(lenet, lowerings):
     results = explore(lenet, {"Conv": ["op"], "conv2": ["mv", "lmv"]}, pes=[4], scheduler="list", progress=False)
     assert results["assignment"].tolist() == ["Conv=op,conv2=mv", "Conv=op,conv2=lmv"]
@@ -172,6 +173,7 @@ def opaque_workload():
     return dcaccel.load(opaque_model(), name="opaque")
 
 
+@pytest.mark.slow
 def test_opaque_tasks_are_counted_with_their_share_of_the_work_and_one_warning(opaque_workload):
     from dcaccel.transforms.lower import OpaqueOpWarning
     from tests.dag.test_opaque import ELEMENTS
