@@ -25,6 +25,7 @@ def sweeps():
     }
 
 
+@pytest.mark.slow
 def test_abstract_columns_do_not_depend_on_the_architecture(sweeps):
     reference = sweeps["abstract"][ABSTRACT_COLUMNS]
     for frame in sweeps.values():
@@ -59,6 +60,7 @@ def test_columns_are_the_schedule_costs(sweeps, conv_seed, name):
         assert {unit: float(share) for unit, share in shares.items()} == pytest.approx(costs.utilisation, rel=1e-5)
 
 
+@pytest.mark.slow
 def test_resume_adds_architectures_and_refuses_a_changed_one(tmp_path):
     """The architecture is part of a point's key: resuming with another one adds its points; a label whose
     description changed since the file was written is refused."""
@@ -110,6 +112,7 @@ def several(sweeps):
     return frame, built
 
 
+@pytest.mark.slow
 def test_several_architectures_share_each_dag(several):
     frame, built = several
     assert [str(assignment) for assignment in built] == ["Conv=mv", "Conv=lmv"]
@@ -141,6 +144,7 @@ def test_heft_runs_on_the_architecture_units(several, conv_seed, name, units):
         assert row.energy_pj == pytest.approx(costs.energy_total_pj)
 
 
+@pytest.mark.slow
 def test_parameters_sweep_each_architecture(conv_seed, tmp_path):
     """arch_params: the product of the values on every architecture, each variant costed as itself, and a
     resumed sweep finds every point stored (HEFT on a design of fixed counts: one point for all P)."""
