@@ -22,6 +22,7 @@ def mapped():
     return explore("conv-seed", pes=[16], strategy="mapping", arch=["eyeriss", "tpu"], objective="edp")
 
 
+@pytest.mark.slow
 def test_rows_and_columns(mapped):
     assert list(mapped.columns) == columns()
     assert list(mapped["architecture"]) == ["eyeriss", "eyeriss", "tpu", "tpu"]
