@@ -84,6 +84,7 @@ def test_a_design_without_host_moves_nothing(sweeps):
     assert (frame["offloaded_work_share"] == 1.0).all() and (frame["host_energy_pj"] == 0.0).all()
 
 
+@pytest.mark.slow
 def test_without_policy_the_points_are_the_plain_pipelines(sweeps):
     plain = explore("conv-seed", {"Conv": ["mv", "lmv"]}, pes=[16], scheduler="heft", arch="cgra", progress=False)
     columns = [c for c in plain.columns if c not in TIMING]
@@ -112,6 +113,7 @@ def test_cost_policy_objective(objective):
     assert row.offloaded_work_share == pytest.approx(split.offloaded_work_share)
 
 
+@pytest.mark.slow
 def test_result_file_keys_points_by_policy(tmp_path):
     """A resumed file gains the points of a policy it lacks (the assignment is evaluated again: its points
     are one unit) with the same values for the others."""
