@@ -60,6 +60,7 @@ def _nested(name: str) -> dace.SDFG:
     return outer
 
 
+@pytest.mark.slow
 def test_equal_sdfgs_share_a_key():
     assert program_key(doubling()) == program_key(doubling())
     assert program_key(_nested("inner")) == program_key(_nested("inner"))
@@ -84,6 +85,7 @@ def test_what_hash_sdfg_leaves_out_changes_the_key(change):
     assert program_key(changed) != program_key(original)
 
 
+@pytest.mark.slow
 def test_a_nested_sdfgs_name_changes_the_key():
     """``hash_sdfg`` drops the nested SDFG's name but keeps the label of the node that holds it."""
     assert program_key(_nested("inner")) != program_key(_nested("other"))
