@@ -119,6 +119,7 @@ def mutation(draw):
     return kind, apply
 
 
+@pytest.mark.slow
 @settings(max_examples=60, deadline=None, suppress_health_check=[HealthCheck.too_slow])
 @given(
     build=st.sampled_from([gemm, conv, relu]),
