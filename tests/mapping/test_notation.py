@@ -21,11 +21,13 @@ mappings = st.builds(
 )
 
 
+@pytest.mark.slow
 @given(mappings)
 def test_round_trip(mapping):
     assert parse(str(mapping)) == mapping
 
 
+@pytest.mark.slow
 @given(st.lists(mappings, max_size=5))
 def test_round_trip_of_several(items):
     assert parse_mappings(format_mappings(items)) == items
