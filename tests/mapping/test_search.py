@@ -16,6 +16,7 @@ def seed_results():
     }
 
 
+@pytest.mark.slow
 def test_decoupled_is_near_the_exhaustive_optimum_with_fewer_schedules(seed_results):
     decoupled, exhaustive = seed_results["decoupled"], seed_results["exhaustive"]
     assert decoupled.space_size == exhaustive.space_size
@@ -40,6 +41,7 @@ def twin_convs():
     return load(module.eval(), torch.zeros(1, 2, 6, 6), name="twins")
 
 
+@pytest.mark.slow
 def test_every_node_is_named_and_counted(twin_convs):
     result = map_workload(twin_convs, "eyeriss", pes=(4,), top_k=1, tile_limit=2)
     table = result.table()
@@ -56,6 +58,7 @@ def test_every_node_is_named_and_counted(twin_convs):
     assert result.uncounted == {} and result.to_json()["uncounted"] == {}
 
 
+@pytest.mark.slow
 def test_a_node_that_does_not_lower_alone_is_named_uncounted(twin_convs, monkeypatch):
     import dcaccel.mapping.search as search
 
@@ -161,6 +164,7 @@ def test_a_recurrent_layer_is_counted(lstm_onnx):
     assert set(result.best) == set(table["layer"]) and result.total.makespan_cycles == table["makespan_cycles"].sum()
 
 
+@pytest.mark.slow
 def test_a_long_search_shows_its_progress(capsys):
     map_workload("conv-seed", "eyeriss", pes=(4,), top_k=1, tile_limit=2, progress=True)
     assert "map conv-seed: 100%" in capsys.readouterr().err
