@@ -56,6 +56,7 @@ def _run(name: str, shape: str) -> corpus.PipelineRun:
     return corpus.run_pipeline(_imported(name)[0], shape)
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("name", [_param(name, (name, "mv") in FAST) for name in corpus.names()])
 def test_imports(name):
     workload, _ = _imported(name)
@@ -64,6 +65,7 @@ def test_imports(name):
     assert nodes_by_op_type(workload.sdfg)  # ONNX library nodes, not yet lowered
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize(("name", "shape"), _runs())
 def test_lowers_extracts_and_schedules(name, shape):
     workload, import_seconds = _imported(name)
