@@ -79,6 +79,7 @@ def test_needs_an_architecture():
         schedule(independent([None]), 2, "heft")
 
 
+@pytest.mark.slow
 @SETTINGS
 @given(dag=canonical_dags(), pes=st.integers(1, 6))
 def test_on_abstract_the_costs_are_the_schedule(dag, pes):
@@ -99,6 +100,7 @@ def test_valid_on_two_kinds(dag, fast, slow, split):
     assert all(0 <= share <= 1 for share in costs.utilisation.values())
 
 
+@pytest.mark.slow
 @SETTINGS
 @given(dag=canonical_dags(), fast=st.integers(1, 3), split=st.booleans())
 def test_units_beyond_the_nodes_change_nothing(dag, fast, split):
