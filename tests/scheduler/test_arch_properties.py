@@ -45,6 +45,7 @@ def _with_op(dag: TaskDAG, op: str) -> TaskDAG:
     return copy
 
 
+@pytest.mark.slow
 @SETTINGS
 @given(dag=canonical_dags(), pes=st.integers(1, 6), scheduler=schedulers, name=designs, onchip=st.sampled_from([0, 8]))
 def test_idealised_design_is_abstract(dag, pes, scheduler, name, onchip):
@@ -64,6 +65,7 @@ def _bandwidths(data: dict) -> list[tuple[str, ...]]:
     return paths + [("links", i) for i, link in enumerate(data["links"]) if link["bandwidth_bytes_per_cycle"]]
 
 
+@pytest.mark.slow
 @SETTINGS
 @given(dag=canonical_dags(), pes=st.integers(1, 6), scheduler=schedulers, name=designs, pick=st.integers(0, 100))
 def test_halving_a_bandwidth_never_shortens(dag, pes, scheduler, name, pick):
@@ -75,6 +77,7 @@ def test_halving_a_bandwidth_never_shortens(dag, pes, scheduler, name, pick):
     assert after.makespan_cycles >= before.makespan_cycles
 
 
+@pytest.mark.slow
 @SETTINGS
 @given(dag=canonical_dags(), pes=st.integers(1, 6), scheduler=schedulers, name=st.sampled_from(("abstract", *CONCRETE)))
 def test_energy_is_the_sum_of_its_parts(dag, pes, scheduler, name):
@@ -116,6 +119,7 @@ def _through_buffers(dag: TaskDAG) -> TaskDAG:
     return copy
 
 
+@pytest.mark.slow
 @SETTINGS
 @given(
     dag=canonical_dags(), pes=st.integers(1, 6), scheduler=schedulers, name=designs, onchip=st.sampled_from([0, 8, 64])
@@ -127,6 +131,7 @@ def test_offchip_traffic_is_at_least_compulsory(dag, pes, scheduler, name, onchi
     assert costs.offchip_elements(arch.offchip) >= _compulsory(dag)
 
 
+@pytest.mark.slow
 @SETTINGS
 @given(dag=canonical_dags(), pes=st.integers(1, 6), name=designs)
 def test_offchip_traffic_is_compulsory_when_everything_fits(dag, pes, name):
