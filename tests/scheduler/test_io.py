@@ -77,6 +77,7 @@ def item_lists(max_weight: int, max_value: int, max_size: int):
     return st.lists(st.tuples(st.integers(0, max_weight), st.integers(0, max_value)), max_size=max_size)
 
 
+@pytest.mark.slow
 @settings(max_examples=400, deadline=None)
 @given(items=item_lists(40, 60, 10), capacity=st.integers(0, 120))
 def test_same_choice_as_the_dense_table(items, capacity):
@@ -86,6 +87,7 @@ def test_same_choice_as_the_dense_table(items, capacity):
     assert taken == bisect_knapsack(weights, values, capacity)
 
 
+@pytest.mark.slow
 @settings(max_examples=200, deadline=None)
 @given(items=item_lists(40, 60, 10), capacity=st.integers(0, 120), numpy_from=st.sampled_from([0, 1, 3, 10**9]))
 def test_same_choice_by_either_merge(items, capacity, numpy_from):
@@ -95,6 +97,7 @@ def test_same_choice_by_either_merge(items, capacity, numpy_from):
         assert _knapsack(weights, values, capacity) == dense_knapsack(weights, values, capacity)
 
 
+@pytest.mark.slow
 @settings(max_examples=150, deadline=None)
 @given(
     items=st.lists(st.tuples(st.integers(0, 600).map(lambda w: 8 * w), st.integers(0, 10**6)), max_size=30),
@@ -107,6 +110,7 @@ def test_same_choice_as_before_on_many_items(items, fill):
     assert _knapsack(weights, values, capacity) == bisect_knapsack(weights, values, capacity)
 
 
+@pytest.mark.slow
 @settings(max_examples=150, deadline=None)
 @given(
     items=st.lists(st.tuples(st.integers(0, 2**66), st.integers(0, 2**70)), max_size=8),
