@@ -181,6 +181,7 @@ def test_retiming_check_refuses_a_timing_the_pass_changes(name, scheduler):
     assert costs.timing != moved.timing
 
 
+@pytest.mark.slow
 @settings(max_examples=25, deadline=None, suppress_health_check=[HealthCheck.too_slow])
 @given(dag=canonical_dags(max_tasks=12))
 def test_retiming_shortcut_on_random_dags(dag: TaskDAG):
