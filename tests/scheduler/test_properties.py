@@ -43,6 +43,7 @@ def test_list_schedule_never_exceeds_sequential_work(insertion, dag, pes):
     assert result.depth <= result.makespan <= result.work
 
 
+@pytest.mark.slow
 @SETTINGS
 @given(dag=canonical_dags(), pes=st.integers(1, 6))
 def test_list_schedule_without_insertion_respects_graham_bound(dag, pes):
@@ -58,6 +59,7 @@ def test_more_pes_keep_the_schedule_valid(scheduler, options, dag, pes, extra):
         schedule(dag, count, scheduler, validate=False, **options).validate()
 
 
+@pytest.mark.slow
 @SETTINGS
 @given(dag=canonical_dags())
 def test_one_pe_list_schedule_is_sequential(dag):
