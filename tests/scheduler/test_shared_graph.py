@@ -62,6 +62,7 @@ def test_points_on_one_graph_equal_points_alone_on_vectors(name):
     _shared_equals_alone(load_vector(name)[1])
 
 
+@pytest.mark.slow
 @settings(max_examples=15, deadline=None, suppress_health_check=[HealthCheck.too_slow])
 @given(dag=canonical_dags(max_tasks=8))
 def test_points_on_one_graph_equal_points_alone(dag):
