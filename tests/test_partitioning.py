@@ -14,6 +14,7 @@ from dcaccel.partitioning import partition
 from tests.transforms.offload_models import NPU, conv_chain
 
 
+@pytest.mark.slow
 def test_a_host_conv_costs_its_macs_on_the_host():
     """conv_out (7×7, stride 2: 4 channels in, 3 out, 5×5 outputs) breaks the npu's 3×3 rule and runs on
     the cpu as an opaque task: 75 outputs × 4·7·7 weights = 14,700 MACs at 1/4 MAC per cycle."""
