@@ -71,6 +71,7 @@ def test_task_maps_and_reductions_are_not_fused(shape):
     assert top_level_maps(sdfg) == maps
 
 
+@pytest.mark.slow
 def test_extract_fuses_a_copy():
     sdfg = programs.chain_program()
     fused = extract(sdfg, fusion=True)
@@ -78,6 +79,7 @@ def test_extract_fuses_a_copy():
     assert summary(fused) == summary(extract(sdfg)) | {"tasks": 1, "work": 8}
 
 
+@pytest.mark.slow
 @pytest.mark.filterwarnings("ignore:extract. container .* re-reads")
 def test_lenet_relu_and_gemm_epilogues_fuse(caplog):
     """In LeNet the Relus of the Gemms fuse into the element-wise task before them (Gather + AddBias);
