@@ -144,6 +144,7 @@ def test_choices_that_are_not_a_mapping_are_one_line_errors(conv_seed, choices):
         lower(conv_seed, choices)
 
 
+@pytest.mark.slow
 def test_simplify_would_remove_the_im2col_container_so_lower_skips_that_pass(two_convs_and_a_matmul):
     """DaCe's full simplification eliminates X_col (a copy into the MMM operand buffer) as redundant;
     lower() keeps it, as Contract 3 needs."""
@@ -221,6 +222,7 @@ def test_every_top_level_map_knows_the_node_it_lowers(two_convs_and_a_matmul, ch
     }
 
 
+@pytest.mark.slow
 def test_lowering_again_reuses_expansions_and_gives_the_same_program():
     """A cache of a workload's lowerings keeps each node's expansion per implementation; a later lowering
     given it under another assignment re-expands only the nodes whose choice is new, and gives exactly the
