@@ -52,6 +52,7 @@ def lowered(pusch):
     return {(layers, shape): pusch[layers].lower({"MatMul": shape}) for layers in LAYERS for shape in SHAPES}
 
 
+@pytest.mark.slow
 def test_program_stages(pusch):
     workload = pusch[2]
     assert workload.symbols == {"S": 4, "A": 8}
@@ -66,6 +67,7 @@ def test_choice_applies_to_every_product(lowered, shape):
     assert lowered[2, shape].implementations == {**dict.fromkeys(PRODUCTS, shape), "inv": "canonical"}
 
 
+@pytest.mark.slow
 def test_a_product_is_chosen_by_its_stage_name(pusch):
     mixed = pusch[2].lower({"MatMul": "lmv", "gram": "op"})
     assert mixed.implementations == {"HtR": "lmv", "gram": "op", "W": "lmv", "detected": "lmv", "inv": "canonical"}
