@@ -138,6 +138,7 @@ def test_sizes(options, symbols):
     assert workloads.get("mmm", **options).symbols == symbols
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("image", [32])
 def test_resnet18_image_size(image):
     workload = workloads.get("resnet18", image=image, num_classes=10)
@@ -188,6 +189,7 @@ def test_unknown_name_lists_the_names():
     assert str(error.value) == f"unknown workload 'lenet5' (built-in workloads: {', '.join(EXPECTED)})"
 
 
+@pytest.mark.slow
 def test_pusch_reference_matches_numpy():
     """The program's Python function (Cholesky and substitutions) solves the MMSE system (no compile)."""
     workload = workloads.get("pusch-mimo", S=2, A=6, L=3)
@@ -208,6 +210,7 @@ def test_pusch_inputs_are_realistic(seed):
     assert np.mean(np.sign(detected) == sent["x"]) > 0.9
 
 
+@pytest.mark.slow
 def test_pusch_random_inputs_come_from_a_transmission():
     workload = workloads.get("pusch-mimo")
     inputs = workload.random_inputs(seed=4)
