@@ -29,6 +29,7 @@ def demo_run(tmp_path_factory):
     return status, folder, paths
 
 
+@pytest.mark.slow
 def test_seed_table_rows_are_written(demo_run):
     status, folder, paths = demo_run
     assert status == 0
@@ -39,6 +40,7 @@ def test_seed_table_rows_are_written(demo_run):
     assert (folder / "sweep.png").read_bytes()[:4] == b"\x89PNG"
 
 
+@pytest.mark.slow
 def test_summary_names_the_best_implementation_per_column(capsys):
     assert main(["explore", "conv-seed", "--impl", "Conv=mv,lmv", "--pes", "128", "--scheduler", "streaming"]) == 0
     out = capsys.readouterr().out
@@ -71,6 +73,7 @@ def test_bad_input_is_one_line(argv, message, capsys):
     assert message in err and len(err.splitlines()) == 1
 
 
+@pytest.mark.slow
 def test_results_file_resumes_without_recomputing(tmp_path, capsys):
     from dcaccel.exploration.store import read_points
 
@@ -88,6 +91,7 @@ def test_results_file_resumes_without_recomputing(tmp_path, capsys):
     assert kept.equals(stored.sort_values("assignment").reset_index(drop=True))
 
 
+@pytest.mark.slow
 def test_reusing_a_results_file_needs_resume(tmp_path, capsys):
     results = tmp_path / "sweep.sqlite"
     argv = ["explore", "conv-seed", "--impl", "Conv=op", "--pes", "2", "--scheduler", "list", "--results", str(results)]
@@ -172,6 +176,7 @@ def test_onchip_help_names_its_unit(capsys):
     assert status == 0 and "--onchip ELEMENTS[,ELEMENTS...]" in out
 
 
+@pytest.mark.slow
 def test_repeated_impl_merges_and_node_names_work_per_node(capsys):
     argv = ["explore", "conv-seed", "--pes", "16", "--scheduler", "list"]
     status, out, _ = _run([*argv, "--impl", "Conv=mv", "--impl", "Conv=lmv,mv"], capsys)
@@ -203,6 +208,7 @@ def test_failed_assignments_exit_1_and_are_listed(failing, capsys, monkeypatch, 
     assert "0 points" in out and not out_file.exists() and "nothing written" in err
 
 
+@pytest.mark.slow
 def test_some_failed_assignments_exit_1_with_the_others_written(capsys, monkeypatch, tmp_path):
     from dcaccel.exploration.evaluation import Sweep
 
@@ -238,6 +244,7 @@ def _matmul_model(path, rows: int) -> None:
     onnx.save(helper.make_model(graph, opset_imports=[helper.make_opsetid("", 18)]), path)
 
 
+@pytest.mark.slow
 def test_resume_refuses_an_edited_model(capsys, tmp_path):
     model, results = tmp_path / "model.onnx", tmp_path / "r.sqlite"
     argv = [
@@ -288,6 +295,7 @@ def opaque_onnx(tmp_path_factory):
     return str(path)
 
 
+@pytest.mark.slow
 def test_an_opaque_op_is_swept_as_one_task_with_one_warning(opaque_onnx, tmp_path, capsys):
     import warnings
 
@@ -326,6 +334,7 @@ def test_summary_ranks_by_the_architecture_cycles():
     assert (best.best, best.makespan, best.cycles, best.others) == ("Conv=lmv", 200, 300, "Conv=mv: 900")
 
 
+@pytest.mark.slow
 def test_partition_policies_default_to_heft_with_one_table_each(capsys):
     """Two policies on cgra: HEFT without --scheduler, one summary table per policy; the Conv kept on the
     host by min-region (1 operator < --min-nodes 2) is labelled with the implementation it was asked."""
@@ -338,6 +347,7 @@ def test_partition_policies_default_to_heft_with_one_table_each(capsys):
     assert "Conv=mv@host" in out
 
 
+@pytest.mark.slow
 def test_mapping_strategy_prints_each_layer_and_the_network(capsys):
     status, out, _ = _run(["explore", "conv-seed", "--strategy", "mapping", "--arch", "tpu", "--pes", "16"], capsys)
     lines = out.splitlines()
@@ -348,6 +358,7 @@ def test_mapping_strategy_prints_each_layer_and_the_network(capsys):
     assert network[:2] == ["tpu", "network"] and network[2:4] == layer[2:4]
 
 
+@pytest.mark.slow
 def test_partition_policy_none_alone_is_the_plain_pipeline_with_its_schedulers(capsys):
     status, out, _ = _run(["explore", "conv-seed", "--impl", "Conv=mv", "--pes", "4", "--policy", "none"], capsys)
     rows = [line.split()[:2] for line in out.splitlines()[2:]]
@@ -363,6 +374,7 @@ def det_onnx(tmp_path_factory):
     return str(path)
 
 
+@pytest.mark.slow
 def test_an_op_nothing_can_run_is_refused_before_the_sweep_as_dag_refuses_it(det_onnx, capsys, no_sweep):
     """The Det has no canonical implementation, DaCe none that applies, and its scalar output cannot come back
     from a host task: no opaque-task warning, no sweep."""
@@ -396,6 +408,7 @@ def _design_points(count: int) -> pd.DataFrame:
     return pd.DataFrame(rows)
 
 
+@pytest.mark.slow
 def test_many_architectures_are_ranked_in_one_table():
     """400 variants: one heading, the header, the 10 with the fewest cycles and how many more (not 1,602 lines)."""
     from dcaccel.cli.explore import summary
@@ -416,6 +429,7 @@ def test_a_few_architectures_keep_a_table_each():
     assert [line for line in lines if line.startswith("on ")] == [f"on abstract[x={d}]:" for d in range(8)]
 
 
+@pytest.mark.slow
 def test_architecture_variants_are_summarised_from_the_command_line(capsys):
     values = ",".join(str(v) for v in range(1, 13))
     argv = ["explore", "conv-seed", "--impl", "Conv=mv", "--pes", "4", "--scheduler", "list"]
