@@ -147,6 +147,8 @@ def host_task(node: ONNXOp, state: dace.SDFGState) -> nodes.Tasklet:
     )
     for edge in in_edges:
         state.add_edge(edge.src, edge.src_conn, tasklet, edge.dst_conn, edge.data)
+        if isinstance(descs.get(edge.dst_conn), dace.data.Array):  # a pointer, even to one element
+            tasklet.in_connectors[edge.dst_conn] = dace.pointer(descs[edge.dst_conn].dtype)
     for edge in out_edges:
         state.add_edge(tasklet, edge.src_conn, edge.dst, edge.dst_conn, edge.data)
         tasklet.out_connectors[edge.src_conn] = dace.pointer(descs[edge.src_conn].dtype)

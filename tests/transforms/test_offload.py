@@ -14,7 +14,7 @@ from dcaccel.architecture.links import TRANSFER
 from dcaccel.architecture.support import annotate
 from dcaccel.dag import extract
 from dcaccel.dag.taskdag import NodeKind
-from dcaccel.errors import DcaccelError, UnsupportedOpError
+from dcaccel.errors import DcaccelError
 from dcaccel.partitioning import partition
 from dcaccel.transforms.offload import op_instances, regions_of
 from tests.transforms.offload_models import NPU, conv_chain
@@ -79,10 +79,19 @@ def test_instances_read_the_graph():
     assert conv_in.max_elements == 1 * 4 * 16 * 16  # its output; the input 2x16x16 and weight 72 are smaller
 
 
-def test_op_without_any_host_implementation_is_refused():
-    """DaCe has no TopK expansion, so the host cannot run it: one line naming op and node."""
-    with pytest.raises(UnsupportedOpError, match="unsupported op TopK \\(node 'middle'\\)"):
-        partition(dcaccel.load(conv_chain("TopK")), NPU_ARCH)
+@pytest.mark.slow
+def test_an_op_dace_cannot_expand_runs_on_the_host_through_onnxruntime_and_verifies():
+    """The issue's TopK in the middle: the NPU does not run it, DaCe has no TopK expansion, so the host runs it
+    as a host task calling onnxruntime (dcaccel/transforms/host.py); the partitioned program verifies."""
+    from dcaccel.transforms.host import HOST_IMPLEMENTATION
+
+    workload = dcaccel.load(conv_chain("TopK"))
+    result = partition(workload, NPU_ARCH)
+    (middle,) = [placement for placement in result.nodes if placement.name == "middle"]
+    assert (middle.target, middle.offloaded, middle.reason) == ("cpu", False, "unsupported op TopK")
+    assert middle.implementation == HOST_IMPLEMENTATION
+    report = dcaccel.verify(workload, result.lowered)
+    assert report.passed, report.outputs
 
 
 def test_greedy_partition_is_scheduled_with_host_and_transfer_tasks(greedy):
