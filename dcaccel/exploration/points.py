@@ -41,7 +41,7 @@ class ExplorationPoint:
     depth: int  # critical path
     tasks: int
     buffers: int
-    opaque_tasks: int  # tasks standing for an op with no canonical implementation (meta["opaque"])
+    opaque_tasks: int  # tasks standing for an op with no canonical implementation (role opaque in their records)
     opaque_work_share: float  # their share of the work: sum of their max(I, O) / work (0 when work is 0)
     io_volume: int  # sum over buffer nodes of volume in + out (pseudo-source edges excluded)
     offchip_io: int
