@@ -138,20 +138,41 @@ def run_canonical(model: onnx.ModelProto, feed: Mapping[str, np.ndarray], name: 
 LOWERING_GROUP = 15
 
 
-def lowered_dags(cases: Sequence[OpCase], name: str, group: int = LOWERING_GROUP) -> dict:
+class LoweredDags(Mapping):
     """The task DAG of each case's model, by case name: ``cases`` lowered canonically in models of ``group``
-    cases (nothing compiled), imported without constant folding."""
-    from dace.ml import ONNXModel
+    cases (nothing compiled), imported without constant folding. A group is lowered when one of its cases is
+    first read, so that a session running a few of the cases lowers only their groups."""
 
-    from dcaccel.dag import extract
-    from dcaccel.transforms.lower import lower
+    def __init__(self, cases: Sequence[OpCase], name: str, group: int = LOWERING_GROUP):
+        self._name = name
+        self._groups = {
+            case.name: start for start in range(0, len(cases), group) for case in cases[start : start + group]
+        }
+        self._chunks = {start: cases[start : start + group] for start in range(0, len(cases), group)}
+        self._lowered = {}
 
-    dags = {}
-    for start in range(0, len(cases), group):
-        chunk = cases[start : start + group]
-        dag = extract(lower(ONNXModel(f"{name}_{start}", build_model(chunk), onnx_simplify=False).sdfg))
-        dags.update(dict.fromkeys((case.name for case in chunk), dag))
-    return dags
+    def __getitem__(self, case_name: str):
+        start = self._groups[case_name]
+        if start not in self._lowered:
+            from dace.ml import ONNXModel
+
+            from dcaccel.dag import extract
+            from dcaccel.transforms.lower import lower
+
+            model = ONNXModel(f"{self._name}_{start}", build_model(self._chunks[start]), onnx_simplify=False)
+            self._lowered[start] = extract(lower(model.sdfg))
+        return self._lowered[start]
+
+    def __iter__(self):
+        return iter(self._groups)
+
+    def __len__(self) -> int:
+        return len(self._groups)
+
+
+def lowered_dags(cases: Sequence[OpCase], name: str, group: int = LOWERING_GROUP) -> LoweredDags:
+    """The task DAG of each case's model, by case name, lowered a group at a time on first use."""
+    return LoweredDags(cases, name, group)
 
 
 @dataclass(frozen=True)

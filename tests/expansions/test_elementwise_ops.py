@@ -178,10 +178,22 @@ def dags():
 
     Imported without constant folding, which would compute the cases whose inputs are all constants.
     """
-    return lowered_dags(CASES, "elementwise_ops_dag")
+    return lowered_dags(sorted(CASES, key=lambda c: c.name not in FAST_CASES), "elementwise_ops_dag")
 
 
-@pytest.mark.parametrize("case", CASES, ids=lambda c: c.name)
+#: The fast subset's cases of the task-DAG test: one per op, the one reading the most inputs as data (lowered
+#: together, one group); the full suite checks every case.
+FAST_CASES = {
+    max((c for c in CASES if c.op_type == op), key=lambda c: len(_data_inputs(c))).name
+    for op in dict.fromkeys(c.op_type for c in CASES)
+}
+
+
+@pytest.mark.parametrize(
+    "case",
+    [c if c.name in FAST_CASES else pytest.param(c, marks=pytest.mark.slow) for c in CASES],
+    ids=lambda c: c.name,
+)
 def test_one_task_per_op_with_the_volumes_of_a_flat_map(case, dags):
     from dcaccel.dag import NodeKind
 
