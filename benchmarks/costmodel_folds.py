@@ -69,7 +69,7 @@ def catalogue():
     yield "transformer-encoder", transformer_encoder.workload, [{"MatMul": x, "Gemm": x} for x in SHAPES]
     yield "resnet18", resnet18.workload, [{"Conv": x, "Gemm": x} for x in ("lmv", "mv")]
     yield "corpus-resnet", lambda: _corpus("resnet"), [{"Conv": x, "Gemm": x} for x in SHAPES]
-    yield "corpus-mobilenet_v2", lambda: _corpus("mobilenet_v2"), [{"Conv": x, "Gemm": x} for x in SHAPES]
+    yield "corpus-mobilenet-v2", lambda: _corpus("mobilenet-v2"), [{"Conv": x, "Gemm": x} for x in SHAPES]
 
 
 def run_measure(args) -> None:

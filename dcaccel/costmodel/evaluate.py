@@ -38,7 +38,7 @@ FAMILIES = (
     "mobilenetv2-block",
     "transformer-encoder",
     "corpus-resnet",
-    "corpus-mobilenet_v2",
+    "corpus-mobilenet-v2",
 )
 #: The models every fold scores.
 MODELS = ("analytic", *KINDS)

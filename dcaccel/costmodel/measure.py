@@ -112,6 +112,10 @@ class Row:
             raise DcaccelError(f"costmodel row: field {err} missing or of the wrong type") from None
 
 
+#: The provenance of a row that was not measured (a step whose time is only predicted).
+PROVENANCE_UNMEASURED = Provenance(dcaccel.__version__, dace.__version__, "", "", 0)
+
+
 def threads() -> int:
     """The OpenMP threads a compiled program runs with (``OMP_NUM_THREADS``, else the CPUs)."""
     value = os.environ.get("OMP_NUM_THREADS", "")
@@ -208,7 +212,7 @@ def measure(
         if isinstance(node, dace.nodes.MapEntry) and state.scope_dict()[node] is None
     }
     steps = read_program(sdfg, symbols, sources=sources)
-    places = _places(sdfg, steps, symbols)  # before instrument() relabels maps and expands copies
+    places = step_places(sdfg, steps, symbols)  # before instrument() relabels maps and expands copies
     maps, copies = instrument(sdfg)
     with dace.config.set_temporary("instrumentation", "report_each_invocation", value=False):
         program = compiled(sdfg)
@@ -252,7 +256,7 @@ def measure(
     return rows
 
 
-def _places(sdfg: dace.SDFG, program: LoweredProgram, symbols: Mapping[str, int]) -> list:
+def step_places(sdfg: dace.SDFG, program: LoweredProgram, symbols: Mapping[str, int]) -> list:
     """Per step of ``program`` (read from ``sdfg``): where it is, its features and its tokens; (None, None,
     None) for a step that is neither a map nor a copy (a tasklet or an opaque node at the top level)."""
     states = {state.label: state for state in sdfg.states()}

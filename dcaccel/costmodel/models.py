@@ -162,7 +162,7 @@ class SequenceModel:
     vocabulary: list[str] = field(default_factory=list)
     state: dict[str, dict] = field(default_factory=dict)  # the network's weights: name -> shape, values
     width: int = 32
-    epochs: int = 60
+    epochs: int = 25
     seed: int = 0
 
     def _network(self):

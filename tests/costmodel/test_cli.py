@@ -1,0 +1,51 @@
+import pytest
+
+from dcaccel.cli import main
+from dcaccel.costmodel.measure import write_rows
+
+from .rows import row
+
+
+@pytest.fixture
+def rows_file(tmp_path):
+    path = tmp_path / "rows.jsonl"
+    rows = [
+        row(family, f"{family}{i}", shape, f"t{j}", work, work * 3.0)
+        for family in ("p", "q")
+        for i in range(2)
+        for shape in ("mv", "op")
+        for j, work in enumerate((10.0, 80.0))
+    ]
+    write_rows(rows, path)
+    return path
+
+
+def test_train_then_eval(rows_file, tmp_path, capsys):
+    model = tmp_path / "model.json"
+    assert main(["costmodel", "train", str(rows_file), "--out", str(model)]) == 0
+    assert model.is_file()
+    assert main(["costmodel", "eval", str(rows_file), "--model", str(model)]) == 0
+    out = capsys.readouterr().out
+    analytic = next(line for line in out.splitlines() if line.startswith("analytic"))
+    assert analytic.split()[1] == "0.000"  # the times are 3 ns per element exactly
+
+
+def test_folds(rows_file, capsys):
+    assert main(["costmodel", "eval", str(rows_file), "--families", "q"]) == 0
+    out = capsys.readouterr().out
+    assert "held out" in out and "mean over folds" in out
+    assert [line.split()[0] for line in out.splitlines()[1:4]] == ["q", "q", "q"]
+
+
+@pytest.mark.parametrize(
+    ("argv", "message"),
+    [
+        (["costmodel", "eval", "missing.jsonl"], "costmodel rows missing.jsonl: no such file"),
+        (["costmodel", "train", "missing.jsonl", "--out", "m.txt"], "--out m.txt: unknown format"),
+        (["measure", "conv-seed", "--out", "rows.csv"], "--out rows.csv: unknown format"),
+    ],
+)
+def test_refusals_are_one_line(argv, message, capsys):
+    assert main(argv) == 2
+    err = capsys.readouterr().err
+    assert message in err and err.count("\n") == 1

@@ -1,0 +1,71 @@
+import math
+
+import numpy as np
+import pytest
+
+from dcaccel.costmodel.evaluate import fold_table, noise_floor, scores
+from dcaccel.costmodel.measure import Timing
+from dcaccel.errors import DcaccelError
+
+from .rows import row
+
+# two programs of one workload (assignments a, b), two steps each: totals a = 300, b = 130
+ROWS = [
+    row("f", "w", "a", "t0", 10, 100.0),
+    row("f", "w", "a", "t1", 20, 200.0),
+    row("f", "w", "b", "t0", 10, 100.0),
+    row("f", "w", "b", "t1", 20, 30.0),
+]
+
+
+def test_perfect_prediction():
+    result = scores(ROWS, np.array([100.0, 200.0, 100.0, 30.0]))
+    assert (result.task_mape, result.median_ape, result.program_mape) == (0.0, 0.0, 0.0)
+    assert result.kendall_tau == pytest.approx(1.0)
+    assert (result.pair_order, result.tasks, result.programs) == (1.0, 4, 2)
+
+
+def test_errors_and_pair_order():
+    # each prediction 50 % high, then b predicted slower than a: the one pair in the wrong order
+    result = scores(ROWS, np.array([150.0, 300.0, 150.0, 450.0]))
+    assert result.task_mape == pytest.approx((0.5 + 0.5 + 0.5 + 14.0) / 4)
+    assert result.program_mape == pytest.approx((0.5 + (600 - 130) / 130) / 2)
+    assert result.pair_order == 0.0
+
+
+def test_no_pairs_without_two_assignments():
+    assert math.isnan(scores(ROWS[:2], np.array([100.0, 200.0])).pair_order)
+
+
+def test_noise_floor_matches_steps():
+    second = [r.__class__(**{**r.__dict__, "timing": Timing(r.timing.median_ns * 1.1, 0, 0, 0, 5)}) for r in ROWS[:3]]
+    result = noise_floor(ROWS, second)
+    assert result.tasks == 3
+    assert result.task_mape == pytest.approx(0.1)
+
+
+def test_noise_floor_refuses_disjoint_measurements():
+    other = [r.__class__(**{**r.__dict__, "step": "x"}) for r in ROWS]
+    with pytest.raises(DcaccelError, match="share no step"):
+        noise_floor(ROWS, other)
+
+
+def test_fold_table_holds_out_each_family():
+    rows = [
+        row(family, f"{family}{i}", shape, f"t{j}", work, work * speed)
+        for family, speed in (("p", 2.0), ("q", 2.5), ("r", 3.0))
+        for i in range(3)
+        for shape in ("mv", "op")
+        for j, work in enumerate((10.0 * (i + 1), 40.0 * (i + 1)))
+    ]
+    table = fold_table(rows)
+    assert list(table["held out"].unique()) == ["p", "q", "r"]
+    assert set(table["model"]) == {"analytic", "boosted", "sequence"}
+    assert (table["tasks"] == 12).all()
+    # times proportional to the work: the scaled analytic model orders every step right
+    assert (table[table["model"] == "analytic"]["kendall_tau"] > 0.99).all()
+
+
+def test_fold_table_refuses_unknown_family():
+    with pytest.raises(DcaccelError, match="no rows of family 'x'"):
+        fold_table(ROWS, ["x"])

@@ -1,0 +1,76 @@
+"""Measuring a lowered program (compiles: slow)."""
+
+import copy
+from pathlib import Path
+
+import pytest
+
+from dcaccel.costmodel import measure as measuring
+from dcaccel.frontend import execution
+
+pytestmark = pytest.mark.slow
+
+REPEAT = 5
+
+
+@pytest.fixture(scope="module")
+def lowered(lowered_workload):
+    return lowered_workload("conv-seed", {"Conv": "mv"})
+
+
+@pytest.fixture(scope="module")
+def rows(lowered):
+    return measuring.measure(lowered, family="conv-seed", repeat=REPEAT)
+
+
+def test_every_map_and_copy_is_a_row(rows):
+    # conv-seed under mv: seven maps (im2col, weight reshape, broadcast, MV, gather, bias, reshape) and two copies
+    assert [r.features["kind"] for r in rows].count("map") == 7
+    assert {r.label for r in rows if r.features["kind"] == "copy"} == {"X_col->_b_copy", "output->__return"}
+    assert {r.features["op"] for r in rows} == {"Conv", "Copy"}
+    assert all(r.timing.n == REPEAT and 0 < r.timing.min_ns <= r.timing.median_ns <= r.timing.p90_ns for r in rows)
+
+
+def test_times_are_nanoseconds(rows):
+    # DaCe's timer counts microseconds: every time would be a multiple of 1000 ns
+    assert any(r.timing.median_ns % 1000 for r in rows)
+
+
+def test_provenance(rows, lowered):
+    first = rows[0]
+    assert first.assignment == {"Conv_0": "mv"} or set(first.assignment.values()) == {"mv"}
+    assert first.provenance.dace_version.startswith("2.0")
+    assert first.provenance.fingerprint == lowered.workload.sdfg.hash_sdfg()[:16]
+
+
+def test_instrumented_program_has_its_own_cache_key(lowered):
+    plain = copy.deepcopy(lowered.sdfg)
+    timed = copy.deepcopy(lowered.sdfg)
+    measuring.instrument(timed)
+    assert execution.program_key(plain) != execution.program_key(timed)
+
+
+def test_calls_are_direct_and_leave_no_report(lowered, monkeypatch):
+    sdfg = copy.deepcopy(lowered.sdfg)
+    measuring.instrument(sdfg)
+    with measuring.dace.config.set_temporary("instrumentation", "report_each_invocation", value=False):
+        program = execution.compiled(sdfg)
+    arguments = execution.program_arguments(program, lowered.workload, lowered.workload.random_inputs(0))
+    hashed = []
+    monkeypatch.setattr(execution, "program_key", lambda sdfg: hashed.append(sdfg) or "")
+    for repeat in (3, 4):  # two measurements in the same millisecond range: no report overwritten or left
+        samples = measuring.run_timed(program, arguments, repeat)
+        assert {len(values) for values in samples.values()} == {repeat}
+    assert hashed == []
+    assert list((Path(program.sdfg.build_folder) / "perf").glob("report-*.json")) == []
+
+
+def test_prediction_reads_the_steps_measurement_reads(lowered, rows):
+    from dcaccel.costmodel.models import CostModel
+    from dcaccel.costmodel.predict import predict_steps
+
+    model = CostModel.train(rows)
+    predicted = predict_steps(lowered, model, "boosted")
+    assert list(predicted["label"]) == [r.label for r in rows]
+    assert list(predicted["analytic"]) == [r.analytic for r in rows]
+    assert (predicted["predicted_ns"] > 0).all()
