@@ -51,17 +51,30 @@ TORCH_MODULES = {
 }
 
 
+class _Built(dict):
+    """The built-in workloads by name, each built when first read."""
+
+    def __missing__(self, name):
+        self[name] = workloads.get(name)
+        return self[name]
+
+
 @pytest.fixture(scope="module")
 def built():
-    """Every built-in workload, built once for this module."""
-    return {name: workloads.get(name) for name in workloads.names()}
+    """The built-in workloads, each built once for this module (ResNet-18, seconds, by the full suite only)."""
+    return _Built()
+
+
+def _resnet18_slow(names) -> list:
+    """``names`` as parameters, ResNet-18's (seconds to build) in the full suite only."""
+    return [pytest.param(n, marks=pytest.mark.slow) if n == "resnet18" else n for n in names]
 
 
 def test_names():
     assert workloads.names() == list(EXPECTED)
 
 
-@pytest.mark.parametrize("name", list(EXPECTED))
+@pytest.mark.parametrize("name", _resnet18_slow(EXPECTED))
 def test_specs(built, name):
     workload = built[name]
     origin, inputs, outputs, symbols = EXPECTED[name]
@@ -71,7 +84,7 @@ def test_specs(built, name):
     assert workload.symbols == symbols
 
 
-@pytest.mark.parametrize("name", list(TORCH_MODULES))
+@pytest.mark.parametrize("name", _resnet18_slow(TORCH_MODULES))
 def test_weights_are_the_module_parameters(built, name):
     workload = built[name]
     module = TORCH_MODULES[name].model()
@@ -106,9 +119,10 @@ def test_exported_model_matches_torch(built, name):
     [
         ("conv-seed", {"Conv": 1}),
         ("lenet", {"Conv": 2, "Relu": 4, "MaxPool": 2, "Reshape": 1, "Gemm": 3, "Softmax": 1}),
-        (  # BatchNormalization folded into the Convs
+        pytest.param(  # BatchNormalization folded into the Convs
             "resnet18",
             {"Conv": 20, "Relu": 17, "MaxPool": 1, "Add": 8, "GlobalAveragePool": 1, "Flatten": 1, "Gemm": 1},
+            marks=pytest.mark.slow,
         ),
         ("mobilenetv2-block", {"Conv": 3, "Clip": 2, "Add": 1}),  # BatchNormalization folded into the Convs
         ("mmm", {"MatMul": 1}),
