@@ -73,7 +73,8 @@ def runner_module():
 
 @pytest.fixture(scope="module")
 def cases(runner_module):
-    """Every backend node test case, by name."""
+    """Every backend node test case, by name (collecting them runs every case's reference: seconds, so its users
+    are in the full suite only)."""
     from onnx.backend.test.case.node import collect_testcases
 
     return {case.name: case for case in collect_testcases(None)}
@@ -97,6 +98,7 @@ def test_representative_case_passes(name, outcomes, runner_module):
     assert outcome.status is runner_module.Status.PASS, outcome.reason
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize(
     ("name", "op"),
     [
@@ -111,6 +113,7 @@ def test_primary_op(name, op, runner_module, cases):
     assert runner_module.primary_op(cases[name]) == op
 
 
+@pytest.mark.slow
 def test_shape_parameters_are_bound_as_initializers(runner_module, cases):
     prepared = runner_module.prepare("Reshape", cases["test_reshape_reordered_all_dims"])
     assert [i.name for i in prepared.model.graph.input] == ["data"]
@@ -119,6 +122,7 @@ def test_shape_parameters_are_bound_as_initializers(runner_module, cases):
     assert set(prepared.inputs) == {"data"}
 
 
+@pytest.mark.slow
 def test_merged_cases_keep_their_tensors_apart(runner_module, cases):
     first = runner_module.prepare("Relu", cases["test_relu"])
     second = runner_module.prepare("Add", cases["test_add_bcast"])
@@ -131,6 +135,7 @@ def test_merged_cases_keep_their_tensors_apart(runner_module, cases):
     onnx.checker.check_model(model)
 
 
+@pytest.mark.slow
 def test_unsupported_ops_and_types_are_skipped_with_their_reason(runner_module, cases):
     import dcaccel.expansions
 
