@@ -112,6 +112,15 @@ WORKLOAD_SIZES = {"mobilenetv2-block": {"channels": 8, "image": 7}, "resnet18": 
 #: Lowering ResNet-18 takes about 10 s: marked slow. Its default implementations are spelled out as
 #: tests/transforms/test_fully_lowered.py spells them, so that the two share the lowering.
 SLOW_WORKLOADS = {"resnet18"}
+#: The extractions of a quarter of a second or more (the larger workloads' task and tile DAGs): the full suite's.
+SLOW_EXTRACTIONS = {
+    ("lenet", "task"),
+    ("lenet", ("tiles", 3)),
+    ("mobilenetv2-block", "task"),
+    ("transformer-encoder", "task"),
+    ("transformer-encoder", ("tiles", 3)),
+    ("pusch-mimo", "task"),
+}
 WORKLOAD_CHOICES = {"resnet18": {"Conv": "mv", "Gemm": "mv"}}
 GRANULARITIES = ["task", "coarse", ("tiles", 3)]
 
@@ -121,7 +130,7 @@ def _workload_cases():
         for granularity in GRANULARITIES:
             if name == "resnet18" and granularity != "coarse":
                 continue
-            marks = [pytest.mark.slow] if name in SLOW_WORKLOADS else []
+            marks = [pytest.mark.slow] if name in SLOW_WORKLOADS or (name, granularity) in SLOW_EXTRACTIONS else []
             yield pytest.param(name, granularity, marks=marks, id=f"{name}-{granularity}")
 
 
@@ -140,7 +149,7 @@ def test_closed_form_of_every_workload_equals_its_dag(lowered_workload, name, gr
 
 
 @pytest.mark.filterwarnings("ignore:extract. container")
-@pytest.mark.parametrize("rule", ["exact", "reference"])
+@pytest.mark.parametrize("rule", ["exact", pytest.param("reference", marks=pytest.mark.slow)])
 @pytest.mark.parametrize(
     "build",
     [
@@ -165,7 +174,15 @@ def test_closed_form_of_each_rule_equals_its_dag(build, rule):
 
 
 @pytest.mark.filterwarnings("ignore:extract. container")
-@pytest.mark.parametrize(("n", "k", "repaired"), [(6, 4, True), (6, 1, True), (6, 6, False), (1, 1, False)])
+@pytest.mark.parametrize(
+    ("n", "k", "repaired"),
+    [
+        (6, 4, True),
+        pytest.param(6, 1, True, marks=pytest.mark.slow),
+        pytest.param(6, 6, False, marks=pytest.mark.slow),
+        (1, 1, False),
+    ],
+)
 def test_non_uniform_output_is_repaired_in_closed_form(n, k, repaired):
     """Inc sends n elements into C and k through t: unequal unless k = n, and then t becomes a buffer.
     The closed form keeps the condition k != n and refuses sizes that break it."""
@@ -181,7 +198,6 @@ def test_non_uniform_output_is_repaired_in_closed_form(n, k, repaired):
     assert {name: getattr(evaluated, name) for name in concrete_metrics(dag)} == concrete_metrics(dag)
 
 
-@pytest.mark.slow
 def test_an_undecidable_repair_is_refused():
     """Sum's in-edges carry n and k: which one the repair keeps depends on the sizes."""
     with pytest.raises(DcaccelError, match="^symbolic metrics: cannot decide .* 'Sum_map' is the largest"):
