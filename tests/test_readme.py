@@ -26,7 +26,7 @@ OTHER_SECTIONS = ("Running sweeps on a cluster",)
 
 #: What makes an example slow: compiling an SDFG (verify, run), sweeping a whole network or searching mappings
 #: (tests/cli runs each of these commands on small inputs in the fast subset).
-SLOW = ("dcaccel verify", ".run(", 'explore("lenet"', "dcaccel map")
+SLOW = ("dcaccel verify", ".run(", 'explore("lenet"', "dcaccel map", "dcaccel measure")
 
 
 def commands(code: str) -> list[list[str]]:

@@ -31,7 +31,7 @@ PACKAGE = Path(__file__).resolve().parents[1]
 _VERBOSE_HELP = "show the libraries' warnings and dcaccel's detail (the dcaccel logger) on stderr"
 
 #: Sub-command modules, in the order ``dcaccel --help`` lists them.
-COMMANDS = ("info", "verify", "dag", "schedule", "explore", "run", "arch", "map", "partition")
+COMMANDS = ("info", "verify", "dag", "schedule", "explore", "run", "arch", "map", "partition", "measure", "costmodel")
 
 
 class Parser(argparse.ArgumentParser):
