@@ -42,7 +42,7 @@ BUILTIN = {
     "resnet18": (2, None),
 }
 #: Seconds each (several lowerings of a whole network): the full suite only.
-SLOW = {"resnet18", "lenet", "mobilenetv2-block", "transformer-encoder"}
+SLOW = {"resnet18", "lenet", "mobilenetv2-block", "transformer-encoder", "pusch-mimo"}
 CORPUS = {
     "resnet": (3, None),
     "bert": (1, None),
@@ -126,7 +126,7 @@ def test_composed_dags_are_the_whole_program_dags(harvested):
     assert compared == (0 if reason else count * len(GRANULARITIES) * len(RULES))
 
 
-@pytest.mark.parametrize("name", ["lenet", "mobilenetv2-block"])
+@pytest.mark.parametrize("name", ["lenet", pytest.param("mobilenetv2-block", marks=pytest.mark.slow)])
 def test_fragments_are_taken_from_the_lowered_program(name):
     workload = dcaccel.workloads.get(name)
     composer = Composer(workload, expansions_for(workload))
