@@ -42,7 +42,10 @@ def test_json_report(files, capsys):
     assert sum(report["energy_split_pj"].values()) == pytest.approx(report["energy_pj"])
 
 
-@pytest.mark.parametrize("objective", ["makespan", "energy", "edp"])
+@pytest.mark.parametrize(
+    "objective",
+    ["makespan", pytest.param("energy", marks=pytest.mark.slow), pytest.param("edp", marks=pytest.mark.slow)],
+)
 def test_cost_objective(files, capsys, objective):
     """--partition-objective is what the cost policy minimises: never more than greedy's value of it."""
     model, design, _ = files
