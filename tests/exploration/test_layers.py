@@ -8,7 +8,10 @@ from dcaccel.exploration.layers import layer_breakdown
 from dcaccel.exploration.plots import plot_layers
 
 
-@pytest.fixture(scope="module", params=["mv", "op", "lmv"])
+@pytest.fixture(
+    scope="module",
+    params=[pytest.param("mv", marks=pytest.mark.slow), pytest.param("op", marks=pytest.mark.slow), "lmv"],
+)
 def lenet_dag(request, lenet):
     return extract(lenet.lower({"Conv": request.param, "Gemm": request.param}))
 
