@@ -57,7 +57,10 @@ def _shared_equals_alone(dag: TaskDAG) -> None:
     assert 0 < len(cache.accesses) <= KEPT_ACCESS_PASSES
 
 
-@pytest.mark.parametrize("name", ["seedconv_mv", "seedconv_op_noxcolbuf", "fft_rand_8_buf", "chol_rand_6"])
+@pytest.mark.parametrize(
+    "name",
+    [pytest.param("seedconv_mv", marks=pytest.mark.slow), "seedconv_op_noxcolbuf", "fft_rand_8_buf", "chol_rand_6"],
+)
 def test_points_on_one_graph_equal_points_alone_on_vectors(name):
     _shared_equals_alone(load_vector(name)[1])
 
