@@ -310,7 +310,7 @@ def volumes(dag: TaskDAG) -> list[tuple[str, str, int]]:
     return [(dag.label(s), dag.label(d), v) for s, d, v in dag.edges]
 
 
-@pytest.mark.parametrize("size", [1, 8])
+@pytest.mark.parametrize("size", [1, pytest.param(8, marks=pytest.mark.slow)])
 def test_streamed_transients_are_collapsed(size):
     dag = extract(programs.chain_program(size))
     assert labels(dag) == [
@@ -357,7 +357,7 @@ def test_a_reread_stream_becomes_a_buffer(caplog):
     assert ("Inc_map", "t", 8) in volumes(dag) and ("t", "Mirror_map", 16) in volumes(dag)
 
 
-@pytest.mark.parametrize("rule", ["exact", "reference"])
+@pytest.mark.parametrize("rule", ["exact", pytest.param("reference", marks=pytest.mark.slow)])
 def test_unequal_in_volumes_are_repaired_with_a_buffer(rule, caplog):
     if rule == "exact":
         with caplog.at_level("DEBUG", logger="dcaccel.dag.extract"):
@@ -391,8 +391,19 @@ def test_pseudo_sink_on_a_single_exit():
     assert volumes(dag)[-1] == ("B", "pseudo-sink", 8)
 
 
-@pytest.mark.parametrize(("n", "k", "m"), [(6, 25, 576), (1, 1, 1), (3, 1, 5), (1, 4, 1)])
-@pytest.mark.parametrize("shape", SHAPES)
+#: (N, K, M) of the matrix-multiply tests: LeNet's first layer, then degenerate sizes (those under mv in the fast
+#: subset, every shape in the full suite).
+MMM_SIZES = [(6, 25, 576), (1, 1, 1), (3, 1, 5), (1, 4, 1)]
+
+
+@pytest.mark.parametrize(
+    ("shape", "n", "k", "m"),
+    [
+        pytest.param(shape, *size, marks=[] if shape == "mv" or size == MMM_SIZES[0] else [pytest.mark.slow])
+        for size in MMM_SIZES
+        for shape in SHAPES
+    ],
+)
 def test_mmm_shapes(shape, n, k, m):
     dag = extract(programs.mmm_program(shape, n, k, m))
     dag.validate()
@@ -491,9 +502,26 @@ CONV_WORKLOADS = [
 ]
 
 
+def _slow_lowering(name: str, implementation: str) -> list:
+    """LeNet's and the MobileNetV2 block's lowerings other than mv (a second each): the full suite's, as in
+    tests/transforms/test_fully_lowered.py."""
+    return [pytest.mark.slow] if name in ("lenet", "mobilenetv2-block") and implementation != "mv" else []
+
+
 @pytest.mark.filterwarnings("ignore:extract. ")
-@pytest.mark.parametrize("implementation", ["mv", "op", "lmv", "direct"])
-@pytest.mark.parametrize(("name", "sizes"), CONV_WORKLOADS)
+@pytest.mark.parametrize(
+    ("name", "sizes", "implementation"),
+    [
+        pytest.param(
+            *case.values,
+            implementation,
+            marks=[*case.marks, *_slow_lowering(case.values[0], implementation)],
+            id=f"{case.id}-{implementation}",
+        )
+        for case in CONV_WORKLOADS
+        for implementation in ("mv", "op", "lmv", "direct")
+    ],
+)
 def test_every_conv_implementation_extracts_a_valid_dag(
     name, sizes, implementation, builtin_workload, lowered_workload
 ):
