@@ -405,7 +405,7 @@ def test_validate_refuses_bad_file_ids(file_ids, message):
         dag.validate()
 
 
-@pytest.mark.parametrize("name", ["mmm", "pusch-mimo"])
+@pytest.mark.parametrize("name", ["mmm", pytest.param("pusch-mimo", marks=pytest.mark.slow)])
 def test_symbolic_json_of_the_workloads_round_trips(name):
     """What ``to_json`` writes for a symbolic DAG (volumes such as ``2*A**2*S``, from
     ``extract(..., granularity="coarse", symbols={})`` of the built-in workloads) reads back equal."""

@@ -231,7 +231,7 @@ def _torch_conv_transpose():
     return module, torch.zeros(2, 4, 5, 5)
 
 
-@pytest.mark.parametrize("shape", SHAPES)
+@pytest.mark.parametrize("shape", [s if s == "lmv" else pytest.param(s, marks=pytest.mark.slow) for s in SHAPES])
 def test_torch_conv_transpose_lowers(shape):
     import dcaccel
 

@@ -169,7 +169,7 @@ def blas_products(
     U[:] = A @ Q
 
 
-@pytest.mark.parametrize("shape", SHAPES)
+@pytest.mark.parametrize("shape", [s if s == "op" else pytest.param(s, marks=pytest.mark.slow) for s in SHAPES])
 def test_program_products_lower_to_mmm(shape):
     lowered = lower(blas_products.to_sdfg(), {"MatMul": shape})
     assert_fully_lowered(lowered.sdfg)

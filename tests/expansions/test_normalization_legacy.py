@@ -65,6 +65,9 @@ CASES = {
 LEGACY = (5, 6)
 """The opsets DaCe's importer refuses: converted to opset 7 and compiled with its cases."""
 COMPILED = {7: CASES[5] + CASES[6] + CASES[7], 9: CASES[9], 14: CASES[14]}
+#: The opsets of the structure tests: opset 5 (converted, the oldest form) in the fast subset, the others in the full
+#: suite (a lowering each).
+OPSETS = [opset if opset == 5 else pytest.param(opset, marks=pytest.mark.slow) for opset in sorted(CASES)]
 
 
 def _only_y(model: onnx.ModelProto, node_outputs: bool) -> onnx.ModelProto:
@@ -133,7 +136,7 @@ def test_older_opsets_are_converted_to_opset_7_without_is_test_and_consumed_inpu
     }
 
 
-@pytest.mark.parametrize("opset", sorted(CASES))
+@pytest.mark.parametrize("opset", OPSETS)
 def test_every_form_is_one_flat_map(opset):
     sdfg = canonical_model(_model(opset, CASES[opset]), f"bn_legacy_structure_{opset}").sdfg
     sdfg.validate()  # the statistics outputs nothing reads are disconnected, connectors included
@@ -141,7 +144,7 @@ def test_every_form_is_one_flat_map(opset):
     assert labels == sorted(f"{c.name}_normalize_map" for c in CASES[opset])
 
 
-@pytest.mark.parametrize("opset", sorted(CASES))
+@pytest.mark.parametrize("opset", OPSETS)
 def test_task_dag_has_one_task_per_node_and_no_opaque_task(opset):
     from dace.ml import ONNXModel
 
@@ -160,7 +163,9 @@ def test_task_dag_has_one_task_per_node_and_no_opaque_task(opset):
         assert dag.volume(task, output) == np.prod(case.inputs["x"])
 
 
-@pytest.mark.parametrize("opset", [7, 9, 14])
+@pytest.mark.parametrize(
+    "opset", [pytest.param(7, marks=pytest.mark.slow), pytest.param(9, marks=pytest.mark.slow), 14]
+)
 def test_a_statistics_output_that_is_read_is_training_mode(opset):
     from dcaccel.errors import UnsupportedOpError
 

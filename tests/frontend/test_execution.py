@@ -77,7 +77,13 @@ UNHASHED = {
 }
 
 
-@pytest.mark.parametrize("change", UNHASHED.values(), ids=UNHASHED.keys())
+@pytest.mark.parametrize(
+    "change",
+    [
+        pytest.param(change, id=name, marks=[] if name in ("sdfg-timer", "data-save") else [pytest.mark.slow])
+        for name, change in UNHASHED.items()
+    ],
+)
 def test_what_hash_sdfg_leaves_out_changes_the_key(change):
     original, changed = doubling(), doubling()
     change(changed)
