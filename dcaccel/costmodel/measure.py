@@ -204,14 +204,7 @@ def measure(
     sdfg = copying.deepcopy(lowered.sdfg)
     inputs = workload.random_inputs(seed)
     symbols = workload.bind_symbols(inputs)
-    origins = origins_of(lowered)
-    sources = {
-        node.guid: origins.get(node.guid, TaskInfo()).derive(guid=node.guid)
-        for state in sdfg.states()
-        for node in state.nodes()
-        if isinstance(node, dace.nodes.MapEntry) and state.scope_dict()[node] is None
-    }
-    steps = read_program(sdfg, symbols, sources=sources)
+    steps = read_steps(lowered, sdfg, symbols)
     places = step_places(sdfg, steps, symbols)  # before instrument() relabels maps and expands copies
     maps, copies = instrument(sdfg)
     with dace.config.set_temporary("instrumentation", "report_each_invocation", value=False):
@@ -254,6 +247,18 @@ def measure(
             )
         )
     return rows
+
+
+def read_steps(lowered, sdfg: dace.SDFG, symbols: Mapping[str, int]) -> LoweredProgram:
+    """The steps of ``sdfg`` (a copy of ``lowered``'s), each map's record carrying its origin and its entry's guid."""
+    origins = origins_of(lowered)
+    sources = {
+        node.guid: origins.get(node.guid, TaskInfo()).derive(guid=node.guid)
+        for state in sdfg.states()
+        for node in state.nodes()
+        if isinstance(node, dace.nodes.MapEntry) and state.scope_dict()[node] is None
+    }
+    return read_program(sdfg, symbols, sources=sources)
 
 
 def step_places(sdfg: dace.SDFG, program: LoweredProgram, symbols: Mapping[str, int]) -> list:

@@ -9,13 +9,11 @@ from __future__ import annotations
 
 import copy as copying
 
-import dace
 import pandas as pd
 
-from dcaccel.costmodel.measure import PROVENANCE_UNMEASURED, Row, Timing, step_places
+from dcaccel.costmodel.measure import PROVENANCE_UNMEASURED, Row, Timing, read_steps, step_places
 from dcaccel.costmodel.models import CostModel
-from dcaccel.dag.extract import origins_of
-from dcaccel.dag.scopes import Copy, read_program
+from dcaccel.dag.scopes import Copy
 
 
 def predict_steps(lowered, model: CostModel, kind: str = "boosted") -> pd.DataFrame:
@@ -25,14 +23,7 @@ def predict_steps(lowered, model: CostModel, kind: str = "boosted") -> pd.DataFr
     workload = lowered.workload
     sdfg = copying.deepcopy(lowered.sdfg)
     symbols = dict(workload.symbols)
-    origins = origins_of(lowered)
-    sources = {
-        node.guid: {**origins.get(node.guid, {}), "guid": node.guid}
-        for state in sdfg.states()
-        for node in state.nodes()
-        if isinstance(node, dace.nodes.MapEntry) and state.scope_dict()[node] is None
-    }
-    program = read_program(sdfg, symbols, sources=sources)
+    program = read_steps(lowered, sdfg, symbols)
     rows = []
     for step, (_, features, tokens) in zip(program.steps, step_places(sdfg, program, symbols), strict=True):
         if features is None:
