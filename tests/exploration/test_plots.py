@@ -67,14 +67,16 @@ def test_pareto_plot_marks_the_front(results):
     assert len(front.get_xdata()) >= 1
 
 
-@pytest.mark.parametrize("suffix", [".png", ".svg"])
+@pytest.mark.parametrize("suffix", [".png", pytest.param(".svg", marks=pytest.mark.slow)])
 def test_save_writes_the_format_of_the_suffix(suffix, results, tmp_path):
     path = save(plot_makespan(results), tmp_path / f"sweep{suffix}")
     head = path.read_bytes()[:64]
     assert head.startswith(b"\x89PNG") if suffix == ".png" else b"<svg" in path.read_bytes()[:2000]
 
 
-@pytest.mark.parametrize("count", [1, 9, 18, 61])
+@pytest.mark.parametrize(
+    "count", [1, 9, pytest.param(18, marks=pytest.mark.slow), pytest.param(61, marks=pytest.mark.slow)]
+)
 def test_makespan_legend_is_outside_the_axes_with_an_entry_per_assignment(count):
     names = [f"conv1=mv,conv2=op,fc{i}=lmv" for i in range(count)]
     results = to_frame(

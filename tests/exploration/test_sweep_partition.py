@@ -46,7 +46,7 @@ def test_rows_per_assignment_and_policy(sweeps, arch):
 
 
 @pytest.mark.parametrize("policy", ["greedy", "min-region", "cost"])
-@pytest.mark.parametrize("implementation", ["mv", "lmv"])
+@pytest.mark.parametrize("implementation", [pytest.param("mv", marks=pytest.mark.slow), "lmv"])
 def test_policy_points_are_the_partitions(sweeps, policy, implementation):
     """The columns of a policy point are those of dcaccel.partition with the assignment as choices."""
     frame = sweeps["cgra"]
@@ -93,7 +93,7 @@ def test_without_policy_the_points_are_the_plain_pipelines(sweeps):
     assert (plain["transfer_volume"] == 0).all() and (plain["partition_policy"] == "none").all()
 
 
-@pytest.mark.parametrize("objective", ["energy", "edp"])
+@pytest.mark.parametrize("objective", ["energy", pytest.param("edp", marks=pytest.mark.slow)])
 def test_cost_policy_objective(objective):
     """partition_objective is the cost policy's objective: the point is dcaccel.partition's with it."""
     frame = explore(
