@@ -7,7 +7,7 @@ schedule (:mod:`dcaccel.cost.schedule`).
 """
 
 from dcaccel.architecture.graph import Architecture, ArchitectureError, all_to_all, bus, mesh_2d
-from dcaccel.architecture.load import DEFAULT, load, names
+from dcaccel.architecture.load import DEFAULT, DEFAULT_PES, design_pes, load, names
 from dcaccel.architecture.parameters import parse_parameter, variants, with_parameters
 from dcaccel.architecture.schema import (
     ANY_OP,
@@ -23,6 +23,7 @@ from dcaccel.architecture.schema import (
 __all__ = [
     "ANY_OP",
     "DEFAULT",
+    "DEFAULT_PES",
     "Architecture",
     "ArchitectureError",
     "ArchitectureSpec",
@@ -34,6 +35,7 @@ __all__ = [
     "Unit",
     "all_to_all",
     "bus",
+    "design_pes",
     "load",
     "mesh_2d",
     "names",

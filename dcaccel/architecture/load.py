@@ -3,6 +3,7 @@ user files. YAML is read as data, never code, within bounds (:mod:`dcaccel.archi
 
 from __future__ import annotations
 
+from collections.abc import Iterable
 from importlib import resources
 from pathlib import Path
 
@@ -11,6 +12,18 @@ from dcaccel.architecture.reader import read_file
 
 #: The architecture every schedule assumes when none is given (the seed's model).
 DEFAULT = "abstract"
+#: The PE counts P of a study on a design that leaves a unit count open (``abstract``: P is the schedule's).
+DEFAULT_PES = (1, 2, 4, 8, 16, 32, 64, 128)
+
+
+def design_pes(designs: Iterable[Architecture]) -> tuple[int, ...]:
+    """The PE counts P when none is given: the accelerator units of each of ``designs``
+    (:meth:`Architecture.accelerator_units`) when every one fixes the count of each of its unit kinds, else
+    :data:`DEFAULT_PES`. The one rule of ``dcaccel.Study``, ``dcaccel.explore``, ``dcaccel.map`` and the CLI."""
+    designs = list(designs)
+    if not designs or any(unit.count is None for design in designs for unit in design.units.values()):
+        return DEFAULT_PES
+    return tuple(sorted({design.accelerator_units(1) for design in designs}))
 
 
 def _shipped() -> dict[str, resources.abc.Traversable]:

@@ -142,8 +142,6 @@ def _parameter(text: str) -> tuple[str, tuple]:
 
 #: The most PEs a schedule takes (the schedulers keep per-PE state: 2**20 PEs take a few seconds).
 MAX_PES = 2**20
-#: What ``--pes`` is when not given.
-PES_DEFAULT = "the designs' units when every --arch fixes its unit counts, else 1,2,4,…,128"
 
 #: The concepts, by Study field. A flag's name is the field's (``--edge-volume``) but where the command line
 #: has always said it shorter: ``--impl``, ``--onchip``, ``--policy``, ``--arch-param``.
@@ -196,6 +194,14 @@ def study_default(name: str) -> Any:
     return info.get_default(call_default_factory=True)
 
 
+def default_text(name: str) -> str:
+    """The default of the Study field ``name`` as the command line writes it; for a field left unset by
+    default, what unset means where the field says (``json_schema_extra["unset"]``: ``pes``)."""
+    _, info = study_field(name)
+    value = study_default(name)
+    return (info.json_schema_extra or {}).get("unset", "unset") if value is None else shown_default(value)
+
+
 def shown_default(value: Any) -> str:
     """A default as the command line writes it."""
     if value is None:
@@ -235,9 +241,9 @@ def concept_help(name: str, default: str | None = None, one: bool = False) -> st
     concept = VOCABULARY.get(name)
     if concept is not None and concept.several and not one:
         text += "; repeatable" + (", or a comma list" if concept.separator else "")
-    if default is None and study_default(name) is None:  # the description says what unset means
+    if default is None and study_default(name) is None and "unset" not in extra:  # the description says
         return text
-    return f"{text} (default: {default if default is not None else shown_default(study_default(name))})"
+    return f"{text} (default: {default if default is not None else default_text(name)})"
 
 
 class _Deprecated(argparse.Action):
@@ -323,18 +329,6 @@ def add_concept(
     return action
 
 
-def design_pes(arch: Iterable, parameters: dict | None = None) -> list[int] | None:
-    """P when ``--pes`` is not given: the units of every design of ``arch`` (swept over ``parameters``) that
-    fixes the count of each of its unit kinds (``Architecture.accelerator_units``); None (the Study's default)
-    when one leaves a count open (``abstract``: P is the schedule's)."""
-    from dcaccel.exploration.grid import architectures
-
-    designs = architectures(list(arch), parameters)
-    if any(unit.count is None for design in designs for unit in design.units.values()):
-        return None
-    return sorted({design.accelerator_units(1) for design in designs})
-
-
 def generated(parser: argparse.ArgumentParser, flag: str) -> str | None:
     """The Study field whose flag :func:`add_concept` added to ``parser`` as ``flag`` (None: ``parser`` has no
     such flag, or it is its own, or a former spelling)."""
@@ -372,7 +366,7 @@ def vocabulary(parser: argparse.ArgumentParser) -> list[VocabularyRow]:
                 f"{part}.{name}" if part else name,
                 info.description,
                 (info.json_schema_extra or {}).get("unit", "-"),
-                shown_default(study_default(name)),
+                default_text(name),
                 ", ".join(taking),
             )
         )

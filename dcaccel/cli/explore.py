@@ -2,7 +2,8 @@
 
 The flags that set a field of :class:`dcaccel.Study` are the vocabulary every command shares
 (:data:`dcaccel.cli.arguments.VOCABULARY`, ``docs/cli.md``); the command builds the study of the flags given
-(the Study's defaults for the others; P the designs' units when every ``--arch`` fixes them) and runs it
+(the Study's defaults for the others: P the designs' units when every ``--arch`` fixes them, as
+:meth:`dcaccel.Study.pe_counts` resolves it for every front door) and runs it
 with :func:`dcaccel.explore`. Prints the best implementation per (P, scheduler), writes all points with
 ``--out`` (CSV, Parquet or JSON by suffix) and a makespan-vs-P plot with ``--plot`` (the cycles on the
 architecture with ``--arch``). ``--demo`` sweeps the seed's convolution (conv-seed, Conv as mv / op / lmv,
@@ -42,15 +43,12 @@ from pathlib import Path
 import pandas as pd
 
 from dcaccel import workloads
-from dcaccel.architecture import DEFAULT as DEFAULT_ARCHITECTURE
 from dcaccel.cli.arguments import (
     PAIRS,
-    PES_DEFAULT,
     SWITCHES,
     VOCABULARY,
     add_concept,
     check_output,
-    design_pes,
 )
 from dcaccel.cli.models import MODEL_HELP, add_fold_argument, add_symbols_argument, check_choice_keys, resolve_model
 from dcaccel.cli.table import format_table
@@ -106,7 +104,7 @@ def register(subparsers) -> None:
     add_concept(parser, "objective")
     add_concept(parser, "arch")
     add_concept(parser, "arch_params")
-    add_concept(parser, "pes", default=PES_DEFAULT)
+    add_concept(parser, "pes")
     add_concept(parser, "scheduler", default=f"{','.join(SCHEDULERS)}; {HETEROGENEOUS} with a --policy other than none")
     add_concept(parser, "onchip_memory")
     add_concept(parser, "partitioning")
@@ -152,8 +150,6 @@ def run(args: argparse.Namespace) -> int:
     spec = DEMO_MODEL if args.demo else args.model
     if args.demo and not args.implementations:
         fields["implementations"] = DEMO_IMPLEMENTATIONS
-    if args.pes is None:
-        fields["pes"] = design_pes(args.arch or [DEFAULT_ARCHITECTURE], fields["arch_params"])
     if args.scheduler is None and any(policy != NO_PARTITION for policy in args.partition_policy or ()):
         fields["scheduler"] = [HETEROGENEOUS]
     study = Study.of("explore", models=[spec], **{name: value for name, value in fields.items() if value is not None})

@@ -5,7 +5,7 @@ operand-aware memories (``--search loopnest``, ``docs/validation.md``)."""
 import json
 import sys
 
-from dcaccel.cli.arguments import PES_DEFAULT, add_concept, bounded_int, design_pes, study_default
+from dcaccel.cli.arguments import add_concept, bounded_int, study_default
 from dcaccel.cli.models import add_fold_argument, add_symbols_argument, resolve_model
 from dcaccel.cli.table import format_table
 from dcaccel.errors import DcaccelError
@@ -34,7 +34,7 @@ def register(subparsers) -> None:
         "with data reuse on every unit of the design (its memories give the capacities)",
     )
     parser.add_argument("--top-k", type=bounded_int(1), default=4, help="off-chip choices the on-chip stage schedules")
-    add_concept(parser, "pes", default=PES_DEFAULT.replace("every --arch fixes its", "--arch fixes its"))
+    add_concept(parser, "pes", default="the design's units when --arch fixes its unit counts, else 1,2,4,…,128")
     add_concept(parser, "onchip_memory", one=True, old="--capacity")
     parser.add_argument(
         "--whole-network",
@@ -69,7 +69,7 @@ def run(args) -> int:
         objective,
         search=args.search,
         top_k=args.top_k,
-        pes=tuple(args.pes or design_pes([arch]) or study_default("pes")),
+        pes=None if args.pes is None else tuple(args.pes),
         capacity=args.onchip_memory or None,
     )
     if args.json:

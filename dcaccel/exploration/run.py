@@ -66,7 +66,7 @@ def _run_model(study: Study, archs: tuple[Architecture, ...], model: LoadedModel
         return _run_mapping(study, archs, model, progress)
     options = study.partition
     grid = Grid(
-        study.pes,
+        study.pe_counts(archs),
         study.scheduler,
         study.onchip_memory,
         study.partitioning,
@@ -107,7 +107,7 @@ def _run_mapping(study: Study, archs: tuple[Architecture, ...], model: LoadedMod
             onchip_capacity(arch, memory or None)
     name = model.workload.name
     layers, searched = searched_layers(model.workload)
-    options = LayerOptions(study.pes, study.objective)
+    options = LayerOptions(study.pe_counts(archs), study.objective)
     search = MappingSearch(name, searched, archs, study.onchip_memory, options)
     run = _evaluate(study, search, model, [layer_assignment(node) for node in searched], progress)
     found = {assignment.choices[0][0]: rows for assignment, rows in run.found.items()}

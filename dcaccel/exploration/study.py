@@ -24,7 +24,7 @@ import yaml
 from pydantic import BaseModel, ConfigDict, Field, PlainSerializer, field_validator, model_validator
 
 from dcaccel.architecture import DEFAULT as DEFAULT_ARCHITECTURE
-from dcaccel.architecture import Architecture
+from dcaccel.architecture import DEFAULT_PES, Architecture, design_pes
 from dcaccel.architecture.reader import read_file, read_yaml, shown
 from dcaccel.cost.proxy import CostModel
 from dcaccel.dag.walk import EDGE_VOLUME_RULES, Granularity
@@ -42,7 +42,6 @@ from dcaccel.transforms.offload import POLICIES
 NO_PARTITION = "none"
 #: The values of the ``partition_policy`` column.
 PARTITION_POLICIES = (NO_PARTITION, *POLICIES)
-DEFAULT_PES = (1, 2, 4, 8, 16, 32, 64, 128)
 DEFAULT_SCHEDULERS = ("streaming", "list")
 #: The objectives the commands share, and the results column each ranks points by.
 OBJECTIVE_COLUMNS = {"makespan": "makespan_cycles", "energy": "energy_pj"}
@@ -231,11 +230,15 @@ class Study(_Part):
     arch_params: dict[str, tuple[Scalar, ...]] | None = Field(
         None, description="architecture parameter path -> values: each architecture swept over their product"
     )
-    pes: tuple[int, ...] = Field(
-        DEFAULT_PES,
+    pes: tuple[int, ...] | None = Field(
+        None,
         description="PE counts P: the processing elements a schedule uses, and the count of a unit kind the "
         "architecture leaves open (heft: the architecture's units)",
-        json_schema_extra={"unit": "PEs"},
+        json_schema_extra={
+            "unit": "PEs",
+            "unset": "the designs' units when every architecture fixes its unit counts, "
+            f"else {','.join(map(str, DEFAULT_PES))}",
+        },
     )
     scheduler: tuple[str, ...] = Field(
         DEFAULT_SCHEDULERS, description="streaming, list, or heft (on the unit kinds of the architecture)"
@@ -282,8 +285,8 @@ class Study(_Part):
 
     @field_validator("pes", mode="before")
     @classmethod
-    def _pes(cls, value: Any) -> tuple:
-        return _several(value, "pes", 1)
+    def _pes(cls, value: Any) -> tuple | None:
+        return None if value is None else _several(value, "pes", 1)
 
     @field_validator("onchip_memory", mode="before")
     @classmethod
@@ -328,6 +331,11 @@ class Study(_Part):
                 f"scheduled with {HETEROGENEOUS}): add partition policy {NO_PARTITION} for the plain pipeline's points"
             )
         return self
+
+    def pe_counts(self, archs: tuple[Architecture, ...]) -> tuple[int, ...]:
+        """The PE counts of the study's points on the designs ``archs`` (``arch`` swept over ``arch_params``):
+        ``pes``, or unset the designs' units (:func:`~dcaccel.architecture.design_pes`)."""
+        return self.pes or design_pes(archs)
 
     # ------------------------------------------------------------------ building, reading, writing
 

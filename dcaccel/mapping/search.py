@@ -29,7 +29,7 @@ from dataclasses import asdict, dataclass, field, replace
 import pandas as pd
 from tqdm import tqdm
 
-from dcaccel.architecture import Architecture
+from dcaccel.architecture import Architecture, design_pes
 from dcaccel.architecture import load as load_architecture
 from dcaccel.dag.metrics import io_volume
 from dcaccel.errors import DcaccelError
@@ -250,8 +250,8 @@ def onchip_capacity(architecture: Architecture, capacity: int | None) -> int:
 class LayerOptions:
     """How one layer is searched (:func:`search_layer`; the keywords of :func:`map_workload`)."""
 
-    pes: tuple[int, ...] = (16,)
-    objective: str = "edp"
+    pes: tuple[int, ...]
+    objective: str
     search: str = "decoupled"
     top_k: int = 4
     implementations: tuple[str, ...] = IMPLEMENTATIONS
@@ -274,11 +274,11 @@ def search_layer(layer: Layer, architecture: Architecture, capacity: int, option
 def map_workload(
     workload,
     arch: Architecture | str = "abstract",
-    objective: str = "edp",
+    objective: str = "makespan",
     *,
     search: str = "decoupled",
     top_k: int = 4,
-    pes: tuple[int, ...] = (16,),
+    pes: tuple[int, ...] | None = None,
     implementations: tuple[str, ...] = IMPLEMENTATIONS,
     tile_limit: int | None = 4,
     capacity: int | None = None,
@@ -288,9 +288,11 @@ def map_workload(
 
     ``objective``: ``makespan`` (cycles), ``energy`` (pJ) or ``edp``; ``search``: ``decoupled`` (off-chip
     stage, then the ``top_k`` choices on chip) or ``exhaustive`` (the whole bounded space); ``pes``: the
-    PE counts of the on-chip placement; ``tile_limit``: divisors kept per loop dimension (None: all);
-    ``capacity``: on-chip elements (default: the architecture's; needed for ``abstract``); ``progress``:
-    show a progress bar over the nodes (None: when the search runs longer than a second).
+    PE counts of the on-chip placement (None: the design's units when it fixes every unit count, else 1 to
+    128: :func:`~dcaccel.architecture.design_pes`, the default of ``dcaccel map`` and of a study's mapping
+    strategy); ``tile_limit``: divisors kept per loop dimension (None: all); ``capacity``: on-chip
+    elements (default: the architecture's; needed for ``abstract``); ``progress``: show a progress
+    bar over the nodes (None: when the search runs longer than a second).
     """
     check_objective(objective)
     if search not in SEARCHES:
@@ -300,6 +302,7 @@ def map_workload(
     start = time.perf_counter()
     architecture = load_architecture(arch)
     capacity = onchip_capacity(architecture, capacity)
+    pes = design_pes([architecture]) if pes is None else pes
     name, model = program_model(workload)
     layers = model_layers(model)
     if not any(layer.mapped for layer in layers):

@@ -14,6 +14,7 @@ import dcaccel.exploration.sweep
 import dcaccel.mapping
 from dcaccel.cli import build_parser, main
 from dcaccel.cli.arguments import SWITCHES, VOCABULARY, concept_help, generated, study_field, vocabulary
+from dcaccel.exploration.grid import architectures
 from dcaccel.exploration.study import DEFAULT_PES
 from tests.markdown import table
 
@@ -134,7 +135,8 @@ def captured(monkeypatch):
     ],
 )
 def test_p_is_the_designs_units_unless_given(captured, arch, pes):
-    assert captured("explore", "conv-seed", *arch).pes == pes
+    study = captured("explore", "conv-seed", *arch)
+    assert study.pes is None and study.pe_counts(architectures(study.arch)) == pes
     assert captured("explore", "conv-seed", *arch, "--pes", "4").pes == (4,)
 
 
@@ -142,8 +144,7 @@ def test_p_is_the_designs_units_unless_given(captured, arch, pes):
 def test_map_and_the_mapping_strategy_share_their_defaults(captured, arch):
     study = captured("explore", "lenet", "--strategy", "mapping", *arch)
     objective, pes = captured("map", "lenet", *arch)
-    assert (objective, pes) == (study.objective, study.pes)
-    assert objective == "makespan"
+    assert (objective, pes) == (study.objective, study.pes) == ("makespan", None)  # both: the designs' units
 
 
 def test_the_plot_draws_the_cycles_on_the_architecture():
