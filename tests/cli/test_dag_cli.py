@@ -24,7 +24,9 @@ def run(capsys, *argv) -> tuple[int, str, str]:
     return status, captured.out, captured.err
 
 
-@pytest.mark.parametrize("shape", ["mv", "op", "lmv"])
+@pytest.mark.parametrize(
+    "shape", ["mv", pytest.param("op", marks=pytest.mark.slow), pytest.param("lmv", marks=pytest.mark.slow)]
+)
 def test_summary(capsys, shape):
     status, out, _ = run(capsys, "conv-seed", "--impl", f"Conv={shape}")
     tasks, buffers, edges, io = SEED[shape]
@@ -52,7 +54,7 @@ def test_summary_of_coarse_reference_dag(capsys):
     assert "dcaccel dag: extract conv-seed: container '_a_stream' made a buffer node (a consumer re-reads" in err
 
 
-@pytest.mark.parametrize("suffix", [".json", ".dot"])
+@pytest.mark.parametrize("suffix", [".json", pytest.param(".dot", marks=pytest.mark.slow)])
 def test_out_file(capsys, tmp_path, suffix):
     path = tmp_path / f"dag{suffix}"
     status, out, _ = run(capsys, "conv-seed", "--impl", "Conv=lmv", "--edge-volume", "reference", "--out", str(path))

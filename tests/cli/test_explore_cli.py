@@ -48,7 +48,7 @@ def test_summary_names_the_best_implementation_per_column(capsys):
     assert len(lines) == 1 and "streaming" in lines[0] and "Conv=lmv:" in lines[0]
 
 
-@pytest.mark.parametrize("suffix", [".json", ".parquet"])
+@pytest.mark.parametrize("suffix", [".json", pytest.param(".parquet", marks=pytest.mark.slow)])
 def test_other_formats(suffix, tmp_path):
     path = tmp_path / f"r{suffix}"
     assert (
@@ -185,7 +185,7 @@ def test_repeated_impl_merges_and_node_names_work_per_node(capsys):
     assert status == 0 and "2 points" in out and "Conv_0=lmv" in out and "Conv_0=mv" in out
 
 
-@pytest.mark.parametrize("failing", [{"op"}, {"mv", "op"}])
+@pytest.mark.parametrize("failing", [{"op"}, pytest.param({"mv", "op"}, marks=pytest.mark.slow)])
 def test_failed_assignments_exit_1_and_are_listed(failing, capsys, monkeypatch, tmp_path):
     from dcaccel.exploration.evaluation import Sweep
 

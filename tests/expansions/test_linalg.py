@@ -123,7 +123,7 @@ def test_only_flat_maps_remain():
     assert_flat_maps(sdfg)
 
 
-@pytest.mark.parametrize("n", (1, 2, 4))
+@pytest.mark.parametrize("n", (1, 2, pytest.param(4, marks=pytest.mark.slow)))
 def test_inverse_of_n_by_n_is_6n_minus_2_steps(n):
     import dace
 

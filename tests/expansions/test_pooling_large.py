@@ -191,7 +191,7 @@ def test_tasks_read_outputs_times_clipped_window(name, outputs, window):
 @pytest.mark.parametrize(
     ("shape", "kernel", "labels"),
     [
-        ((1, 1, 5, 5), [4, 4], ["pool"]),  # 16 positions: one tasklet
+        pytest.param((1, 1, 5, 5), [4, 4], ["pool"], marks=pytest.mark.slow),  # 16 positions: one tasklet
         ((1, 1, 20), [UNROLLED_WINDOW + 1], ["init_accumulator", "reduce", "output"]),
         ((1, 1, 3, 3), [UNROLLED_WINDOW, UNROLLED_WINDOW], ["pool"]),  # clipped to 3 x 3
     ],

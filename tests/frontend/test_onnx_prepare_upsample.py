@@ -47,7 +47,12 @@ def upsample_model(opset: int) -> onnx.ModelProto:
 
 
 @pytest.mark.parametrize(
-    ("opset", "op", "kept_opset"), [(7, "Upsample", 7), (8, "Upsample", 8), (9, "Resize", 10)], ids=["7", "8", "9"]
+    ("opset", "op", "kept_opset"),
+    [
+        pytest.param(7, "Upsample", 7, id="7"),
+        pytest.param(8, "Upsample", 8, id="8", marks=pytest.mark.slow),
+        pytest.param(9, "Resize", 10, id="9"),
+    ],
 )
 def test_upsample_imports_with_concrete_shapes_and_lowers(opset, op, kept_opset):
     workload = dcaccel.load(upsample_model(opset), name=f"upsample{opset}")

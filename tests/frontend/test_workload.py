@@ -18,7 +18,7 @@ from dcaccel.workloads.conv_seed import model as conv_seed_model
 from dcaccel.workloads.lenet import model as lenet_model
 
 
-@pytest.mark.parametrize("name", ["conv-seed", "mmm", "pusch-mimo"])
+@pytest.mark.parametrize("name", ["conv-seed", "mmm", pytest.param("pusch-mimo", marks=pytest.mark.slow)])
 def test_random_inputs_are_seeded(name):
     workload = workloads.get(name)
     first, again, other = workload.random_inputs(0), workload.random_inputs(0), workload.random_inputs(1)

@@ -29,7 +29,9 @@ def top_level_maps(sdfg) -> int:
     )
 
 
-@pytest.mark.parametrize("size", [1, 8, 100])
+@pytest.mark.parametrize(
+    "size", [pytest.param(1, marks=pytest.mark.slow), 8, pytest.param(100, marks=pytest.mark.slow)]
+)
 def test_a_streamed_chain_becomes_one_task(size):
     sdfg = programs.chain_program(size)
     before = summary(extract(sdfg))
@@ -43,7 +45,7 @@ def test_a_streamed_chain_becomes_one_task(size):
     assert [after.label(v) for v in after.tasks] == ["Dec_map"]  # DaCe keeps the smallest label
 
 
-@pytest.mark.parametrize("size", [1, 8])
+@pytest.mark.parametrize("size", [pytest.param(1, marks=pytest.mark.slow), 8])
 def test_a_fused_layer_output_leaves_the_io(size):
     """t1 as a LAYER_OUTPUT buffer costs its writes and reads (2·size); fused, it is gone."""
     sdfg = programs.chain_program(size)
