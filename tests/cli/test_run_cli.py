@@ -58,14 +58,18 @@ def test_resume_continues_the_recorded_study_without_evaluating(seed_runs, monke
     monkeypatch.setattr(run, "make_executor", lambda *args: pytest.fail("an assignment was evaluated"))
     assert main(["run", "--resume", str(folder / "seed.sqlite"), "--out", str(tmp_path / "again.csv")]) == 0
     assert _rows(tmp_path / "again.csv").equals(_rows(folder / "run.csv"))
+    assert main(["run", str(folder / "seed.yaml"), "--resume", "--out", str(tmp_path / "its.csv")]) == 0
+    assert _rows(tmp_path / "its.csv").equals(_rows(folder / "run.csv"))
 
 
 @pytest.mark.parametrize(
     ("study", "argv", "message"),
     [
-        (None, [], "give a STUDY file or --resume FILE (not both)"),
-        (SEED_STUDY, ["--resume", "r.sqlite"], "give a STUDY file or --resume FILE (not both)"),
+        (None, [], "give a STUDY file (or --resume and the result file that recorded it)"),
+        (None, ["--resume"], "give a STUDY file (or --resume and the result file that recorded it)"),
+        ("models: [conv-seed]\n", ["--resume"], "--resume: study s.yaml has no result file (store.results)"),
         (None, ["--resume", "missing.sqlite"], "results file missing.sqlite: no such file"),
+        (None, ["missing.sqlite"], "missing.sqlite: a result file's study is continued with --resume"),
         (SEED_STUDY, ["--out", "x.txt"], "--out x.txt: unknown format '.txt' (use one of .csv, .parquet, .json)"),
         (
             SEED_STUDY.replace("seed.sqlite", "seed.txt"),

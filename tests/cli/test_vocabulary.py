@@ -22,9 +22,6 @@ matplotlib.use("Agg")
 
 DOCS = Path(__file__).resolve().parents[2] / "docs" / "cli.md"
 FLAGS = {**{name: concept.flag for name, concept in VOCABULARY.items()}, **{n: f for n, (f, _) in SWITCHES.items()}}
-#: Flags a command has of its own, not the Study's concept of that name: ``run --resume FILE`` names the
-#: result file whose recorded study it continues (explore's ``--resume`` is the switch ``store.resume``).
-OWN = {("run", "--resume")}
 
 
 def commands() -> dict[str, argparse.ArgumentParser]:
@@ -41,14 +38,14 @@ def test_the_docs_table_is_the_parsers():
 
 @pytest.mark.parametrize("name", list(FLAGS))
 def test_every_command_takes_the_concept_from_the_study(name):
-    """A command with the flag has it from add_concept (or it is one of OWN); its help is the field's
-    description first, whatever the command."""
+    """A command with the flag has it from add_concept; its help is the field's description first, whatever
+    the command."""
     flag = FLAGS[name]
     _, info = study_field(name)
     taking = 0
     for command, parser in commands().items():
         action = parser._option_string_actions.get(flag)
-        if action is None or action.option_strings[0] != flag or (command, flag) in OWN:
+        if action is None or action.option_strings[0] != flag:
             continue
         assert generated(parser, flag) == name, f"dcaccel {command} {flag} is not made by add_concept"
         assert info.description in action.help
