@@ -19,6 +19,10 @@ from dcaccel.exploration.study import NO_PARTITION
 from dcaccel.partitioning import Partition
 from dcaccel.scheduler import HETEROGENEOUS, CanonicalGraph, schedule
 
+#: The fields of a point that are its schedule's own, by the same name (``ExplorationPoint.makespan`` is the
+#: schedule's ``makespan``).
+SCHEDULE_FIELDS = ("makespan", "lower_bound", "speedup", "utilisation", "work", "depth", "num_blocks")
+
 
 def schedule_points(
     workload_name: str,
@@ -59,12 +63,7 @@ def schedule_points(
                     scheduler=scheduler,
                     onchip_memory=memory,
                     architecture=arch.label,
-                    makespan=result.makespan,
-                    lower_bound=result.lower_bound,
-                    speedup=result.speedup,
-                    utilisation=result.utilisation,
-                    work=result.work,
-                    depth=result.depth,
+                    **{name: getattr(result, name) for name in SCHEDULE_FIELDS},
                     tasks=tasks,
                     buffers=buffers,
                     opaque_tasks=opaque_tasks,
@@ -73,7 +72,6 @@ def schedule_points(
                     offchip_io=io.off_chip,
                     onchip_io=io.on_chip,
                     streamed_io=io.streamed,
-                    num_blocks=result.num_blocks,
                     area=cost_model.area(result.pes, memory),
                     power=cost_model.power(result.pes, result.makespan, io.off_chip, io.on_chip, io.streamed),
                     makespan_cycles=costs.makespan_cycles,

@@ -15,6 +15,9 @@ from dcaccel.exploration.load import LoadedModel
 from dcaccel.exploration.run import run_study
 from dcaccel.exploration.study import Study
 
+#: The Study fields :func:`explore` takes by position after the workload.
+POSITIONAL = ("implementations", "pes", "scheduler", "onchip_memory", "granularity", "strategy")
+
 
 def explore(
     workload=None,
@@ -94,15 +97,8 @@ def explore(
         points after the plain ones, by policy, architecture, P), timing columns aside.
     :return: a DataFrame whose columns are the fields of :class:`ExplorationPoint`.
     """
-    given = dict(
-        implementations=implementations,
-        pes=pes,
-        scheduler=scheduler,
-        onchip_memory=onchip_memory,
-        granularity=granularity,
-        strategy=strategy,
-    )
-    fields = {name: value for name, value in given.items() if value is not None} | options
+    given = zip(POSITIONAL, (implementations, pes, scheduler, onchip_memory, granularity, strategy), strict=True)
+    fields = {name: value for name, value in given if value is not None} | options
     loaded = None
     if workload is not None:
         from dcaccel.frontend.workload import Workload
