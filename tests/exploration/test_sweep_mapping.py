@@ -31,7 +31,8 @@ def test_rows_and_columns(mapped):
     assert mapped[uncomputed].isna().all().all()
 
 
-@pytest.mark.parametrize("arch", ["eyeriss", pytest.param("tpu", marks=pytest.mark.slow)])
+@pytest.mark.slow
+@pytest.mark.parametrize("arch", ["eyeriss", "tpu"])
 def test_rows_are_the_search(mapped, arch):
     result = dcaccel.map("conv-seed", arch, "edp", pes=(16,))
     rows = mapped[mapped["architecture"] == arch]

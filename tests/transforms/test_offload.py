@@ -149,6 +149,7 @@ def test_policies(resize_chain, policy, options, cpu, on_host):
         assert result.transfer_volume == 0 and result.offloaded_work_share == 0
 
 
+@pytest.mark.slow
 def test_cost_policy_is_not_worse_than_greedy(resize_chain):
     fast = _design(elements_per_cycle=64, macs_per_cycle=64)
     assert partition(resize_chain, fast, "cost").makespan < partition(resize_chain, fast, "greedy").makespan
@@ -175,7 +176,9 @@ def test_bad_options(resize_chain, options, message):
         pytest.param("edp", "pJ·cycles", marks=pytest.mark.slow),
     ],
 )
-@pytest.mark.parametrize("cpu", [{}, {"elements_per_cycle": 64, "macs_per_cycle": 64}])
+@pytest.mark.parametrize(
+    "cpu", [{}, pytest.param({"elements_per_cycle": 64, "macs_per_cycle": 64}, marks=pytest.mark.slow)]
+)
 def test_cost_objective_is_not_worse_than_greedy(resize_chain, objective, unit, cpu):
     """The cost policy starts from greedy and keeps a region on the host only when its objective drops."""
 
@@ -231,6 +234,7 @@ def test_design_without_host_or_link(resize_chain):
         partition(resize_chain, Architecture.from_dict({**NPU, "links": []}, "npu"))
 
 
+@pytest.mark.slow
 def test_abstract_changes_nothing():
     """Under abstract every operator is offloaded and the DAG is the plain pipeline's, edge for edge."""
     workload = dcaccel.workloads.get("lenet")
