@@ -6,19 +6,26 @@ inputs and outputs; ``_expanded`` variants included) go through import (``dace.m
 ``implementation = "canonical"`` on every ONNX node → library node expansion → compile → run →
 comparison with the reference outputs at the case's tolerances. Every case ends as:
 
-- ``pass``;
-- ``skip``, with the reason: the model uses an op dcaccel does not lower, a tensor type DaCe
-  cannot represent, or an attribute the canonical implementation rejects (``UnsupportedOpError``);
+- ``pass``: every op lowered canonically, outputs equal to the reference;
+- ``host`` (with ``--fallback``): outputs equal to the reference, an op without a canonical
+  implementation run through lowering's fallback (``dcaccel.transforms.opaque``: DaCe's expansion
+  kept as one opaque task, else a host task calling onnxruntime); the reason names op and fallback;
+- ``skip``, with the reason: the model uses an op dcaccel does not lower (without ``--fallback``), a
+  tensor type DaCe cannot represent, or an attribute the implementation (or fallback) rejects
+  (``UnsupportedOpError``, one line naming the op);
 - ``fail``, with the reason (the error, or the largest deviation from the reference).
+
+``--all`` selects every op of the backend tests instead of the ops dcaccel lowers. The cases of sequence,
+optional, map and string tensors and of training ops are left out in every selection (:func:`excluded`).
 
 Shape parameters that the canonical model needs as constants (Reshape's ``shape``, Slice's
 ``starts``…, the ``axes`` inputs) are graph inputs in the backend tests; they are bound to the
 test's values as initializers before import. Cases are imported and expanded one by one (which
-finds skips without compiling), then compiled together: the cases with the same opset are
+finds skips without compiling), then compiled together: the cases with the same opsets are
 merged into one model (tensors renamed per case) and one SDFG per batch is compiled. A batch
 that fails to compile or run is split in halves until the failing cases are isolated.
 
-Usage: ``python benchmarks/onnx_node_tests.py [--ops Relu,Softmax] [--batch 40] [--verbose]``.
+Usage: ``python benchmarks/onnx_node_tests.py [--ops Relu,Softmax | --all] [--fallback] [--batch 40] [--verbose]``.
 Set ``DACE_default_build_folder`` to a folder of your own first.
 """
 
@@ -64,6 +71,7 @@ class Status(enum.StrEnum):
     """How a test case ended."""
 
     PASS = "pass"
+    HOST = "host"
     FAIL = "fail"
     SKIP = "skip"
 
@@ -80,11 +88,12 @@ class CaseOutcome:
 
 @dataclass(frozen=True)
 class OpSummary:
-    """Pass, fail and skip counts of the test cases of one op."""
+    """Pass, host (fallback), fail and skip counts of the test cases of one op."""
 
     op: str
     cases: int
     passed: int
+    host: int
     failed: int
     skipped: int
 
@@ -94,7 +103,8 @@ class PreparedCase:
     """A test case ready to run: its model (shape parameters bound, nodes named), inputs and expected outputs.
 
     ``implementation`` is the dcaccel implementation chosen for the nodes of the tested op;
-    ``label`` names the case's op in the table (with the implementation when the op has several).
+    ``label`` names the case's op in the table (with the implementation when the op has several);
+    ``fallbacks`` the fallback implementation of every op without a canonical one (set by :func:`dry_run`).
     """
 
     label: str
@@ -103,10 +113,13 @@ class PreparedCase:
     inputs: dict[str, np.ndarray]
     expected: list[np.ndarray]
     implementation: str
-    opset: int = field(init=False)
+    opset: int = field(init=False)  # of the default domain (0: none)
+    opsets: tuple[tuple[str, int], ...] = field(init=False)  # (domain, version) of every domain: cases merge if equal
+    fallbacks: dict[str, str] = field(default_factory=dict)
 
     def __post_init__(self):
-        self.opset = max(o.version for o in self.model.opset_import if o.domain in ("", "ai.onnx"))
+        self.opset = max((o.version for o in self.model.opset_import if o.domain in ("", "ai.onnx")), default=0)
+        self.opsets = tuple(sorted((o.domain, o.version) for o in self.model.opset_import))
 
     def choices(self, prefix: str = "") -> dict[str, str]:
         """The implementation of every node of the tested op, by node name (after ``prefix``)."""
@@ -131,13 +144,31 @@ def primary_op(case: TestCase) -> str:
     return _SCHEMA_NAMES[best] if best else "+".join(sorted(op_types))
 
 
-def select_cases(ops: Iterable[str]) -> list[tuple[str, TestCase]]:
-    """The backend node test cases whose primary op is in ``ops``, with that op, in collection order."""
-    wanted = set(ops)
+TRAINING_DOMAIN = "ai.onnx.preview.training"
+
+
+def excluded(case: TestCase) -> str | None:
+    """Why ``case`` is outside the coverage measure (a training op; a sequence, optional, map or string
+    tensor in its graph), else None."""
+    graph = case.model.graph
+    if any(node.domain == TRAINING_DOMAIN for node in graph.node):
+        return "training op"
+    for value in (*graph.input, *graph.output, *graph.value_info):
+        kind = value.type.WhichOneof("value")
+        if kind != "tensor_type":
+            return f"{kind} value '{value.name}'"
+        if value.type.tensor_type.elem_type == onnx.TensorProto.STRING:
+            return f"string tensor '{value.name}'"
+    return None
+
+
+def select_cases(ops: Iterable[str] | None) -> list[tuple[str, TestCase]]:
+    """The backend node test cases that are not :func:`excluded` and whose primary op is in ``ops`` (None: any),
+    with that op, in collection order."""
     selected = []
     for case in collect_testcases(None):
         op = primary_op(case)
-        if op in wanted:
+        if (ops is None or op in ops) and excluded(case) is None:
             selected.append((op, case))
     return selected
 
@@ -213,17 +244,46 @@ def default_implementation(op: str) -> str:
     return "canonical" if "canonical" in names or not names else names[0]
 
 
-def _import_and_expand(name: str, model: onnx.ModelProto, choices: dict[str, str]):
-    """Import ``model``, choose dcaccel's implementation of every ONNX node (``choices`` by node name) and expand."""
-    from dace.libraries.onnx.nodes.onnx_op import ONNXOp
+def _host_calling_model():
+    """DaCe's ONNXModel passing the callbacks of the program's host tasks (``dcaccel.transforms.host``) on a run."""
     from dace.ml import ONNXModel
 
-    imported = ONNXModel(name, model, onnx_simplify=False)
-    for node, _ in imported.sdfg.all_nodes_recursive():
+    from dcaccel.transforms.host import host_callbacks
+
+    class HostCallingModel(ONNXModel):
+        def compile_and_init(self):
+            program = super().compile_and_init()
+            self.initialized_parameters.update(host_callbacks(program.sdfg.arglist()))
+            return program
+
+    return HostCallingModel
+
+
+def _import_and_expand(name: str, model: onnx.ModelProto, choices: dict[str, str]):
+    """Import ``model``, choose dcaccel's implementation of every ONNX node (``choices`` by node name) and expand.
+
+    A node of an op without a dcaccel implementation is expanded by lowering's fallback
+    (:func:`dcaccel.transforms.opaque.fallback_implementation`). Returns the imported model and the fallback
+    chosen per such op.
+    """
+    from dace.libraries.onnx.nodes.onnx_op import ONNXOp
+
+    import dcaccel.expansions
+    from dcaccel.transforms.opaque import expand_opaque, fallback_implementation
+
+    imported = _host_calling_model()(name, model, onnx_simplify=False)
+    fallbacks, unlowered = {}, []
+    for node, state in imported.sdfg.all_nodes_recursive():
         if isinstance(node, ONNXOp):
-            node.implementation = choices.get(node.label) or default_implementation(node.schema.name)
+            if dcaccel.expansions.implementations(node.schema.name):
+                node.implementation = choices.get(node.label) or default_implementation(node.schema.name)
+            else:
+                unlowered.append((node, state))
+    for node, state in unlowered:
+        fallbacks[node.schema.name] = fallback_implementation(node, state)
+        expand_opaque(node, state, fallbacks[node.schema.name])
     imported.sdfg.expand_library_nodes()
-    return imported
+    return imported, fallbacks
 
 
 def _unsupported_types(model: onnx.ModelProto) -> list[str]:
@@ -241,20 +301,21 @@ def _unsupported_types(model: onnx.ModelProto) -> list[str]:
     return missing
 
 
-def dry_run(prepared: PreparedCase, supported: set[str]) -> CaseOutcome | None:
-    """Import and expand one case without compiling; the outcome if it cannot run, else None."""
+def dry_run(prepared: PreparedCase, supported: set[str], fallback: bool = False) -> CaseOutcome | None:
+    """Import and expand one case without compiling; the outcome if it cannot run, else None (the fallbacks it
+    needs recorded in ``prepared``). Without ``fallback``, a case with an op dcaccel does not lower is skipped."""
     from dcaccel.errors import UnsupportedOpError
 
     name = prepared.case.name
     unsupported_ops = sorted({n.op_type for n in prepared.model.graph.node} - supported - {"Constant"})
-    if unsupported_ops:
+    if unsupported_ops and not fallback:
         return CaseOutcome(
             prepared.label, name, Status.SKIP, f"uses ops without a canonical implementation: {unsupported_ops}"
         )
     if types := _unsupported_types(prepared.model):
         return CaseOutcome(prepared.label, name, Status.SKIP, f"tensor types DaCe cannot represent: {types}")
     try:
-        _import_and_expand(f"dry_{name}", prepared.model, prepared.choices())
+        _, prepared.fallbacks = _import_and_expand(f"dry_{name}", prepared.model, prepared.choices())
     except UnsupportedOpError as error:
         return CaseOutcome(prepared.label, name, Status.SKIP, str(error))
     except Exception as error:  # noqa: BLE001 - every failure is reported with its reason
@@ -272,7 +333,7 @@ def run_here(
 ) -> tuple[list[np.ndarray] | None, str | None]:
     """Outputs of ``model`` compiled with the chosen implementations, or the error that stopped it."""
     try:
-        imported = _import_and_expand(label, model, choices)
+        imported, _ = _import_and_expand(label, model, choices)
         outputs = imported(**{name: array.copy() for name, array in feed.items()})
     except Exception as error:  # noqa: BLE001 - reported per case
         return None, _first_line(error)
@@ -325,6 +386,9 @@ def compare(prepared: PreparedCase, outputs: Sequence) -> CaseOutcome:
                 return CaseOutcome(prepared.label, name, Status.FAIL, f"output {index}: max abs deviation {worst:.3g}")
         elif not np.array_equal(actual, expected.astype(actual.dtype) if expected.dtype != object else expected):
             return CaseOutcome(prepared.label, name, Status.FAIL, f"output {index}: values differ")
+    if prepared.fallbacks:
+        through = ", ".join(f"{op} ({implementation})" for op, implementation in sorted(prepared.fallbacks.items()))
+        return CaseOutcome(prepared.label, name, Status.HOST, f"fallback: {through}")
     return CaseOutcome(prepared.label, name, Status.PASS)
 
 
@@ -335,8 +399,11 @@ class Runner:
     that has already run OpenMP code (e.g. a test session) must not fork: it runs batches itself.
     """
 
-    def __init__(self, batch: int, verbose: bool = False, timeout: float = 900, isolate: bool = True):
+    def __init__(
+        self, batch: int, verbose: bool = False, timeout: float = 900, isolate: bool = True, fallback: bool = False
+    ):
         self.batch = batch
+        self.fallback = fallback
         self.verbose = verbose
         self.timeout = timeout
         self.isolate = isolate
@@ -372,17 +439,17 @@ class Runner:
         dcaccel.expansions.register()
         outcomes, runnable = [], defaultdict(list)
         for op, case in selected:
-            implementations = dcaccel.expansions.implementations(op)
+            implementations = dcaccel.expansions.implementations(op) or ["canonical"]  # (none: the fallback's)
             for implementation in implementations:
                 label = op if implementations == ["canonical"] else f"{op}[{implementation}]"
                 prepared = prepare(label, case, implementation)
-                outcome = dry_run(prepared, supported)
+                outcome = dry_run(prepared, supported, self.fallback)
                 if outcome is None:
-                    runnable[prepared.opset].append(prepared)
+                    runnable[prepared.opsets].append(prepared)
                 else:
                     outcomes.append(outcome)
-        for opset in sorted(runnable):
-            group = runnable[opset]
+        for opsets in sorted(runnable):
+            group = runnable[opsets]
             for start in range(0, len(group), self.batch):
                 outcomes.extend(self.run_batch(group[start : start + self.batch]))
         return outcomes
@@ -394,7 +461,7 @@ def summarize(outcomes: Iterable[CaseOutcome]) -> list[OpSummary]:
     for outcome in outcomes:
         counts[outcome.op][outcome.status] += 1
     return [
-        OpSummary(op, sum(c.values()), c[Status.PASS], c[Status.FAIL], c[Status.SKIP])
+        OpSummary(op, sum(c.values()), c[Status.PASS], c[Status.HOST], c[Status.FAIL], c[Status.SKIP])
         for op, c in sorted(counts.items())
     ]
 
@@ -412,7 +479,10 @@ def format_table(rows: Sequence, header: Sequence[str] | None = None) -> str:
 def main(argv: Sequence[str] | None = None) -> int:
     """Run the cases, print the per-op table and every failing or skipped case; exit 1 if any failed."""
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    parser.add_argument("--ops", help="comma-separated ops (default: every op with a canonical implementation)")
+    chosen = parser.add_mutually_exclusive_group()
+    chosen.add_argument("--ops", help="comma-separated ops (default: every op with a canonical implementation)")
+    chosen.add_argument("--all", action="store_true", help="every op of the backend tests (see excluded())")
+    parser.add_argument("--fallback", action="store_true", help="run ops without a canonical implementation too")
     parser.add_argument("--batch", type=int, default=40, help="cases per compiled SDFG (default 40)")
     parser.add_argument("--verbose", action="store_true", help="report every compiled batch on stderr")
     args = parser.parse_args(argv)
@@ -420,10 +490,10 @@ def main(argv: Sequence[str] | None = None) -> int:
     import dcaccel.expansions
 
     supported = set(dcaccel.expansions.supported_ops())
-    ops = args.ops.split(",") if args.ops else sorted(supported)
+    ops = None if args.all else args.ops.split(",") if args.ops else sorted(supported)
     began = time.perf_counter()
     selected = select_cases(ops)
-    runner = Runner(args.batch, args.verbose)
+    runner = Runner(args.batch, args.verbose, fallback=args.fallback)
     outcomes = runner.run(selected, supported)
     summary = summarize(outcomes)
     total = OpSummary("total", *(sum(getattr(s, f.name) for s in summary) for f in fields(OpSummary)[1:]))

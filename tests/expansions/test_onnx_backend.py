@@ -159,6 +159,77 @@ def test_summary_counts_per_op(runner_module):
             outcome("Relu", "a", status.PASS),
             outcome("Add", "b", status.FAIL, "x"),
             outcome("Relu", "c", status.SKIP, "y"),
+            outcome("Hardmax", "d", status.HOST, "fallback: Hardmax (onnxruntime)"),
         ]
     )
-    assert rows == [runner_module.OpSummary("Add", 1, 0, 1, 0), runner_module.OpSummary("Relu", 2, 1, 0, 1)]
+    assert rows == [
+        runner_module.OpSummary("Add", 1, 0, 0, 1, 0),
+        runner_module.OpSummary("Hardmax", 1, 0, 1, 0, 0),
+        runner_module.OpSummary("Relu", 2, 1, 0, 0, 1),
+    ]
+
+
+def _case(node: onnx.NodeProto, inputs: list, outputs: list):
+    """A backend test case of one node (no data: what :func:`excluded` reads is the graph)."""
+    from onnx.backend.test.case.test_case import TestCase
+
+    graph = onnx.helper.make_graph([node], "case", inputs, outputs)
+    return TestCase("test_case", "case", None, None, onnx.helper.make_model(graph), [], "node", 0, 0)
+
+
+def _tensor(name: str, elem_type: int = onnx.TensorProto.FLOAT):
+    return onnx.helper.make_tensor_value_info(name, elem_type, [2])
+
+
+@pytest.mark.parametrize(
+    ("case", "reason"),
+    [
+        (_case(onnx.helper.make_node("Relu", ["x"], ["y"]), [_tensor("x")], [_tensor("y")]), None),
+        (
+            _case(
+                onnx.helper.make_node("SequenceConstruct", ["x"], ["s"]),
+                [_tensor("x")],
+                [onnx.helper.make_tensor_sequence_value_info("s", onnx.TensorProto.FLOAT, [2])],
+            ),
+            "sequence_type value 's'",
+        ),
+        (
+            _case(
+                onnx.helper.make_node("Cast", ["x"], ["y"], to=onnx.TensorProto.STRING),
+                [_tensor("x")],
+                [_tensor("y", onnx.TensorProto.STRING)],
+            ),
+            "string tensor 'y'",
+        ),
+        (
+            _case(
+                onnx.helper.make_node("Momentum", ["x"], ["y"], domain="ai.onnx.preview.training"),
+                [_tensor("x")],
+                [_tensor("y")],
+            ),
+            "training op",
+        ),
+    ],
+    ids=["tensor", "sequence", "string", "training"],
+)
+def test_excluded_cases_name_their_reason(runner_module, case, reason):
+    assert runner_module.excluded(case) == reason
+
+
+@pytest.mark.slow
+def test_an_op_without_lowering_verifies_through_the_host_fallback(runner_module, cases):
+    """Hardmax (no dcaccel or DaCe implementation) compiles as a host task calling onnxruntime and verifies;
+    without ``fallback`` it is skipped; Det's scalar output is refused in one line naming the op."""
+    import dcaccel.expansions
+
+    supported = set(dcaccel.expansions.supported_ops())
+    selected = [("Hardmax", cases["test_hardmax_axis_0"]), ("Det", cases["test_det_2d"])]
+    outcomes = runner_module.Runner(batch=2, isolate=False, fallback=True).run(selected, supported)
+    hardmax, det = sorted(outcomes, key=lambda outcome: outcome.op != "Hardmax")
+    assert hardmax.status is runner_module.Status.HOST, hardmax.reason
+    assert hardmax.reason == "fallback: Hardmax (onnxruntime)"
+    assert det.status is runner_module.Status.SKIP
+    assert det.reason.startswith("unsupported op Det (node 'node0')")
+    skipped = runner_module.Runner(batch=2, isolate=False).run(selected[:1], supported)
+    assert [outcome.status for outcome in skipped] == [runner_module.Status.SKIP]
+    assert "Hardmax" in skipped[0].reason
