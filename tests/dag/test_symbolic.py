@@ -109,8 +109,9 @@ def test_tiles_need_concrete_sizes(mmm_lowered):
 #: Sizes of the workloads whose defaults are large: the default MobileNetV2 block's DAG has 608,405 tasks
 #: (a minute per extraction); ResNet-18 loads its 224×224 input in 10 s. The same ops at smaller sizes.
 WORKLOAD_SIZES = {"mobilenetv2-block": {"channels": 8, "image": 7}, "resnet18": {"image": 64}}
-#: Lowering ResNet-18 takes about 10 s: marked slow. Its default implementations are spelled out as
-#: tests/transforms/test_fully_lowered.py spells them, so that the two share the lowering.
+#: Lowering ResNet-18 takes about 10 s: marked slow. Every workload's matrix multiplies are mv, spelled out as
+#: tests/transforms/test_fully_lowered.py and tests/dag/test_extract.py spell them, so that the modules share the
+#: lowerings (a second or more each).
 SLOW_WORKLOADS = {"resnet18"}
 #: The extractions of a quarter of a second or more (the larger workloads' task and tile DAGs): the full suite's.
 SLOW_EXTRACTIONS = {
@@ -121,7 +122,15 @@ SLOW_EXTRACTIONS = {
     ("transformer-encoder", ("tiles", 3)),
     ("pusch-mimo", "task"),
 }
-WORKLOAD_CHOICES = {"resnet18": {"Conv": "mv", "Gemm": "mv"}}
+WORKLOAD_CHOICES = {
+    "conv-seed": {"Conv": "mv"},
+    "lenet": {"Conv": "mv", "Gemm": "mv"},
+    "resnet18": {"Conv": "mv", "Gemm": "mv"},
+    "mobilenetv2-block": {"Conv": "mv"},
+    "transformer-encoder": {"MatMul": "mv"},
+    "mmm": {"MatMul": "mv"},
+    "pusch-mimo": {"MatMul": "mv"},
+}
 GRANULARITIES = ["task", "coarse", ("tiles", 3)]
 
 
@@ -140,7 +149,7 @@ def _workload_cases():
 def test_closed_form_of_every_workload_equals_its_dag(lowered_workload, name, granularity, rule):
     """The closed form evaluated at the workload's sizes gives the metrics of the DAG ``extract`` builds
     (tiles need concrete iteration counts: the sizes are then fixed before the walk)."""
-    lowered = lowered_workload(name, WORKLOAD_CHOICES.get(name), **WORKLOAD_SIZES.get(name, {}))
+    lowered = lowered_workload(name, WORKLOAD_CHOICES[name], **WORKLOAD_SIZES.get(name, {}))
     sizes = lowered.workload.symbols
     closed = symbolic_metrics(lowered, granularity, rule, symbols=sizes if isinstance(granularity, tuple) else None)
     evaluated = closed.evaluate(**{s.name: sizes[s.name] for s in closed.symbols})
