@@ -14,8 +14,11 @@ transfers cost (``docs/partitioning.md``).
 
 The ``cost`` policy keeps a region on the host when the makespan on the architecture, in cycles, of the
 program lowered and placed that way is lower with it there, region after region in program order (one more
-lowering and schedule per region). Under a design whose accelerator supports every operator (``abstract``)
-nothing is moved: the lowering, the DAG and every number are those of the plain pipeline.
+lowering and schedule per region). A program is lowered and extracted once per set of host nodes: the
+partitions given the same :class:`Lowerings` (the sweep's: one per assignment, for every policy, architecture
+and P) take it from there, and the ``cost`` policy's chosen split is the program it tried last. Under a
+design whose accelerator supports every operator (``abstract``) nothing is moved: the lowering, the DAG and
+every number are those of the plain pipeline.
 """
 
 from __future__ import annotations
@@ -32,12 +35,25 @@ from dcaccel.architecture.links import host_of, link_units
 from dcaccel.cost.schedule import ArchitectureCosts, cost_schedule
 from dcaccel.dag import extract
 from dcaccel.dag.arithmetic import task_arithmetic
+from dcaccel.dag.extract import Granularity
 from dcaccel.dag.metrics import task_costs
 from dcaccel.dag.placement import place, transfer_tasks
 from dcaccel.errors import DcaccelError
 from dcaccel.scheduler import Schedule, schedule
 from dcaccel.transforms.lower import ExpansionCache, LoweredWorkload
 from dcaccel.transforms.offload import annotations_of, check_policy, lower_partitioned, regions_of, too_small
+
+
+@dataclass
+class Lowerings:
+    """What the partitions of one workload share: the expansions of its lowerings (``lower``'s cache) and each
+    program lowered with a set of nodes on the host and extracted, with its target per node, by what makes it:
+    the nodes' annotations, the host nodes, the choices, the granularity and the edge-volume rule
+    (:func:`partition` lowers a program only when it is not here)."""
+
+    expansions: ExpansionCache | None = None
+    programs: dict[tuple, tuple[LoweredWorkload, Any, dict[str, str]]] = field(default_factory=dict)
+    lowered: int = 0  # how many programs were lowered (the rest were taken from ``programs``)
 
 
 @dataclass(frozen=True)
@@ -164,7 +180,7 @@ def partition(
     edge_volume: str = "exact",
     objective: str = "makespan",
     progress: bool | None = False,
-    expansions: ExpansionCache | None = None,
+    lowerings: Lowerings | None = None,
 ) -> Partition:
     """Partition ``workload`` (a Workload, a built-in workload's name, an ONNX file or
     ``path/to/file.py:attribute``, as :func:`dcaccel.frontend.load.resolve` reads it) on ``arch`` with ``policy``
@@ -173,8 +189,8 @@ def partition(
     ``granularity`` and ``edge_volume`` those of :func:`dcaccel.dag.extract`; ``objective`` what the
     ``cost`` policy minimises: ``makespan`` (cycles), ``energy`` (pJ) or ``edp`` (their product);
     ``progress``: a progress bar over the regions the ``cost`` policy tries (None: when that takes longer
-    than a second); ``expansions``: the cache of the workload's earlier lowerings, which every lowering of
-    the partition (one per region the ``cost`` policy tries) reuses and adds to (``lower``'s)."""
+    than a second); ``lowerings``: what the workload's earlier partitions lowered (:class:`Lowerings`), which
+    this one reuses and adds to (a program is lowered once per set of host nodes)."""
     check_policy(policy, min_work_share)
     if objective not in OBJECTIVES:
         raise DcaccelError(f"unknown partition objective '{objective}' (choose from {', '.join(OBJECTIVES)})")
@@ -191,11 +207,23 @@ def partition(
     costed, links = link_units(arch, {annotations[name].target for name in supported} if host else set())
     by_pair = {pair: name for name, pair in links.items()}
 
+    lowerings = Lowerings() if lowerings is None else lowerings
+    made = (
+        tuple((name, a.target, a.implementations) for name, a in annotations.items()),
+        tuple(sorted(choices.items())),
+        Granularity.parse(granularity),
+        edge_volume,
+    )
+
     def build(on_host: set[str]):
-        lowered = lower_partitioned(workload, annotations, on_host, choices, expansions)
-        dag = extract(lowered, granularity=granularity, edge_volume=edge_volume)
-        target = {name: host if name in on_host else annotations[name].target for name in annotations}
-        return lowered, dag, target
+        key = (*made, frozenset(on_host))
+        if key not in lowerings.programs:
+            lowered = lower_partitioned(workload, annotations, on_host, choices, lowerings.expansions)
+            dag = extract(lowered, granularity=granularity, edge_volume=edge_volume)
+            target = {name: host if name in on_host else annotations[name].target for name in annotations}
+            lowerings.programs[key] = lowered, dag, target
+            lowerings.lowered += 1
+        return lowerings.programs[key]
 
     def run(dag, target):
         placed = place(dag, target, host, by_pair)

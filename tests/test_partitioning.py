@@ -42,3 +42,40 @@ def test_lenet_does_not_get_faster_when_the_design_loses_5x5_convolutions():
     assert macs == {"conv1": 86_400, "conv2": 153_600, "fc1": 30_720, "fc2": 10_080, "fc3": 840}
     # each host Conv runs at least its MACs and bias adds at 1/4 per cycle, one after the other
     assert kept.makespan >= math.ceil((86_400 + 3_456 + 153_600 + 1_024) / 0.25) > offloaded.makespan
+
+
+#: Partitions that lower what the cost policy lowered: its all-offloaded program, or its chosen split.
+POLICY_PES = [("greedy", 16), ("greedy", 4), ("cost", 4), ("min-region", 16)]
+
+
+@pytest.fixture(scope="module")
+def slow_npu():
+    """The test design with an npu of 1/1,000 MAC and element per cycle (the host: 1/4): the cost policy keeps
+    its regions on the host."""
+    data = {**NPU, "units": {**NPU["units"], "npu": {**NPU["units"]["npu"], "macs_per_cycle": 0.001}}}
+    data["units"]["npu"]["elements_per_cycle"] = 0.001
+    return Architecture.from_dict(data, "npu")
+
+
+@pytest.mark.slow
+def test_a_program_is_lowered_once_per_set_of_host_nodes(monkeypatch, slow_npu):
+    """The cost policy lowers the all-offloaded program and the one trial of the chain's one region (kept
+    on the host, 168,944 against 27,424,000 cycles offloaded), and takes its chosen split from that trial
+    (it used to lower it a third time); the other policies and P given the same Lowerings lower nothing
+    more, and every partition is the one made alone."""
+    import dcaccel.partitioning
+    from dcaccel.partitioning import Lowerings
+
+    lowered = []
+    lower = dcaccel.partitioning.lower_partitioned
+    monkeypatch.setattr(dcaccel.partitioning, "lower_partitioned", lambda *args: lowered.append(1) or lower(*args))
+    workload = dcaccel.load(conv_chain("Add"))
+    shared = Lowerings()
+    cost = partition(workload, slow_npu, "cost", pes=16, lowerings=shared)
+    assert [region.offloaded for region in cost.regions] == [False]
+    assert (len(lowered), shared.lowered, len(shared.programs)) == (2, 2, 2)
+    others = [partition(workload, slow_npu, policy, pes=pes, lowerings=shared) for policy, pes in POLICY_PES]
+    assert len(lowered) == 2
+    alone = [partition(workload, slow_npu, policy, pes=pes) for policy, pes in POLICY_PES]
+    assert [split.summary() for split in others] == [split.summary() for split in alone]
+    assert cost.summary() == partition(workload, slow_npu, "cost", pes=16).summary()

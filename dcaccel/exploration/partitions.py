@@ -1,7 +1,10 @@
 """The partition stage: each assignment split between an architecture's host and its accelerator
 (:func:`dcaccel.partition`, ``docs/partitioning.md``) for every (policy, architecture, P) of the grid, handed
 to the schedule stage as the placed DAG (:class:`~dcaccel.exploration.dags.LoweredDAG`) and its
-:class:`~dcaccel.partitioning.Partition`.
+:class:`~dcaccel.partitioning.Partition`. The partitions of one assignment share their lowerings
+(:class:`~dcaccel.partitioning.Lowerings`): a program with a given set of host nodes is lowered and extracted
+once for every policy, architecture of the same annotations and P, and the ``cost`` policy lowers each split
+it tries once (its chosen split is not lowered again); every lowering reuses the sweep's expansions.
 """
 
 import time
@@ -15,7 +18,7 @@ from dcaccel.exploration.dags import LoweredDAG, expansions_for
 from dcaccel.exploration.grid import Grid, partition_runs
 from dcaccel.exploration.load import nodes_by_op_type
 from dcaccel.exploration.reporting import warn_once
-from dcaccel.partitioning import Partition, partition
+from dcaccel.partitioning import Lowerings, Partition, partition
 
 
 def partitioned_dags(
@@ -28,7 +31,9 @@ def partitioned_dags(
 ) -> Iterator[tuple[LoweredDAG, Partition, int]]:
     """Per partition of :func:`~dcaccel.exploration.grid.partition_runs`: the placed DAG of ``workload`` under
     ``assignment`` (its label says what each node was lowered with, a node kept on the host ``NAME@HOST``;
-    ``lower_seconds`` the whole partition's time), the partition, and the P it was made for."""
+    ``lower_seconds`` the whole partition's time, nothing for a program an earlier partition lowered), the
+    partition, and the P it was made for."""
+    lowerings = Lowerings(expansions_for(workload))
     for policy, arch, pes in partition_runs(grid, archs):
         start = time.perf_counter()
         with warnings.catch_warnings(record=True) as caught:
@@ -44,7 +49,7 @@ def partitioned_dags(
                 granularity=granularity,
                 edge_volume=edge_volume,
                 objective=grid.partition_objective,
-                expansions=expansions_for(workload),
+                lowerings=lowerings,
             )
         warn_once(workload.name, caught)
         label = str(assignment.lowered(_placed_implementations(split, assignment), nodes_by_op_type(workload)))
