@@ -2,7 +2,8 @@
 the compiled program.
 
 The node is replaced by one tasklet (a code node marked opaque, :mod:`dcaccel.transforms.opaque`) whose
-connectors keep the node's ONNX connector names and read and write its whole tensors; its code calls a DaCe
+connectors keep the node's ONNX connector names (prefixed with ``_`` where one names a container of the SDFG)
+and read and write its whole tensors; its code calls a DaCe
 callback (a symbol of type ``dace.callback``, an argument of the compiled program) with a pointer to every
 input and output, inputs first in the node's ONNX order. The callback is a :class:`HostCall`: a one-node ONNX
 model of the op (its attributes, its opset version, the element types and shapes of its tensors, which ONNX
@@ -133,6 +134,7 @@ def host_task(node: ONNXOp, state: dace.SDFGState) -> nodes.Tasklet:
     inputs = _onnx_names(node, set(node.in_connectors), node.schema.inputs)
     outputs = _onnx_names(node, set(node.out_connectors), node.schema.outputs)
     model = one_node_model(node, descs, inputs, outputs)
+    connector = _free_connectors(sdfg, (*node.in_connectors, *node.out_connectors))
     arguments = [name for name in (*inputs, *outputs) if name]
     symbol = f"__dcaccel_host_{hashlib.sha256(model).hexdigest()[:16]}"
     _CALLS[symbol] = HostCall(model, tuple(n for n in inputs if n), tuple(n for n in outputs if n))
@@ -140,20 +142,32 @@ def host_task(node: ONNXOp, state: dace.SDFGState) -> nodes.Tasklet:
     _declare(sdfg, symbol, callback)
     tasklet = state.add_tasklet(
         node.label,
-        set(node.in_connectors),
-        set(node.out_connectors),
-        f"{symbol}({', '.join(arguments)})",
+        {connector[name] for name in node.in_connectors},
+        {connector[name] for name in node.out_connectors},
+        f"{symbol}({', '.join(connector[name] for name in arguments)})",
         side_effects=True,
     )
     for edge in in_edges:
-        state.add_edge(edge.src, edge.src_conn, tasklet, edge.dst_conn, edge.data)
+        state.add_edge(edge.src, edge.src_conn, tasklet, connector[edge.dst_conn], edge.data)
         if isinstance(descs.get(edge.dst_conn), dace.data.Array):  # a pointer, even to one element
-            tasklet.in_connectors[edge.dst_conn] = dace.pointer(descs[edge.dst_conn].dtype)
+            tasklet.in_connectors[connector[edge.dst_conn]] = dace.pointer(descs[edge.dst_conn].dtype)
     for edge in out_edges:
-        state.add_edge(tasklet, edge.src_conn, edge.dst, edge.dst_conn, edge.data)
-        tasklet.out_connectors[edge.src_conn] = dace.pointer(descs[edge.src_conn].dtype)
+        state.add_edge(tasklet, connector[edge.src_conn], edge.dst, edge.dst_conn, edge.data)
+        tasklet.out_connectors[connector[edge.src_conn]] = dace.pointer(descs[edge.src_conn].dtype)
     state.remove_node(node)
     return tasklet
+
+
+def _free_connectors(sdfg: dace.SDFG, names) -> dict[str, str]:
+    """A tasklet connector per ONNX connector name: the name itself, prefixed with ``_`` while it is the name of a
+    container or symbol of ``sdfg`` (a model output called ``output`` and Tile's ``output`` connector)."""
+    taken = set(sdfg.arrays) | set(sdfg.symbols) | set(sdfg.constants)
+    free = {}
+    for name in names:
+        free[name] = name
+        while free[name] in taken:
+            free[name] = "_" + free[name]
+    return free
 
 
 def _callback_type(desc: dace.data.Data) -> dace.data.Data:

@@ -121,6 +121,27 @@ def test_the_program_with_host_tasks_verifies_against_onnxruntime(program, workl
 
 
 @pytest.mark.slow
+def test_a_host_task_whose_connectors_name_containers_verifies():
+    """Hardmax's connectors are ``input`` and ``output``, the names of the model's tensors here (a model exported
+    with an output called ``output``: DeBERTa's Tile): the host task's connectors take other names."""
+    import dcaccel
+
+    graph = helper.make_graph(
+        [helper.make_node("Hardmax", ["input"], ["output"], name="hardmax", axis=-1)],
+        "clash",
+        [helper.make_tensor_value_info("input", onnx.TensorProto.FLOAT, [ROWS, FEATURES])],
+        [helper.make_tensor_value_info("output", onnx.TensorProto.FLOAT, [ROWS, FEATURES])],
+    )
+    model = helper.make_model(graph, opset_imports=[helper.make_opsetid("", 14)], ir_version=9)
+    workload = dcaccel.load(model, name="clash")
+    with pytest.warns(UserWarning, match="Hardmax"):
+        lowered = workload.lower({})
+    assert lowered.opaque == {"hardmax": "Hardmax"}
+    report = dcaccel.verify(workload, lowered)
+    assert report.passed, report.outputs
+
+
+@pytest.mark.slow
 def test_strict_refuses_the_first_host_op_in_one_line(workload):
     from dcaccel.errors import UnsupportedOpError
     from dcaccel.transforms.lower import lower
