@@ -191,7 +191,10 @@ def test_cli(capsys, document, pes, scheduler, onchip, gantt, as_json):
         before = _listing(folder)
         capsys.readouterr()
         with contextlib.chdir(folder):  # a relative path a payload might write to lands here
-            status = main(argv)
+            try:
+                status = main(argv)
+            except SystemExit as refusal:  # a flag refused while the arguments are read
+                status = refusal.code
         captured = capsys.readouterr()
         created = _listing(folder) - before
     event(f"exit {status}")
