@@ -1,4 +1,5 @@
-"""Canonical data-movement ops: the reshape family, Transpose, Concat, Slice, Gather and the shape constants.
+"""Canonical data-movement ops: the reshape family, Transpose, Concat, Slice, Gather, Expand, Tile and the shape
+constants.
 
 In the canonical model a reshape is a task, not a view: Reshape, Flatten, Squeeze and Unsqueeze
 are one copy map each, reading the input and writing the output in the same (row-major) element
@@ -339,6 +340,47 @@ class CanonicalExpand(CanonicalForward):
         return steps.sdfg
 
 
+class CanonicalTile(CanonicalForward):
+    """Canonical Tile: ``output`` is ``input`` repeated ``repeats[d]`` times along every axis ``d``.
+
+    ``repeats`` is a shape parameter, not data: it is disconnected. One flat map over a (copy, index) pair
+    per axis, iterated in that order so that the output is produced row-major with affine indices only:
+    ``output[r·s + j] = input[j]`` for an axis of size ``s``. An input read more than once (a repeat above 1)
+    and produced by another task is first copied into a REUSE buffer.
+    """
+
+    @staticmethod
+    def check(node, state: SDFGState, sdfg: SDFG) -> None:
+        in_shape, out_shape = input_shape(node, state, sdfg, "input"), output_shape(node, state, sdfg, "output")
+        repeats = constant_ints(node, state, sdfg, "repeats")
+        if repeats is None:
+            raise unsupported(node, "input 'repeats' must be a constant")
+        if len(repeats) != len(in_shape) or [r * s for r, s in zip(repeats, in_shape, strict=True)] != list(out_shape):
+            raise unsupported(node, f"repeats {repeats} of an input {list(in_shape)} do not give {list(out_shape)}")
+
+    @staticmethod
+    def forward(node, state: SDFGState, sdfg: SDFG) -> SDFG:
+        repeats = constant_ints(node, state, sdfg, "repeats")
+        steps = node_builder(node, state, sdfg, drop=("repeats",))
+        in_shape, out_shape = onnx_shape(steps.desc("input")), onnx_shape(steps.desc("output"))
+        if math.prod(out_shape) == 0:
+            return steps.sdfg
+        copies, params = index_params(len(in_shape), "__r"), index_params(len(in_shape))
+        ranges = {}
+        for copy, param, count, size in zip(copies, params, repeats, in_shape, strict=True):
+            ranges |= {copy: f"0:{count}", param: f"0:{size}"}
+        written = [f"{copy} * {size} + {param}" for copy, param, size in zip(copies, params, in_shape, strict=True)]
+        source = steps.operand("input", reused=any(count > 1 for count in repeats))
+        steps.flat_map(
+            "tile",
+            ranges or index_ranges([], ()),
+            {"v": Memlet(f"{source}[{subscript(params)}]")},
+            "out = v",
+            {"out": Memlet(f"output[{subscript(written)}]")},
+        )
+        return steps.sdfg
+
+
 class CanonicalRange(CanonicalForward):
     """Canonical Range: ``output[i] = start + i * delta`` for the ``max(ceil((limit - start) / delta), 0)`` elements.
 
@@ -620,6 +662,7 @@ IMPLEMENTATIONS = (
     Implementation("Gather", CANONICAL, CanonicalGather),
     Implementation("Split", CANONICAL, CanonicalSplit),
     Implementation("Expand", CANONICAL, CanonicalExpand),
+    Implementation("Tile", CANONICAL, CanonicalTile),
     Implementation("Range", CANONICAL, CanonicalRange),
     Implementation("Shape", CANONICAL, CanonicalShape),
     Implementation("Size", CANONICAL, CanonicalSize),

@@ -1,4 +1,4 @@
-"""Canonical reshape family, Transpose, Concat, Slice, Gather, Shape, Split, Expand, Range: values (one compile),
+"""Canonical reshape family, Transpose, Concat, Slice, Gather, Shape, Split, Expand, Tile, Range: values (one compile),
 copy maps, task structure and volumes."""
 
 import dace
@@ -91,6 +91,9 @@ CASES = [
     OpCase("expand", "Expand", ["x", "s"], {"x": (3, 1)}, {"s": _ints(2, 1, 4)}),
     OpCase("expand_same", "Expand", ["x", "s"], {"x": (2, 3)}, {"s": _ints(1, 1)}),
     OpCase("expand_scalar", "Expand", ["x", "s"], {"x": ()}, {"s": _ints(2, 2)}),
+    OpCase("tile", "Tile", ["x", "r"], {"x": (2, 3)}, {"r": _ints(2, 3)}),
+    OpCase("tile_once", "Tile", ["x", "r"], {"x": (2, 1, 3)}, {"r": _ints(1, 4, 1)}),
+    OpCase("tile_same", "Tile", ["x", "r"], {"x": (3,)}, {"r": _ints(1)}),
     _range("range_int", 1, 10, 3, np.int64),
     _range("range_float_down", 1.5, -2, -0.5, np.float32),
     _range("range_empty", 5, 1, 1, np.int32),
@@ -174,7 +177,7 @@ def test_slice_with_data_starts_is_rejected():
 
 @pytest.fixture(scope="module")
 def dag():
-    """The task DAG of the Split, Expand and constant-index Gather cases, lowered together (no compile).
+    """The task DAG of the Split, Expand, Tile and constant-index Gather cases, lowered together (no compile).
 
     (A Range of constants reads nothing: ``extract`` refuses its zero-volume edge from the pseudo source. DaCe's
     import of this model gives the uneven ``num_outputs`` Split wrong output shapes, which its check refuses.)
@@ -184,7 +187,7 @@ def dag():
     from dcaccel.dag import extract
     from dcaccel.transforms.lower import lower
 
-    cases = [c for c in CASES if c.op_type in ("Split", "Expand", "Gather") and c.name != "split_num_outputs"]
+    cases = [c for c in CASES if c.op_type in ("Split", "Expand", "Tile", "Gather") and c.name != "split_num_outputs"]
     return extract(lower(ONNXModel("shape_structure_dag", build_model(cases), onnx_simplify=False).sdfg))
 
 
@@ -213,13 +216,15 @@ def test_split_is_one_copy_task_per_output_reading_its_block(case, volumes, dag)
     [
         ("expand", {"expand__x": 24}),
         ("expand_scalar", {"expand_scalar__x": 4}),
+        ("tile", {"tile__x": 36}),
+        ("tile_once", {"tile_once__x": 24}),
         ("gather_range", {"gather_range__x": 18}),  # indices 1, 3, 5 are a range: a static memlet, no index read
         ("gather_reversed", {"gather_reversed__x": 6}),
         ("gather_axis0", {"gather_axis0__x": 9, "gather_axis0__i": 9}),  # 4, 0, -1: the indices are read
     ],
 )
 def test_one_task_with_its_read_volumes(case, reads, dag):
-    label = {"Expand": "expand", "Gather": "gather"}[next(c for c in CASES if c.name == case).op_type]
+    label = {"Expand": "expand", "Tile": "tile", "Gather": "gather"}[next(c for c in CASES if c.name == case).op_type]
     assert _reads(dag, f"{case}_{label}_map") == reads
 
 
@@ -243,8 +248,18 @@ def test_range_of_constants_is_one_map_reading_nothing(case, maps):
         (OpCase("g", "Gather", ["x", "i"], {"x": (4, 3)}, {"i": _ints(0, 2)}), None),
         (OpCase("g", "Expand", ["x", "s"], {"x": (4, 1)}, {"s": _ints(4, 3)}), "reuse"),
         (OpCase("g", "Expand", ["x", "s"], {"x": (4, 3)}, {"s": _ints(4, 3)}), None),
+        (OpCase("g", "Tile", ["x", "r"], {"x": (4, 3)}, {"r": _ints(2, 1)}), "reuse"),
+        (OpCase("g", "Tile", ["x", "r"], {"x": (4, 3)}, {"r": _ints(1, 1)}), None),
     ],
-    ids=["gather reversed", "gather repeated", "gather increasing", "expand broadcast", "expand same shape"],
+    ids=[
+        "gather reversed",
+        "gather repeated",
+        "gather increasing",
+        "expand broadcast",
+        "expand same shape",
+        "tile repeated",
+        "tile once",
+    ],
 )
 def test_task_output_is_buffered_when_read_again_or_out_of_order(case, reason):
     model = build_model([OpCase("pre", "Relu", ["x"], {"x": case.inputs["x"]}), case])
@@ -252,7 +267,7 @@ def test_task_output_is_buffered_when_read_again_or_out_of_order(case, reason):
     del model.graph.input[1]
     sdfg = canonical_model(model, "shape_buffer").sdfg
     assert_flat_maps(sdfg)
-    source = "input" if case.op_type == "Expand" else "data"
+    source = "input" if case.op_type in ("Expand", "Tile") else "data"
     assert buffer_copies(sdfg) == ([("pre__y", f"{source}_copy", reason)] if reason else [])
 
 
