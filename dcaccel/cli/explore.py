@@ -133,6 +133,7 @@ def register(subparsers) -> None:
 
 def run(args: argparse.Namespace) -> int:
     """Check every argument, run the sweep, print the summary, write the requested files."""
+    from dcaccel.exploration.grid import architectures
     from dcaccel.exploration.run import SweepError
     from dcaccel.exploration.study import NO_PARTITION, Study
     from dcaccel.exploration.sweep import explore
@@ -153,6 +154,7 @@ def run(args: argparse.Namespace) -> int:
     if args.scheduler is None and any(policy != NO_PARTITION for policy in args.partition_policy or ()):
         fields["scheduler"] = [HETEROGENEOUS]
     study = Study.of("explore", models=[spec], **{name: value for name, value in fields.items() if value is not None})
+    architectures(study.arch, study.arch_params)  # a design that cannot be read is refused before the model loads
     builtin = spec in workloads.names() and not args.symbols and args.fold  # else the workers get it built
     workload = spec if builtin else resolve_model(spec, args.symbols, args.fold)
     if study.implementations:
