@@ -43,11 +43,24 @@ class HostCall:
     outputs: tuple[str, ...]
 
     def __call__(self, *arrays: np.ndarray) -> None:
-        """Run the op on the input ``arrays`` and write its results into the output ones (same order)."""
-        feed = dict(zip(self.inputs, arrays[: len(self.inputs)], strict=True))
+        """Run the op on the input ``arrays`` and write its results into the output ones (same order). A scalar
+        input arrives as a Python number: it is given to onnxruntime as an array of its ONNX element type."""
+        types = _input_types(self.model)
+        feed = {
+            name: np.asarray(a, types[name]) for name, a in zip(self.inputs, arrays[: len(self.inputs)], strict=True)
+        }
         results = _session(self.model).run(list(self.outputs), feed)
         for target, result in zip(arrays[len(self.inputs) :], results, strict=True):
             target[...] = np.asarray(result).reshape(target.shape)
+
+
+@functools.lru_cache(maxsize=64)
+def _input_types(model: bytes) -> dict[str, np.dtype]:
+    """The numpy type of every input of a one-node model."""
+    import onnx
+
+    graph = onnx.load_from_string(model).graph
+    return {v.name: onnx.helper.tensor_dtype_to_np_dtype(v.type.tensor_type.elem_type) for v in graph.input}
 
 
 @functools.lru_cache(maxsize=64)

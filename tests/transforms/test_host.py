@@ -56,6 +56,26 @@ def test_a_host_call_runs_its_one_node_model_into_the_outputs():
     np.testing.assert_array_equal(out, [[0, 1, 0], [1, 0, 0]])
 
 
+def test_a_host_call_takes_a_scalar_input_as_a_python_number():
+    """A scalar input (Trilu's ``k`` as a graph input) reaches the callback by value, a Python int."""
+    from dcaccel.transforms.host import HostCall
+
+    node = helper.make_node("Trilu", ["x", "k"], ["y"], upper=0)
+    graph = helper.make_graph(
+        [node],
+        "one",
+        [
+            helper.make_tensor_value_info("x", onnx.TensorProto.FLOAT, [3, 3]),
+            helper.make_tensor_value_info("k", onnx.TensorProto.INT64, []),
+        ],
+        [helper.make_tensor_value_info("y", onnx.TensorProto.FLOAT, [3, 3])],
+    )
+    model = helper.make_model(graph, opset_imports=[helper.make_opsetid("", 14)], ir_version=9)
+    out = np.zeros((3, 3), np.float32)
+    HostCall(model.SerializeToString(), ("x", "k"), ("y",))(np.ones((3, 3), np.float32), -1, out)
+    np.testing.assert_array_equal(out, np.tril(np.ones((3, 3)), -1))
+
+
 @pytest.fixture(scope="module")
 def workload():
     import dcaccel
