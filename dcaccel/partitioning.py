@@ -41,18 +41,26 @@ from dcaccel.dag.placement import place, transfer_tasks
 from dcaccel.errors import DcaccelError
 from dcaccel.scheduler import Schedule, schedule
 from dcaccel.transforms.lower import ExpansionCache, LoweredWorkload
-from dcaccel.transforms.offload import annotations_of, check_policy, lower_partitioned, regions_of, too_small
+from dcaccel.transforms.offload import (
+    annotations_of,
+    check_policy,
+    lower_partitioned,
+    partition_choices,
+    regions_of,
+    too_small,
+)
 
 
 @dataclass
 class Lowerings:
     """What the partitions of one workload share: the expansions of its lowerings (``lower``'s cache) and each
-    program lowered with a set of nodes on the host and extracted, with its target per node, by what makes it:
-    the nodes' annotations, the host nodes, the choices, the granularity and the edge-volume rule
-    (:func:`partition` lowers a program only when it is not here)."""
+    program lowered with a set of nodes on the host and extracted, by what makes it: the host nodes, the
+    choices it is lowered with (:func:`~dcaccel.transforms.offload.partition_choices`), the granularity and
+    the edge-volume rule (:func:`partition` lowers a program only when it is not here: once for every
+    policy, P and architecture that give it)."""
 
     expansions: ExpansionCache | None = None
-    programs: dict[tuple, tuple[LoweredWorkload, Any, dict[str, str]]] = field(default_factory=dict)
+    programs: dict[tuple, tuple[LoweredWorkload, Any]] = field(default_factory=dict)
     lowered: int = 0  # how many programs were lowered (the rest were taken from ``programs``)
 
 
@@ -208,22 +216,17 @@ def partition(
     by_pair = {pair: name for name, pair in links.items()}
 
     lowerings = Lowerings() if lowerings is None else lowerings
-    made = (
-        tuple((name, a.target, a.implementations) for name, a in annotations.items()),
-        tuple(sorted(choices.items())),
-        Granularity.parse(granularity),
-        edge_volume,
-    )
+    extraction = (Granularity.parse(granularity), edge_volume)
 
     def build(on_host: set[str]):
-        key = (*made, frozenset(on_host))
+        chosen = partition_choices(workload, annotations, on_host, choices)
+        key = (frozenset(on_host), tuple(sorted(chosen.items())), *extraction)
         if key not in lowerings.programs:
             lowered = lower_partitioned(workload, annotations, on_host, choices, lowerings.expansions)
-            dag = extract(lowered, granularity=granularity, edge_volume=edge_volume)
-            target = {name: host if name in on_host else annotations[name].target for name in annotations}
-            lowerings.programs[key] = lowered, dag, target
+            lowerings.programs[key] = lowered, extract(lowered, granularity=granularity, edge_volume=edge_volume)
             lowerings.lowered += 1
-        return lowerings.programs[key]
+        target = {name: host if name in on_host else annotations[name].target for name in annotations}
+        return (*lowerings.programs[key], target)
 
     def run(dag, target):
         placed = place(dag, target, host, by_pair)

@@ -61,8 +61,8 @@ def slow_npu():
 def test_a_program_is_lowered_once_per_set_of_host_nodes(monkeypatch, slow_npu):
     """The cost policy lowers the all-offloaded program and the one trial of the chain's one region (kept
     on the host, 168,944 against 27,424,000 cycles offloaded), and takes its chosen split from that trial
-    (it used to lower it a third time); the other policies and P given the same Lowerings lower nothing
-    more, and every partition is the one made alone."""
+    (it used to lower it a third time); the other policies and P, and another design that offloads the same
+    nodes, given the same Lowerings lower nothing more, and every partition is the one made alone."""
     import dcaccel.partitioning
     from dcaccel.partitioning import Lowerings
 
@@ -75,7 +75,10 @@ def test_a_program_is_lowered_once_per_set_of_host_nodes(monkeypatch, slow_npu):
     assert [region.offloaded for region in cost.regions] == [False]
     assert (len(lowered), shared.lowered, len(shared.programs)) == (2, 2, 2)
     others = [partition(workload, slow_npu, policy, pes=pes, lowerings=shared) for policy, pes in POLICY_PES]
+    fast_npu = Architecture.from_dict(NPU, "npu")
+    others.append(partition(workload, fast_npu, "greedy", pes=16, lowerings=shared))
     assert len(lowered) == 2
     alone = [partition(workload, slow_npu, policy, pes=pes) for policy, pes in POLICY_PES]
+    alone.append(partition(workload, fast_npu, "greedy", pes=16))
     assert [split.summary() for split in others] == [split.summary() for split in alone]
     assert cost.summary() == partition(workload, slow_npu, "cost", pes=16).summary()

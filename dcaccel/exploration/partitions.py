@@ -3,8 +3,8 @@
 to the schedule stage as the placed DAG (:class:`~dcaccel.exploration.dags.LoweredDAG`) and its
 :class:`~dcaccel.partitioning.Partition`. The partitions of one assignment share their lowerings
 (:class:`~dcaccel.partitioning.Lowerings`): a program with a given set of host nodes is lowered and extracted
-once for every policy, architecture of the same annotations and P, and the ``cost`` policy lowers each split
-it tries once (its chosen split is not lowered again); every lowering reuses the sweep's expansions.
+once for every policy, architecture and P that give it, and the ``cost`` policy lowers each split it tries
+once (its chosen split is not lowered again); every lowering reuses the sweep's expansions.
 """
 
 import time

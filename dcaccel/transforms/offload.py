@@ -174,8 +174,21 @@ def lower_partitioned(
     expansions: ExpansionCache | None = None,
 ) -> LoweredWorkload:
     """Lower with the host nodes as DaCe's opaque tasks and every offloaded node on an implementation its
-    unit kind allows (the user's choice by node name or op type when allowed, else the first allowed);
-    ``expansions``: the cache of the workload's earlier lowerings (``lower``'s)."""
+    unit kind allows (:func:`partition_choices`); ``expansions``: the cache of the workload's earlier
+    lowerings (``lower``'s)."""
+    chosen = partition_choices(workload, annotations, on_host, choices)
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", OpaqueOpWarning)  # the host's nodes are DaCe's opaque tasks by design
+        return lower(workload, chosen, host=on_host, expansions=expansions)
+
+
+def partition_choices(
+    workload, annotations: Mapping[str, Annotation], on_host: set[str], choices: Mapping[str, str]
+) -> dict[str, str]:
+    """The choices :func:`lower_partitioned` lowers with: ``choices``, every offloaded node on an
+    implementation its unit kind allows (the choice by node name or op type when allowed, else the first
+    allowed), none for a host node. Two partitions with the same choices and host nodes lower to the same
+    program, whatever their architectures."""
     chosen = dict(choices)
     for node, _ in library_nodes(workload.sdfg):
         allowed = annotations[node.label].implementations
@@ -185,6 +198,4 @@ def lower_partitioned(
         chosen[node.label] = wanted if wanted in allowed else allowed[0]
     for name in on_host:
         chosen.pop(name, None)
-    with warnings.catch_warnings():
-        warnings.simplefilter("ignore", OpaqueOpWarning)  # the host's nodes are DaCe's opaque tasks by design
-        return lower(workload, chosen, host=on_host, expansions=expansions)
+    return chosen
