@@ -168,6 +168,7 @@ VOCABULARY = {
         Concept("workers", "--workers", "N", _integer),
         Concept("address", "--address", "URL"),
         Concept("results", "--results", "FILE"),
+        Concept("cost", "--cost", "analytic|learned:FILE", separator=None),
     )
 }
 

@@ -121,6 +121,7 @@ def register(subparsers) -> None:
     add_concept(parser, "resume")
     add_concept(parser, "compose")
     add_concept(parser, "strict")
+    add_concept(parser, "cost")
     parser.add_argument("--out", type=Path, metavar="FILE", help=f"write every point to a {', '.join(WRITERS)} file")
     parser.add_argument(
         "--plot",

@@ -17,6 +17,7 @@ import sys
 from dcaccel.architecture import load as load_architecture
 from dcaccel.cli.arch import costs_lines
 from dcaccel.cli.arguments import add_concept, check_output, study_default
+from dcaccel.cost.learned import cost_source, learned_makespan, lowered_of, task_times
 from dcaccel.cost.schedule import cost_schedule
 from dcaccel.dag.taskdag import TaskDAG
 from dcaccel.errors import DcaccelError
@@ -38,6 +39,7 @@ def register(subparsers: argparse._SubParsersAction) -> None:
     add_concept(parser, "partitioning", choices=PARTITIONINGS)
     add_concept(parser, "onchip_memory", one=True)
     add_concept(parser, "arch", one=True, default="none: the abstract model only")
+    add_concept(parser, "cost")
     parser.add_argument("--json", action="store_true", help="print one JSON object instead of a summary")
     parser.add_argument("--gantt", metavar="FILE", help=f"also draw a Gantt chart ({', '.join(GANTT_FORMATS)})")
     parser.set_defaults(run=run)
@@ -51,6 +53,7 @@ def run(args: argparse.Namespace) -> int:
     if scheduler == HETEROGENEOUS and args.arch is None:
         raise DcaccelError(f"--scheduler {HETEROGENEOUS} places tasks on an architecture's units: give --arch")
     arch = None if args.arch is None else load_architecture(args.arch)
+    learned = cost_source(args.cost or study_default("cost"))
     dag = TaskDAG.from_json(args.dag)
     onchip = args.onchip_memory or (0 if arch is None else arch.onchip_capacity_elements)
     placed_on = arch if scheduler == HETEROGENEOUS else None
@@ -62,6 +65,9 @@ def run(args: argparse.Namespace) -> int:
     summary = result.summary()
     if arch is not None:
         summary["architecture"] = cost_schedule(result, arch).summary()
+    if learned is not None:
+        times = task_times(lowered_of(dag), dag, learned)
+        summary["learned_seconds"] = learned_makespan(result, times)
     if args.json:
         sys.stdout.write(json.dumps(summary) + "\n")
     else:
@@ -89,4 +95,7 @@ def _readable(summary: dict) -> str:
         )
     if "architecture" in summary:
         lines += costs_lines(summary["architecture"])
+    if "learned_seconds" in summary:
+        learned = summary["learned_seconds"] * 1e6
+        lines.append(f"  learned        {learned:,.1f} us on this CPU (the learned cost model)")
     return "\n".join(lines) + "\n"

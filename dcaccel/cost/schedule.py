@@ -732,6 +732,17 @@ def _retime(
     return start, end, first, transfers
 
 
+def retimed_runs(schedule: Schedule, run: list[int], lead: list[int]) -> tuple[list[int], list[int], list[int]]:
+    """Start, end and first output of every node of ``schedule`` re-timed by the rules of :func:`_retime`
+    with every node's run taking ``run[v]`` units of time and emitting its first output ``lead[v]`` after its
+    start, on its own PE, with no memory, link or transfer costs (a cost source of its own durations:
+    :mod:`dcaccel.cost.learned`)."""
+    n = schedule.graph.n
+    links = {(None, None): None}
+    start, end, first, _ = _retime(schedule, run, lead, [None] * n, [-1] * n, {}, {}, links, {}, 1, None)
+    return start, end, first
+
+
 def _retiming_order(schedule) -> np.ndarray:
     """The nodes in the order :func:`_retime` takes them: by abstract (start, end), ties broken by the
     order the scheduler placed them in (a node's last place in it; 0 for a node it does not list),

@@ -2,17 +2,19 @@
 or compose, extract, schedule, cost) and each partition's.
 """
 
+import warnings
 from collections.abc import Sequence
 from dataclasses import asdict, dataclass, field, replace
 
 from dcaccel.architecture import DEFAULT as DEFAULT_ARCHITECTURE
 from dcaccel.architecture import Architecture
 from dcaccel.architecture import load as load_architecture
+from dcaccel.cost.learned import LearnedCost, task_times
 from dcaccel.cost.proxy import CostModel
 from dcaccel.dag.extract import Granularity
 from dcaccel.dag.walk import without_cycle_collection
 from dcaccel.exploration.assignments import Assignment
-from dcaccel.exploration.dags import Harvest, build_dag
+from dcaccel.exploration.dags import Harvest, build_dag, expansions_for
 from dcaccel.exploration.grid import Grid, point_keys
 from dcaccel.exploration.load import fingerprint
 from dcaccel.exploration.partitions import partitioned_dags
@@ -20,6 +22,7 @@ from dcaccel.exploration.points import ExplorationPoint
 from dcaccel.exploration.scheduling import schedule_points
 from dcaccel.exploration.study import NO_PARTITION
 from dcaccel.scheduler import HETEROGENEOUS
+from dcaccel.transforms.lower import OpaqueOpWarning, lower
 
 DEFAULT_COST_MODEL = CostModel()
 
@@ -40,6 +43,7 @@ class Sweep:
     compose: bool = True  # compose DAGs from fragments where that applies (build_dag)
     covers: tuple[Assignment, ...] = ()  # lowered first for their fragments (build_dag)
     harvested: Harvest | None = None  # the fragments of the sweep's process, for its workers (harvest)
+    cost: LearnedCost | None = None  # the learned cost source (learned_seconds), None: the analytic one only
 
     @property
     def label(self) -> str:
@@ -74,12 +78,23 @@ class Sweep:
                 self.covers,
                 self.harvested,
             )
-            found += schedule_points(workload.name, built, self.grid, self.label, self.cost_model, self.archs)
+            learned = None if self.cost is None else self._learned(workload, assignment, built.dag)
+            found += schedule_points(
+                workload.name, built, self.grid, self.label, self.cost_model, self.archs, learned=learned
+            )
         partitions = partitioned_dags(workload, assignment, self.grid, self.archs, self.granularity, self.edge_volume)
         for built, split, pes in partitions:
             grid = replace(self.grid, pes=(pes,), schedulers=(HETEROGENEOUS,))
             found += schedule_points(workload.name, built, grid, self.label, self.cost_model, (split.costed,), split)
         return found
+
+    def _learned(self, workload, assignment: Assignment, dag):
+        """The durations of ``dag``'s nodes by the learned cost model, read from the assignment's lowered
+        program (lowered here: a composed DAG has none; the expansions are the sweep's)."""
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore", OpaqueOpWarning)  # explore reports the opaque nodes once
+            lowered = lower(workload, assignment.as_dict(), strict=self.strict, expansions=expansions_for(workload))
+        return task_times(lowered, dag, self.cost)
 
     def stored(self, store, workload: str) -> dict[str, list[ExplorationPoint]]:
         """The points ``store`` (a :class:`~dcaccel.exploration.store.ResultStore`) holds for ``workload`` at
@@ -102,6 +117,7 @@ class Sweep:
             "cost_model": asdict(self.cost_model),
             **{f"architecture {arch.label}": arch.to_dict() for arch in self.archs},
             **fingerprint(workload),
+            **({} if self.cost is None else self.cost.settings()),
         }
 
     def complete(self, stored: Sequence[ExplorationPoint]) -> list[ExplorationPoint] | None:

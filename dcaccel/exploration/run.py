@@ -13,6 +13,7 @@ import pandas as pd
 from tqdm import tqdm
 
 from dcaccel.architecture import Architecture
+from dcaccel.cost.learned import cost_source
 from dcaccel.dag.walk import Granularity
 from dcaccel.errors import DcaccelError
 from dcaccel.exploration.assignments import Assignment, node_candidates, per_node, per_op_type
@@ -85,7 +86,10 @@ def _run_model(study: Study, archs: tuple[Architecture, ...], model: LoadedModel
     dag = study.dag
     covers = covering_assignments(implementations) if dag.compose else ()
     granularity = Granularity.parse(dag.granularity)
-    sweep = Sweep(grid, granularity, dag.edge_volume, study.cost_model, dag.strict, archs, dag.compose, covers)
+    sweep = Sweep(
+        grid, granularity, dag.edge_volume, study.cost_model, dag.strict, archs, dag.compose, covers,
+        cost=cost_source(study.cost),
+    )  # fmt: skip
     space = Space(nodes, implementations)
     if study.strategy == "greedy":
         column = objective_column(study.objective)

@@ -8,6 +8,7 @@ from collections.abc import Iterator, Sequence
 from dcaccel.architecture import DEFAULT as DEFAULT_ARCHITECTURE
 from dcaccel.architecture import Architecture
 from dcaccel.architecture import load as load_architecture
+from dcaccel.cost.learned import TaskTimes, learned_makespan
 from dcaccel.cost.proxy import CostModel
 from dcaccel.cost.schedule import CostCache, cost_schedule
 from dcaccel.dag.metrics import opaque_work
@@ -32,12 +33,14 @@ def schedule_points(
     cost_model: CostModel,
     archs: Sequence[Architecture] = (),
     partitioned: Partition | None = None,
+    learned: TaskTimes | None = None,
 ) -> Iterator[ExplorationPoint]:
     """Schedule ``built.dag`` as :func:`runs` says and yield one point per architecture and on-chip size,
     each costed on its architecture (none given: the default, ``abstract``). Under HEFT the ``pes``
     column is the number of units the schedule ran on. ``partitioned``: ``built.dag`` is that partition's
     placed DAG (``archs`` its costed architecture), whose policy, offloaded share and transfers the points
-    carry."""
+    carry. ``learned``: the durations of ``built.dag``'s nodes by a learned cost model, each schedule's
+    ``learned_seconds`` (:func:`~dcaccel.cost.learned.learned_makespan`)."""
     archs = archs or (load_architecture(DEFAULT_ARCHITECTURE),)
     dag = built.dag
     graph = CanonicalGraph.from_dag(dag)  # validated and ranked once for every P
@@ -49,6 +52,7 @@ def schedule_points(
         shared = None if scheduler == HETEROGENEOUS else _timed_schedule(graph, pes, scheduler, grid.partitioning, None)
         for arch in costed:
             result, seconds = shared or _timed_schedule(graph, pes, scheduler, grid.partitioning, arch)
+            learned_seconds = 0.0 if learned is None else learned_makespan(result, learned)
             for memory in grid.onchip_memory:
                 io = result.io_at(memory)
                 onchip = memory or arch.onchip_capacity_elements
@@ -96,6 +100,7 @@ def schedule_points(
                     lower_seconds=built.lower_seconds,
                     extract_seconds=built.extract_seconds,
                     schedule_seconds=seconds,
+                    learned_seconds=learned_seconds,
                 )
 
 

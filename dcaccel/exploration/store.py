@@ -61,8 +61,8 @@ APPLICATION_ID = 0x64636163
 
 #: Version of the tables' layout, SQLite's ``user_version`` (files of dcaccel before it have none).
 #: 3: the opaque_tasks and opaque_work_share columns; 4: the architecture columns; 5: the architecture in the key;
-#: 6: the partition columns, the policy in the key; 7: the mapping strategy's table
-SCHEMA_VERSION = 7
+#: 6: the partition columns, the policy in the key; 7: the mapping strategy's table; 8: the learned_seconds column
+SCHEMA_VERSION = 8
 
 #: The setting holding the YAML text of the study that wrote the file (:meth:`ResultStore.record_study`).
 STUDY = "study"

@@ -26,6 +26,7 @@ from pydantic import BaseModel, ConfigDict, Field, PlainSerializer, field_valida
 from dcaccel.architecture import DEFAULT as DEFAULT_ARCHITECTURE
 from dcaccel.architecture import DEFAULT_PES, Architecture, design_pes
 from dcaccel.architecture.reader import read_file, read_yaml, shown
+from dcaccel.cost.learned import ANALYTIC, check_cost
 from dcaccel.cost.proxy import CostModel
 from dcaccel.dag.walk import EDGE_VOLUME_RULES, Granularity
 from dcaccel.errors import DcaccelError
@@ -250,6 +251,11 @@ class Study(_Part):
     )
     partitioning: str = Field("relaxed", description="how the streaming scheduler splits the DAG: relaxed or strict")
     cost_model: CostModel = Field(default_factory=CostModel, description="coefficients of the area and power proxy")
+    cost: str = Field(
+        ANALYTIC,
+        description="analytic, or learned:FILE: also the makespan on this machine's CPU predicted by the model "
+        "file of dcaccel costmodel train (the learned_seconds column)",
+    )
     partition: PartitionOptions = Field(default_factory=PartitionOptions, description="host/accelerator split")
     dag: DagOptions = Field(default_factory=DagOptions, description="how task DAGs are built")
     execution: Execution = Field(default_factory=Execution, description="where assignments are evaluated")
@@ -297,6 +303,11 @@ class Study(_Part):
     @classmethod
     def _schedulers(cls, value: Any) -> tuple:
         return tuple(_one_of(name, SWEEP_SCHEDULERS, "scheduler") for name in _several(value, "scheduler"))
+
+    @field_validator("cost")
+    @classmethod
+    def _cost(cls, value: str) -> str:
+        return check_cost(value)
 
     @field_validator("partitioning")
     @classmethod
