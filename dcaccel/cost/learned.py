@@ -56,9 +56,11 @@ class LearnedCost:
     sha256: str
     model: CostModel = field(compare=False, repr=False)
 
-    def settings(self) -> dict[str, str]:
-        """What a result store keeps of it: a changed file is another model."""
-        return {"cost": f"{LEARNED}{self.path}", "cost model sha256": self.sha256}
+    @property
+    def setting(self) -> str:
+        """What a result store keeps of it (its ``cost`` setting): the file's content, not its path, so
+        that a changed file is another model and a moved one the same."""
+        return f"learned model sha256 {self.sha256}"
 
 
 def cost_source(text: str) -> LearnedCost | None:

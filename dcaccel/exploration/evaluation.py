@@ -9,7 +9,7 @@ from dataclasses import asdict, dataclass, field, replace
 from dcaccel.architecture import DEFAULT as DEFAULT_ARCHITECTURE
 from dcaccel.architecture import Architecture
 from dcaccel.architecture import load as load_architecture
-from dcaccel.cost.learned import LearnedCost, task_times
+from dcaccel.cost.learned import ANALYTIC, LearnedCost, task_times
 from dcaccel.cost.proxy import CostModel
 from dcaccel.dag.extract import Granularity
 from dcaccel.dag.walk import without_cycle_collection
@@ -117,7 +117,7 @@ class Sweep:
             "cost_model": asdict(self.cost_model),
             **{f"architecture {arch.label}": arch.to_dict() for arch in self.archs},
             **fingerprint(workload),
-            **({} if self.cost is None else self.cost.settings()),
+            "cost": ANALYTIC if self.cost is None else self.cost.setting,
         }
 
     def complete(self, stored: Sequence[ExplorationPoint]) -> list[ExplorationPoint] | None:
