@@ -6,7 +6,8 @@ counts them from a DaCe program instead, as the DAG's volumes are counted (:mod:
 - :func:`tiled_sdfg` realises the mapping's temporal tiling and loop order on the layer: one map per temporal
   loop, nested in the mapping's order (the outermost loop outermost), around one multiply-accumulate tasklet
   whose memlets are the operands' affine indices (a loop split into several temporal loops indexes with
-  ``Σ piece · stride``); DaCe's memlet propagation gives the subset of every operand each scope touches;
+  ``Σ piece · stride``); DaCe's memlet propagation over each scope's maps together gives the subset of every
+  operand the scope touches;
 - a level of an operand holding the innermost ``b`` temporal loops is local storage at the scope of those
   loops, hoisted over the loops just outside it whose parameters the operand's memlet does not use (the
   tile stays while they iterate: stationarity); what crosses the level's boundary is the subset entering
