@@ -1,5 +1,8 @@
-"""A corpus of real architectures: Hugging Face ``transformers`` models built from small configs, and the
-zoo-style ONNX models of ``tests/frontend/zoo.py`` at opsets 9, 11 and 13.
+"""A corpus of real architectures: Hugging Face ``transformers`` models built from small configs (CNNs, vision
+and text encoders, Swin's windowed attention, DeBERTa's disentangled attention, decoders with a causal mask, Llama's
+rotary embeddings among them, T5's encoder-decoder, wav2vec 2.0's audio front-end of Conv1d and GroupNorm),
+recurrent classifiers, the zoo-style ONNX models of ``tests/frontend/zoo.py`` at opsets 9, 11 and 13, and a
+VGG-style CNN with batch norm as an opset-6 exporter wrote it.
 
 Every ``transformers`` model is built from its config with random weights (seeded), never downloaded,
 in inference mode, and wrapped so that ``forward`` returns one tensor (the logits of an image
@@ -10,8 +13,8 @@ their builders write them (``zoo.MODELS``), one corpus entry per opset.
 
 ``build(name)`` returns ``(model, example_inputs)`` for :func:`dcaccel.load` (a ``torch.nn.Module``
 and its input, or an ``onnx.ModelProto`` and None); ``MODELS`` lists the models with their family
-(:class:`Family`), which says what the corpus promises about them: CNNs and transformer encoders
-lower with zero opaque tasks, decoders (causal masks, position arithmetic) may keep some.
+(:class:`Family`), which says what the corpus promises about them: every family but the decoders lowers
+with zero opaque tasks, decoders (causal masks, position arithmetic) may keep some.
 ``transformers`` is a test dependency (the ``dev`` extra), imported only when a model is built.
 
 ``run_pipeline(workload, shape)`` takes an imported model through the rest of the pipeline with every
@@ -54,6 +57,8 @@ class Family(StrEnum):
     CNN = "cnn"
     ENCODER = "encoder"  # transformer encoder (vision or text)
     DECODER = "decoder"  # causal transformer decoder
+    ENCODER_DECODER = "encoder-decoder"  # transformer encoder and decoder with cross-attention
+    AUDIO = "audio"  # audio front-end (Conv1d feature extractor, GroupNorm) and transformer encoder
     RECURRENT = "recurrent"  # recurrent classifier (LSTM, GRU)
 
 
@@ -61,19 +66,24 @@ class SingleOutput(torch.nn.Module):
     """``model`` with ``forward`` returning only the output field ``field`` (e.g. ``logits``).
 
     With ``attention_mask``, the model also gets an all-ones attention mask (GPT-2: without one,
-    ``transformers`` looks for packed sequences with ``torch.diff``, which the ONNX export lacks).
+    ``transformers`` looks for packed sequences with ``torch.diff``, which the ONNX export lacks). With
+    ``decoder_inputs``, an encoder-decoder gets the same tokens as its decoder's input.
     """
 
-    def __init__(self, model: torch.nn.Module, field: str, attention_mask: bool = False):
+    def __init__(self, model: torch.nn.Module, field: str, attention_mask: bool = False, decoder_inputs: bool = False):
         super().__init__()
         self.model = model
         self.field = field
         self.attention_mask = attention_mask
+        self.decoder_inputs = decoder_inputs
 
     def forward(self, x: torch.Tensor) -> torch.Tensor:
+        keywords = {}
         if self.attention_mask:
-            return getattr(self.model(x, attention_mask=torch.ones_like(x)), self.field)
-        return getattr(self.model(x), self.field)
+            keywords["attention_mask"] = torch.ones_like(x)
+        if self.decoder_inputs:
+            keywords["decoder_input_ids"] = x
+        return getattr(self.model(x, **keywords), self.field)
 
 
 @dataclass(frozen=True)
@@ -108,6 +118,31 @@ def _zoo(model: zoo.ZooModel, opset: int) -> CorpusModel:
     return CorpusModel(
         f"{model.name}-opset{opset}", Family.CNN, f"zoo, opset {opset}", lambda: (model.build(opset), None)
     )
+
+
+#: The opset of the classic CNN written as the oldest exporters wrote it.
+OLD_OPSET = 6
+
+
+def _vgg_bn(opset: int = OLD_OPSET) -> onnx.ModelProto:
+    """A VGG-style CNN with batch norm as an opset-6 exporter wrote it: three Conv, BatchNormalization (with
+    ``is_test``, ``spatial``, ``epsilon`` and ``momentum`` attributes), Relu and MaxPool stages, Flatten, Gemm
+    and Softmax. Input (1, 3, 32, 32), output (1, 10)."""
+    g = zoo._Graph(opset, seed=6)
+    data = onnx.helper.make_tensor_value_info("data_0", onnx.TensorProto.FLOAT, [1, 3, 32, 32])
+    x, channels = "data_0", 3
+    for width in (8, 16, 32):
+        x = g.node("Conv", [x, g.random(width, channels, 3, 3, as_input=True)], pads=[1] * 4)
+        scale, shift = g.random(width, as_input=True), g.random(width, as_input=True)
+        mean = g.initializer(g.rng.standard_normal(width).astype("float32") * 0.1, as_input=True)
+        variance = g.initializer(g.rng.uniform(0.5, 1.5, width).astype("float32"), as_input=True)
+        attributes = {"is_test": 1, "spatial": 1} if opset < 7 else {"spatial": 1} if opset < 9 else {}
+        x = g.node("BatchNormalization", [x, scale, shift, mean, variance], epsilon=1e-3, momentum=0.9, **attributes)
+        x = g.node("MaxPool", [g.node("Relu", [x])], kernel_shape=[2, 2], strides=[2, 2])
+        channels = width
+    x = g.node("Flatten", [x], axis=1)  # (1, 32 * 4 * 4)
+    x = g.node("Gemm", [x, g.random(10, 512, as_input=True), g.random(10, as_input=True)], transB=1)
+    return g.model("vgg-bn", data, g.node("Softmax", [x], axis=1), classes=10)
 
 
 def _image(channels: int = 3, size: int = IMAGE_SIZE) -> Callable[[torch.Generator], torch.Tensor]:
@@ -231,6 +266,105 @@ def _gpt2() -> torch.nn.Module:
     return SingleOutput(GPT2Model(config), "last_hidden_state", attention_mask=True)
 
 
+def _llama() -> torch.nn.Module:
+    from transformers import LlamaConfig, LlamaModel
+
+    config = LlamaConfig(
+        vocab_size=VOCABULARY,
+        hidden_size=32,
+        intermediate_size=64,
+        num_hidden_layers=2,
+        num_attention_heads=2,
+        num_key_value_heads=1,
+        max_position_embeddings=TOKENS,
+        use_cache=False,
+        attn_implementation="eager",
+    )
+    return SingleOutput(LlamaModel(config), "last_hidden_state", attention_mask=True)
+
+
+def _t5() -> torch.nn.Module:
+    from transformers import T5Config, T5Model
+
+    config = T5Config(
+        vocab_size=VOCABULARY,
+        d_model=32,
+        d_kv=16,
+        d_ff=64,
+        num_layers=2,
+        num_decoder_layers=2,
+        num_heads=2,
+        relative_attention_num_buckets=8,
+        relative_attention_max_distance=16,
+        use_cache=False,
+        attn_implementation="eager",
+    )
+    return SingleOutput(T5Model(config), "last_hidden_state", decoder_inputs=True)
+
+
+def _swin() -> torch.nn.Module:
+    from transformers import SwinConfig, SwinForImageClassification
+
+    config = SwinConfig(
+        image_size=32,
+        patch_size=4,
+        embed_dim=16,
+        depths=[2, 1],
+        num_heads=[2, 2],
+        window_size=4,
+        num_labels=10,
+        attn_implementation="eager",
+    )
+    return SingleOutput(SwinForImageClassification(config), "logits")
+
+
+def _deberta() -> torch.nn.Module:
+    from transformers import DebertaV2Config, DebertaV2Model
+
+    config = DebertaV2Config(
+        vocab_size=VOCABULARY,
+        hidden_size=32,
+        num_hidden_layers=2,
+        num_attention_heads=2,
+        intermediate_size=64,
+        max_position_embeddings=TOKENS,
+        relative_attention=True,
+        position_buckets=8,
+        max_relative_positions=TOKENS,
+        pos_att_type=["p2c", "c2p"],
+        attn_implementation="eager",
+    )
+    return SingleOutput(DebertaV2Model(config), "last_hidden_state")
+
+
+#: Samples of the audio models' example waveform.
+SAMPLES = 400
+
+
+def _wav2vec2() -> torch.nn.Module:
+    from transformers import Wav2Vec2Config, Wav2Vec2Model
+
+    config = Wav2Vec2Config(
+        hidden_size=32,
+        num_hidden_layers=2,
+        num_attention_heads=2,
+        intermediate_size=64,
+        conv_dim=(16, 16, 16),
+        conv_kernel=(10, 3, 3),
+        conv_stride=(5, 2, 2),
+        feat_extract_norm="group",
+        num_conv_pos_embeddings=16,
+        num_conv_pos_embedding_groups=2,
+        apply_spec_augment=False,
+        attn_implementation="eager",
+    )
+    return SingleOutput(Wav2Vec2Model(config), "last_hidden_state")
+
+
+def _waveform(generator: torch.Generator) -> torch.Tensor:
+    return torch.randn(1, SAMPLES, generator=generator)
+
+
 #: The recurrent classifiers' sequence length, batch and features per step.
 SEQUENCE = (6, 1, 8)
 
@@ -273,9 +407,15 @@ MODELS: dict[str, CorpusModel] = {
         _transformers("bert", Family.ENCODER, _bert, _tokens),
         _transformers("distilbert", Family.ENCODER, _distilbert, _tokens),
         _transformers("gpt2", Family.DECODER, _gpt2, _tokens),
+        _transformers("llama", Family.DECODER, _llama, _tokens),
+        _transformers("t5", Family.ENCODER_DECODER, _t5, _tokens),
+        _transformers("swin", Family.ENCODER, _swin, _image(size=32)),
+        _transformers("deberta-v2", Family.ENCODER, _deberta, _tokens),
+        _transformers("wav2vec2", Family.AUDIO, _wav2vec2, _waveform),
         _recurrent("lstm-classifier", torch.nn.LSTM, bidirectional=False),
         _recurrent("gru-classifier", torch.nn.GRU, bidirectional=True),
         *(_zoo(model, opset) for model in zoo.MODELS for opset in zoo.OPSETS),
+        CorpusModel(f"vgg-bn-opset{OLD_OPSET}", Family.CNN, f"zoo-style, opset {OLD_OPSET}", lambda: (_vgg_bn(), None)),
     )
 }
 """The models of the corpus by name, in the order of the coverage table."""
