@@ -6,7 +6,7 @@ those predictions become the durations of the tasks of the program's task DAG:
 
 * a task map's prediction is spread over its tasks (its iterations or tiles; one task under coarse
   granularity) in proportion to their work (``max(I, O)``, :func:`~dcaccel.dag.metrics.task_costs`);
-  a task is found by its record's state and map label;
+  a task is found by its record's state, model node and map label;
 * a copy's prediction goes onto the buffer nodes of the container it writes (spread equally over them);
   a copy into a container that is no node of the DAG (an edge forwarded between tasks) has no place in
   the schedule and is added to the makespan, as the CPU runs it between its tasks;
@@ -99,14 +99,19 @@ def task_times(lowered, dag: TaskDAG, cost: LearnedCost) -> TaskTimes:
     steps = predict_steps(lowered, cost.model, KIND)
     work = np.asarray(task_costs(dag), dtype=np.float64)
     maps = steps[steps["kind"] == "map"]
-    predicted = {
-        (state, label): ns for state, label, ns in zip(maps["state"], maps["label"], maps["predicted_ns"], strict=True)
-    }
-    members: dict[tuple[str, str], list[int]] = {}
+    keys = list(zip(maps["state"], maps["node"], maps["label"], strict=True))
+    if len(set(keys)) < len(keys):
+        state, node, label = next(key for key in keys if keys.count(key) > 1)
+        raise DcaccelError(
+            f"learned cost of DAG '{dag.name}': node {node} has two maps labelled {label!r} in state {state!r}: "
+            "its tasks cannot be told apart"
+        )
+    predicted = dict(zip(keys, maps["predicted_ns"], strict=True))
+    members: dict[tuple[str, str, str], list[int]] = {}
     node_ns = np.zeros(dag.num_nodes)
     for v in dag.tasks:
         info = dag.info(v)
-        key = (info.state, info.map)
+        key = (info.state, info.node, info.map)
         if key in predicted:
             members.setdefault(key, []).append(v)
         elif info.map is not None:

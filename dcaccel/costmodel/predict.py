@@ -18,17 +18,18 @@ from dcaccel.dag.scopes import Copy
 
 def predict_steps(lowered, model: CostModel, kind: str = "boosted") -> pd.DataFrame:
     """Per top-level map and copy of ``lowered`` (its workload's sizes given), in program order: ``label``,
-    ``state``, ``kind`` (map, copy), ``op``, ``implementation``, ``analytic`` (its work) and
-    ``predicted_ns`` by the model ``kind``."""
+    ``state``, ``node`` (the model node a map lowers; None for a copy), ``kind`` (map, copy), ``op``,
+    ``implementation``, ``analytic`` (its work) and ``predicted_ns`` by the model ``kind``."""
     workload = lowered.workload
     sdfg = copying.deepcopy(lowered.sdfg)
     symbols = dict(workload.symbols)
     program = read_steps(lowered, sdfg, symbols)
-    rows = []
+    rows, nodes = [], []
     for step, (_, features, tokens) in zip(program.steps, step_places(sdfg, program, symbols), strict=True):
         if features is None:
             continue
         label = f"{step.src.data}->{step.dst.data}" if isinstance(step, Copy) else step.label
+        nodes.append(None if isinstance(step, Copy) else step.info.node)
         rows.append(
             Row(
                 program=workload.name,
@@ -49,6 +50,7 @@ def predict_steps(lowered, model: CostModel, kind: str = "boosted") -> pd.DataFr
         {
             "label": [row.label for row in rows],
             "state": [row.step for row in rows],
+            "node": nodes,
             "kind": [row.features["kind"] for row in rows],
             "op": [row.features["op"] for row in rows],
             "implementation": [row.features["implementation"] for row in rows],

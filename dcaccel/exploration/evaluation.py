@@ -85,7 +85,10 @@ class Sweep:
         partitions = partitioned_dags(workload, assignment, self.grid, self.archs, self.granularity, self.edge_volume)
         for built, split, pes in partitions:
             grid = replace(self.grid, pes=(pes,), schedulers=(HETEROGENEOUS,))
-            found += schedule_points(workload.name, built, grid, self.label, self.cost_model, (split.costed,), split)
+            learned = None if self.cost is None else task_times(split.lowered, built.dag, self.cost)
+            found += schedule_points(
+                workload.name, built, grid, self.label, self.cost_model, (split.costed,), split, learned
+            )
         return found
 
     def _learned(self, workload, assignment: Assignment, dag):

@@ -76,7 +76,7 @@ class ExplorationPoint:
     extract_seconds: float  # extracting the task DAG (shared likewise)
     schedule_seconds: float  # scheduling this point
     # The schedule re-timed with the durations of the study's learned cost model (dcaccel.cost.learned): this
-    # machine's CPU running DaCe's code, in seconds; 0 under the analytic cost source and for partitions.
+    # machine's CPU running DaCe's code, in seconds; 0 under the analytic cost source.
     learned_seconds: float = 0.0
 
 

@@ -6,10 +6,11 @@ import pandas as pd
 import pytest
 
 from dcaccel.cli import main
-from dcaccel.cost.learned import cost_source, learned_makespan, lowered_of, task_times
+from dcaccel.cost.learned import KIND, cost_source, learned_makespan, lowered_of, task_times
 from dcaccel.costmodel.data import SHIPPED_ROWS
 from dcaccel.costmodel.measure import read_rows
 from dcaccel.costmodel.models import CostModel
+from dcaccel.costmodel.predict import predict_steps
 from dcaccel.dag.task import Role
 from dcaccel.dag.taskdag import TaskDAG
 from dcaccel.errors import DcaccelError
@@ -69,6 +70,9 @@ def test_every_task_map_is_costed_by_the_model(model_file, lenet_dag):
     tasks = [v for v in dag.tasks if dag.info(v).role is not Role.PSEUDO]
     assert all(dag.info(v).map is not None for v in tasks)
     assert (times.node_ns[tasks] > 0).all()
+    # every map's and copy's prediction is placed once: on the tasks and buffers, or beside them
+    predicted = predict_steps(lowered_of(dag), cost.model, KIND)["predicted_ns"].sum()
+    assert times.node_ns.sum() + times.unplaced_ns == pytest.approx(predicted, rel=1e-9)
     # one schedule on 1 PE runs every task in turn: its learned makespan is at least their sum
     serial = learned_makespan(schedule(dag, 1, "list"), times)
     assert serial >= times.node_ns[tasks].sum() * 1e-9 * (1 - 1e-9)
