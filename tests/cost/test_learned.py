@@ -145,3 +145,18 @@ def test_learned_column_added_beside_the_analytic_ones():
 
     names = columns()
     assert names[-1] == "learned_seconds" and "makespan_cycles" in names
+
+
+@pytest.mark.slow
+def test_explore_costs_partitions_by_the_learned_model(model_file, tmp_path):
+    flags = ["explore", "lenet", "--impl", "Conv=mv", "--pes", "4", "--arch", "cgra", "--policy", "none,greedy"]
+    tables = []
+    for extra in ([], ["--cost", f"learned:{model_file}"]):
+        out = tmp_path / f"{len(extra)}.csv"
+        assert main([*flags, "--scheduler", "streaming,heft", *extra, "--out", str(out)]) == 0
+        tables.append(pd.read_csv(out))
+    analytic, learned = tables
+    kept = [name for name in analytic.columns if not name.endswith("_seconds")]
+    pd.testing.assert_frame_equal(analytic[kept], learned[kept])
+    assert set(learned["partition_policy"]) == {"none", "greedy"}
+    assert (learned["learned_seconds"] > 0).all()
