@@ -2,17 +2,18 @@
 
 import json
 
+import numpy as np
 import pandas as pd
 import pytest
 
 from dcaccel.cli import main
-from dcaccel.cost.learned import KIND, cost_source, learned_makespan, lowered_of, task_times
+from dcaccel.cost.learned import KIND, TaskTimes, cost_source, learned_makespan, lowered_of, task_times
 from dcaccel.costmodel.data import SHIPPED_ROWS
 from dcaccel.costmodel.measure import read_rows
 from dcaccel.costmodel.models import CostModel
 from dcaccel.costmodel.predict import predict_steps
 from dcaccel.dag.task import Role
-from dcaccel.dag.taskdag import TaskDAG
+from dcaccel.dag.taskdag import NodeKind, TaskDAG
 from dcaccel.errors import DcaccelError
 from dcaccel.exploration.study import Study
 from dcaccel.scheduler import schedule
@@ -44,6 +45,36 @@ def test_bad_model_file_refused_in_one_line(tmp_path, content, message):
     with pytest.raises(DcaccelError, match=message) as caught:
         cost_source(f"learned:{path}")
     assert str(path) in str(caught.value) and "\n" not in str(caught.value)
+
+
+def chain() -> TaskDAG:
+    """source → A → B, 4 elements."""
+    dag = TaskDAG("chain")
+    source = dag.add_node(NodeKind.SOURCE, "source")
+    a = dag.add_node(NodeKind.TASK, "A")
+    b = dag.add_node(NodeKind.TASK, "B")
+    dag.add_edge(source, a, 4)
+    dag.add_edge(a, b, 4)
+    return dag
+
+
+@pytest.mark.parametrize(
+    ("pes", "scheduler", "unplaced", "seconds"),
+    [
+        (1, "list", 0.0, 150e-9),  # A then B on one PE
+        (1, "list", 7.0, 157e-9),  # a copy on no node runs beside them
+        (2, "streaming", 0.0, 100e-9),  # B streams from A on the other PE: from A's first output (1/4 of its run)
+    ],
+)
+def test_learned_makespan_retimes_the_schedule(pes, scheduler, unplaced, seconds):
+    dag = chain()
+    times = TaskTimes(np.array([0.0, 100.0, 50.0]), unplaced)
+    assert learned_makespan(schedule(dag, pes, scheduler), times) == pytest.approx(seconds)
+
+
+def test_a_dag_of_no_builtin_workload_is_refused():
+    with pytest.raises(DcaccelError, match="'chain' is no built-in workload"):
+        lowered_of(chain())
 
 
 @pytest.fixture(scope="session")
