@@ -39,6 +39,7 @@ from dcaccel.dag.extract import Granularity
 from dcaccel.dag.metrics import task_costs
 from dcaccel.dag.placement import place, transfer_tasks
 from dcaccel.errors import DcaccelError
+from dcaccel.records import attributes
 from dcaccel.scheduler import Schedule, schedule
 from dcaccel.transforms.lower import ExpansionCache, LoweredWorkload
 from dcaccel.transforms.offload import (
@@ -146,22 +147,13 @@ class Partition:
 
     def summary(self) -> dict:
         """The partition as one JSON-ready object."""
-        return {
-            "workload": self.workload,
-            "architecture": self.architecture,
-            "policy": self.policy,
-            "objective": self.objective,
+        shown = "workload architecture policy objective offloaded_work_share offloaded_mac_share transfer_volume"
+        return attributes(self, [*shown.split(), "makespan", "energy_pj", "energy_split_pj"]) | {
             "nodes": [asdict(node) for node in self.nodes],
             "regions": [asdict(region) for region in self.regions],
             "offloaded_regions": sum(region.offloaded for region in self.regions),
-            "offloaded_work_share": self.offloaded_work_share,
-            "offloaded_mac_share": self.offloaded_mac_share,
             "transfer_tasks": len(self.transfer_tasks),
-            "transfer_volume": self.transfer_volume,
-            "makespan": self.makespan,
             "makespan_us": self.costs.makespan_seconds * 1e6,
-            "energy_pj": self.energy_pj,
-            "energy_split_pj": self.energy_split_pj,
         }
 
 

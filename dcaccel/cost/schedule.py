@@ -57,6 +57,7 @@ from dcaccel.architecture.links import host_of
 from dcaccel.cost.rates import ONE_PER_CYCLE, cycles, ratio, run_cycles
 from dcaccel.dag.arithmetic import task_arithmetic
 from dcaccel.dag.walk import without_cycle_collection
+from dcaccel.records import attributes
 from dcaccel.scheduler.graph import CanonicalGraph, flagged
 from dcaccel.scheduler.schedule import HeftDetail, ListDetail, Schedule, ScheduleError
 from dcaccel.scheduler.timeline import Timing
@@ -169,18 +170,10 @@ class ArchitectureCosts:
 
     def summary(self) -> dict:
         """The figures as a JSON-ready dict."""
-        return {
-            "architecture": self.architecture,
-            "makespan_cycles": self.makespan_cycles,
-            "makespan_seconds": self.makespan_seconds,
-            "energy_pj": self.energy_total_pj,
-            "energy_by_level_pj": self.energy_by_level,
+        shown = "architecture makespan_cycles makespan_seconds area_mm2 average_power_w utilisation compulsory_elements"
+        return attributes(self, shown.split(), energy_pj="energy_total_pj", energy_by_level_pj="energy_by_level") | {
             "energy_by_component_pj": dict(self.energy_pj),
-            "area_mm2": self.area_mm2,
-            "average_power_w": self.average_power_w,
-            "utilisation": self.utilisation,
             "accesses": {memory: list(pair) for memory, pair in self.accesses.items()},
-            "compulsory_elements": self.compulsory_elements,
         }
 
 

@@ -39,6 +39,7 @@ from dcaccel.mapping.offchip import rank
 from dcaccel.mapping.onchip import Cost, check_objective, cost
 from dcaccel.mapping.realise import TASK_DIMENSION, realised_dag
 from dcaccel.mapping.space import IMPLEMENTATIONS, MappingSpace, onchip_choices
+from dcaccel.records import attributes
 
 SEARCHES = ("decoupled", "exhaustive")
 
@@ -99,21 +100,15 @@ class MappingResult:
 
     def to_json(self) -> dict:
         """One JSON object: totals, the best mapping per layer (notation) and the per-layer rows."""
-        return {
-            "workload": self.workload,
-            "architecture": self.architecture,
-            "search": self.search,
-            "objective_name": self.objective_name,
-            "objective": self.objective,
-            "makespan_cycles": self.total.makespan_cycles,
-            "energy_pj": self.total.energy_pj,
-            "space_size": self.space_size,
-            "evaluations": self.evaluations,
-            "seconds": self.seconds,
-            "best": {node: str(mapping) for node, mapping in self.best.items()},
-            "uncounted": self.uncounted,
-            "layers": [asdict(row) for row in self.layers],
-        }
+        shown = "workload architecture search objective_name objective space_size evaluations seconds uncounted"
+        return (
+            attributes(self, shown.split())
+            | asdict(self.total)
+            | {
+                "best": {node: str(mapping) for node, mapping in self.best.items()},
+                "layers": [asdict(row) for row in self.layers],
+            }
+        )
 
 
 class LayerSearch:

@@ -23,6 +23,7 @@ from dcaccel.dag.metrics import io_volume, streaming_depth, upward_ranks
 from dcaccel.dag.taskdag import TaskDAG
 from dcaccel.dag.walk import without_cycle_collection
 from dcaccel.errors import DcaccelError
+from dcaccel.records import attributes, field_names
 from dcaccel.scheduler.graph import CanonicalGraph
 from dcaccel.scheduler.io import IOVolume, global_io, onchip_placement
 from dcaccel.scheduler.timeline import Timing
@@ -69,12 +70,8 @@ class StreamingDetail:
         return {(graph.src[e], graph.dst[e]): cap for e, cap in sorted(self.capacities.items())}
 
     def summary(self) -> dict:
-        return {
-            "partitioning": self.partitioning,
-            "makespan_before_refinement": self.makespan_before_refinement,
-            "refinement_iterations": self.refinement_iterations,
-            "buffer_space_deadlock": self.buffer_space_deadlock,
-        }
+        """The fields but the capacities (a table of their own), and their total above 1."""
+        return attributes(self, [*field_names(self, without=["capacities"]), "buffer_space_deadlock"])
 
 
 @dataclass(frozen=True)
@@ -86,7 +83,7 @@ class ListDetail:
     transfer_bandwidth: float | None
 
     def summary(self) -> dict:
-        return {"insertion": self.insertion, "transfer_bandwidth": self.transfer_bandwidth}
+        return asdict(self)
 
 
 @dataclass(frozen=True)
@@ -98,6 +95,10 @@ class HeftDetail:
 
     def summary(self) -> dict:
         return {"unit_counts": dict(self.units.counts)}
+
+
+#: The attributes a schedule's summary shows as they are.
+_SUMMARY = "scheduler pes makespan work depth lower_bound speedup utilisation io_volume num_blocks".split()
 
 
 @dataclass(frozen=True, eq=False)
@@ -243,23 +244,16 @@ class Schedule:
 
     def summary(self) -> dict:
         """The schedule's figures as a JSON-ready dict."""
-        io = self.io
-        return {
-            "dag": self.dag.name,
-            "scheduler": self.scheduler,
-            "pes": self.pes,
-            "makespan": self.makespan,
-            "work": self.work,
-            "depth": self.depth,
-            "streaming_depth": _plain_number(self.streaming_depth),
-            "lower_bound": self.lower_bound,
-            "speedup": self.speedup,
-            "utilisation": self.utilisation,
-            "io_volume": self.io_volume,
-            "io": {k: list(v) if isinstance(v, tuple) else v for k, v in asdict(io).items()},
-            "num_blocks": self.num_blocks,
-            "streaming_edges": len(self.streaming_edges),
-        } | self.detail.summary()
+        return (
+            attributes(self, _SUMMARY)
+            | {
+                "dag": self.dag.name,
+                "streaming_depth": _plain_number(self.streaming_depth),
+                "io": {k: list(v) if isinstance(v, tuple) else v for k, v in asdict(self.io).items()},
+                "streaming_edges": len(self.streaming_edges),
+            }
+            | self.detail.summary()
+        )
 
     # ------------------------------------------------------------------ the check
 
