@@ -27,6 +27,9 @@ MAX_BYTES = 1 << 20
 MAX_DEPTH = 32
 #: The most nodes (scalars, mappings, sequences) of a description, aliases expanded.
 MAX_NODES = 100_000
+#: The longest integer written, in characters (Python refuses to read more than 4,300 digits; the range
+#: checks name the field of a shorter one).
+MAX_DIGITS = 4000
 
 #: A key shown in a message: as written when it is a plain name, else quoted and cut.
 _PLAIN = re.compile(r"[][A-Za-z0-9_.*+\-]{1,64}")
@@ -73,7 +76,12 @@ class _Loader(_Base):
     def construct_yaml_int(self, node):
         """An integer, refusing the forms YAML 1.1 and 1.2 read differently (``010``: octal 8 or ten;
         ``1:30``: sexagesimal 90 or text)."""
-        _refuse_ambiguous(self.construct_scalar(node), node)
+        text = self.construct_scalar(node)
+        _refuse_ambiguous(text, node)
+        if len(text) > MAX_DIGITS:
+            raise yaml.constructor.ConstructorError(
+                None, None, f"an integer of {len(text)} characters (at most {MAX_DIGITS})", node.start_mark
+            )
         return super().construct_yaml_int(node)
 
     def construct_yaml_float(self, node):

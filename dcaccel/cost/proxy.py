@@ -7,7 +7,8 @@ makespan. The defaults are relative units (one streamed element = 1), not a cali
 only ratios between design points are meaningful.
 """
 
-from dataclasses import dataclass
+import math
+from dataclasses import dataclass, fields
 
 
 @dataclass(frozen=True)
@@ -20,6 +21,12 @@ class CostModel:
     onchip_energy: float = 5.0  # energy to move one element through on-chip memory
     stream_energy: float = 1.0  # energy to stream one element PE to PE
     pe_static_energy: float = 0.1  # energy of one PE per cycle, busy or not
+
+    def __post_init__(self) -> None:
+        for item in fields(self):
+            value = getattr(self, item.name)
+            if isinstance(value, bool) or not isinstance(value, (int, float)) or not 0 <= value < math.inf:
+                raise ValueError(f"cost_model.{item.name} must be a finite number of at least 0, got {value!r}")
 
     def area(self, pes: int, onchip_memory: int) -> float:
         return self.pe_area * pes + self.memory_area_per_element * onchip_memory

@@ -53,6 +53,8 @@ if TYPE_CHECKING:
     from dcaccel.frontend.workload import Workload
 
 EXECUTORS = ("local", "process", "dask")
+#: The most pool or local-cluster processes per core of this machine (each builds the workload once).
+MAX_WORKERS_PER_CORE = 4
 
 #: How many times the process pool re-runs an assignment whose worker process died.
 RETRIES = 3
@@ -488,3 +490,8 @@ def check_executor(kind: str, address: str | None = None, workers: int | None = 
         raise DcaccelError(f"address {address!r} needs executor 'dask', not '{kind}'")
     if workers is not None and workers < 1:
         raise DcaccelError(f"workers must be positive, got {workers}")
+    most = MAX_WORKERS_PER_CORE * (os.cpu_count() or 1)
+    if workers is not None and workers > most:
+        raise DcaccelError(
+            f"workers {workers}: at most {most} here ({MAX_WORKERS_PER_CORE} per core, each loads the model)"
+        )

@@ -64,8 +64,9 @@ def _one_of(value: str, known: tuple[str, ...], what: str) -> str:
 
 
 def _several(value: Any, name: str, low: int | None = None) -> tuple:
-    """``value`` (one or several) as a non-empty tuple; with ``low``, of integers at least ``low``."""
-    values = (value,) if isinstance(value, (int, str)) else tuple(value)
+    """``value`` (one or several) as a non-empty tuple; with ``low``, of integers at least ``low``. A value
+    that is not a sequence (a number, a name, nothing, a mapping) is one value, checked as such."""
+    values = _values(value)
     if not values:
         raise ValueError(f"{name} is empty")
     if low is not None:
@@ -73,6 +74,11 @@ def _several(value: Any, name: str, low: int | None = None) -> tuple:
         if bad:
             raise ValueError(f"{name} must be integers of at least {low}, got {bad[0]!r}")
     return values
+
+
+def _values(value: Any) -> tuple:
+    """``value`` as a tuple: its items when it is a sequence or set, else ``value`` alone."""
+    return tuple(value) if isinstance(value, (list, tuple, set, frozenset, range)) else (value,)
 
 
 class _Part(BaseModel):
@@ -266,6 +272,15 @@ class Study(_Part):
     def _models(cls, value: Any) -> tuple:
         return _several(value, "models")
 
+    @field_validator("symbols", mode="before")
+    @classmethod
+    def _symbols_not_true(cls, value: Any) -> Any:
+        """A size written true or false is refused (pydantic would read it as 1 or 0)."""
+        flags = [name for name, size in value.items() if isinstance(size, bool)] if isinstance(value, dict) else []
+        if flags:
+            raise ValueError(f"symbols: {shown(flags[0])}={value[flags[0]]}: a size is an integer, not a boolean")
+        return value
+
     @field_validator("symbols")
     @classmethod
     def _symbols(cls, value: dict[str, int]) -> dict[str, int]:
@@ -282,9 +297,7 @@ class Study(_Part):
     @field_validator("arch", mode="before")
     @classmethod
     def _arch(cls, value: Any) -> tuple:
-        if isinstance(value, (str, Path, Architecture, dict)):
-            return (str(value) if isinstance(value, Path) else value,)
-        value = tuple(str(entry) if isinstance(entry, Path) else entry for entry in value)
+        value = tuple(str(entry) if isinstance(entry, Path) else entry for entry in _values(value))
         if not value:
             raise ValueError("arch is empty")
         return value
