@@ -5,6 +5,7 @@
   here: tests that need no DaCe do not pay for it. DaCe records no source line per node (the stack
   inspection for it costs 6-17 % of building a small model).
 - ``rng``: a seeded numpy generator.
+- ``two_task_chain``: source → A → B, 4 elements on each edge, a fresh task DAG per test.
 - ``conv_seed``, ``lenet``, ``mmm``: built-in workloads, one per session, so that each is compiled
   at most once (compiled programs are cached by SDFG content).
 - ``builtin_workload``, ``lowered_workload``: built-in workloads at given sizes, loaded once per session
@@ -54,6 +55,20 @@ def dace_without_line_info():
 def rng() -> np.random.Generator:
     """A numpy generator with a fixed seed."""
     return np.random.default_rng(0)
+
+
+@pytest.fixture
+def two_task_chain():
+    """source → A → B, 4 elements on each edge: on 2 PEs the edge A → B streams (A 0..4, B 1..5)."""
+    from dcaccel.dag.taskdag import NodeKind, TaskDAG
+
+    dag = TaskDAG("chain")
+    source = dag.add_node(NodeKind.SOURCE, "source")
+    a = dag.add_node(NodeKind.TASK, "A")
+    b = dag.add_node(NodeKind.TASK, "B")
+    dag.add_edge(source, a, 4)
+    dag.add_edge(a, b, 4)
+    return dag
 
 
 @pytest.fixture(scope="session")

@@ -13,7 +13,7 @@ from dcaccel.costmodel.measure import read_rows
 from dcaccel.costmodel.models import CostModel
 from dcaccel.costmodel.predict import predict_steps
 from dcaccel.dag.task import Role
-from dcaccel.dag.taskdag import NodeKind, TaskDAG
+from dcaccel.dag.taskdag import TaskDAG
 from dcaccel.errors import DcaccelError
 from dcaccel.exploration.study import Study
 from dcaccel.scheduler import schedule
@@ -47,17 +47,6 @@ def test_bad_model_file_refused_in_one_line(tmp_path, content, message):
     assert str(path) in str(caught.value) and "\n" not in str(caught.value)
 
 
-def chain() -> TaskDAG:
-    """source → A → B, 4 elements."""
-    dag = TaskDAG("chain")
-    source = dag.add_node(NodeKind.SOURCE, "source")
-    a = dag.add_node(NodeKind.TASK, "A")
-    b = dag.add_node(NodeKind.TASK, "B")
-    dag.add_edge(source, a, 4)
-    dag.add_edge(a, b, 4)
-    return dag
-
-
 @pytest.mark.parametrize(
     ("pes", "scheduler", "unplaced", "seconds"),
     [
@@ -66,15 +55,14 @@ def chain() -> TaskDAG:
         (2, "streaming", 0.0, 100e-9),  # B streams from A on the other PE: from A's first output (1/4 of its run)
     ],
 )
-def test_learned_makespan_retimes_the_schedule(pes, scheduler, unplaced, seconds):
-    dag = chain()
+def test_learned_makespan_retimes_the_schedule(pes, scheduler, unplaced, seconds, two_task_chain):
     times = TaskTimes(np.array([0.0, 100.0, 50.0]), unplaced)
-    assert learned_makespan(schedule(dag, pes, scheduler), times) == pytest.approx(seconds)
+    assert learned_makespan(schedule(two_task_chain, pes, scheduler), times) == pytest.approx(seconds)
 
 
-def test_a_dag_of_no_builtin_workload_is_refused():
+def test_a_dag_of_no_builtin_workload_is_refused(two_task_chain):
     with pytest.raises(DcaccelError, match="'chain' is no built-in workload"):
-        lowered_of(chain())
+        lowered_of(two_task_chain)
 
 
 @pytest.fixture(scope="session")

@@ -148,17 +148,6 @@ def _with_meta(dag: TaskDAG, **counts) -> TaskDAG:
     return copy
 
 
-def chain() -> TaskDAG:
-    """source → A → B, 4 elements: on 2 PEs the edge A → B streams (A 0..4, B 1..5)."""
-    dag = TaskDAG("chain")
-    source = dag.add_node(NodeKind.SOURCE, "source")
-    a = dag.add_node(NodeKind.TASK, "A")
-    b = dag.add_node(NodeKind.TASK, "B")
-    dag.add_edge(source, a, 4)
-    dag.add_edge(a, b, 4)
-    return dag
-
-
 @pytest.mark.parametrize(
     ("link", "b_span", "link_energy"),
     [
@@ -167,11 +156,11 @@ def chain() -> TaskDAG:
         ({"bandwidth_bytes_per_cycle": 2, "latency_cycles": 2, "energy_per_element_pj": 0.5}, (3, 11), {"pe-pe": 2}),
     ],
 )
-def test_streaming_link(link, b_span, link_energy):
+def test_streaming_link(link, b_span, link_energy, two_task_chain):
     arch = describe(units__pe__elements_per_cycle=1, memories__dram__bandwidth_bytes_per_cycle=None)
     if link is not None:
         arch = arch.replace(links=[{"between": ["pe", "pe"], **link}])
-    result = schedule(chain(), 2)
+    result = schedule(two_task_chain, 2)
     assert result.streaming_edges == [(1, 2)]
     costs = cost_schedule(result, arch)
     assert (costs.timing.start[1], costs.timing.end[1]) == (0, 4)
