@@ -5,28 +5,16 @@ from __future__ import annotations
 
 import json
 
-import onnx
 import pytest
-import yaml
 
 import dcaccel.cli.verify
 from dcaccel.cli import main
 from dcaccel.verification import OutputCheck, VerifyReport
-from tests.transforms.offload_models import NPU, conv_chain
-
-
-@pytest.fixture(scope="module")
-def files(tmp_path_factory):
-    folder = tmp_path_factory.mktemp("partition")
-    model, design = folder / "chain.onnx", folder / "npu.yaml"
-    onnx.save(conv_chain("Resize"), model)
-    design.write_text(yaml.safe_dump(NPU))
-    return str(model), str(design), folder
 
 
 @pytest.mark.slow
-def test_json_report(files, capsys):
-    model, design, _ = files
+def test_json_report(npu_chain, capsys):
+    model, design = npu_chain
     assert main(["partition", model, "--arch", design, "--json"]) == 0
     report = json.loads(capsys.readouterr().out)
     assert {"nodes", "regions", "offloaded_work_share", "transfer_volume", "makespan", "energy_pj"} <= set(report)
@@ -46,9 +34,9 @@ def test_json_report(files, capsys):
     "objective",
     ["makespan", pytest.param("energy", marks=pytest.mark.slow), pytest.param("edp", marks=pytest.mark.slow)],
 )
-def test_cost_objective(files, capsys, objective):
+def test_cost_objective(npu_chain, capsys, objective):
     """--partition-objective is what the cost policy minimises: never more than greedy's value of it."""
-    model, design, _ = files
+    model, design = npu_chain
     reports = {}
     for policy in ("greedy", "cost"):
         assert (
@@ -69,9 +57,9 @@ def test_cost_objective(files, capsys, objective):
 
 
 @pytest.mark.slow
-def test_text_report_and_dot(files, capsys):
-    model, design, folder = files
-    dot = folder / "chain.dot"
+def test_text_report_and_dot(npu_chain, capsys, tmp_path):
+    model, design = npu_chain
+    dot = tmp_path / "chain.dot"
     assert (
         main(["partition", model, "--arch", design, "--policy", "min-region", "--min-nodes", "3", "--dot", str(dot)])
         == 0
@@ -96,8 +84,8 @@ def test_text_report_and_dot(files, capsys):
         (["--arch", "nowhere"], "unknown architecture 'nowhere'"),
     ],
 )
-def test_errors_are_one_line(files, capsys, argv, message):
-    model, design, _ = files
+def test_errors_are_one_line(npu_chain, capsys, argv, message):
+    model, design = npu_chain
     args = ["partition", model, *argv] if "--arch" in argv else ["partition", model, "--arch", design, *argv]
     if argv[0] in ("--policy", "--min-work-share"):  # argparse refuses it
         with pytest.raises(SystemExit) as exit_info:
@@ -110,10 +98,10 @@ def test_errors_are_one_line(files, capsys, argv, message):
 
 
 @pytest.mark.slow
-def test_verify_arch_checks_the_partitioned_program(files, capsys, monkeypatch):
+def test_verify_arch_checks_the_partitioned_program(npu_chain, capsys, monkeypatch):
     """``verify --arch`` hands the partition's lowered program to verify (the compile itself is the slow
     test of tests/transforms/test_offload.py)."""
-    model, design, _ = files
+    model, design = npu_chain
     seen = {}
 
     def fake_verify(workload, lowered, **_):
@@ -128,11 +116,11 @@ def test_verify_arch_checks_the_partitioned_program(files, capsys, monkeypatch):
 
 
 @pytest.mark.slow
-def test_the_cost_policy_shows_its_progress_over_the_regions(files, capsys, monkeypatch):
+def test_the_cost_policy_shows_its_progress_over_the_regions(npu_chain, capsys, monkeypatch):
     """The command asks for a bar when the regions take longer than a second; asked always, it shows both."""
     import dcaccel.cli.partition
 
-    model, design, _ = files
+    model, design = npu_chain
     asked = []
 
     def partition(*arguments, progress, **options):

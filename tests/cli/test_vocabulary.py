@@ -200,35 +200,20 @@ def test_greedy_minimises_the_objective_on_the_architecture(monkeypatch, capsys,
     assert [str(choice) for choice in choices] == [f"Conv_0={chosen}"]
 
 
-@pytest.fixture(scope="module")
-def chain(tmp_path_factory):
-    """A Conv, Relu, Resize, Conv, Relu chain as an ONNX file, and a design whose NPU runs the Conv+Relu pairs."""
-    import onnx
-    import yaml
-
-    from tests.transforms.offload_models import NPU, conv_chain
-
-    folder = tmp_path_factory.mktemp("api")
-    model, design = folder / "chain.onnx", folder / "npu.yaml"
-    onnx.save(conv_chain("Resize"), model)
-    design.write_text(yaml.safe_dump(NPU))
-    return str(model), str(design)
-
-
-def test_the_python_partition_takes_a_model_path(chain):
+def test_the_python_partition_takes_a_model_path(npu_chain):
     """What ``dcaccel partition MODEL.onnx`` takes, ``dcaccel.partition`` takes: the same report."""
     from dcaccel.frontend.load import resolve
     from dcaccel.partitioning import partition
 
-    model, design = chain
+    model, design = npu_chain
     by_path = partition(model, design, "greedy").summary()
     assert by_path == partition(resolve(model), design, "greedy").summary()
     assert by_path["transfer_volume"] == 1024 + 4096
 
 
 @pytest.mark.slow
-def test_the_python_verify_takes_a_model_path(chain):
+def test_the_python_verify_takes_a_model_path(npu_chain):
     from dcaccel.verification import verify
 
-    report = verify(chain[0])
+    report = verify(npu_chain[0])
     assert report.passed and report.workload == "chain"
