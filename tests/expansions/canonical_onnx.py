@@ -106,8 +106,9 @@ def run_reference(model: onnx.ModelProto, feed: Mapping[str, np.ndarray]) -> dic
     return dict(zip(names, session.run(names, dict(feed)), strict=True))
 
 
-def canonical_model(model: onnx.ModelProto, name: str):
-    """``model`` imported into DaCe with every ONNX node expanded by its canonical implementation."""
+def canonical_model(model: onnx.ModelProto, name: str, implementations: Mapping[str, str] | None = None):
+    """``model`` imported into DaCe with every ONNX node expanded by its canonical implementation, or by
+    ``implementations[label]`` where given (e.g. an MMM shape)."""
     from dace.libraries.onnx.nodes.onnx_op import ONNXOp
     from dace.ml import ONNXModel
 
@@ -118,14 +119,20 @@ def canonical_model(model: onnx.ModelProto, name: str):
     imported = ONNXModel(name, model, onnx_simplify=False)
     for node, _ in imported.sdfg.all_nodes_recursive():
         if isinstance(node, ONNXOp):
-            node.implementation = "canonical"
+            node.implementation = (implementations or {}).get(node.label, "canonical")
     imported.sdfg.expand_library_nodes()
     return imported
 
 
-def run_canonical(model: onnx.ModelProto, feed: Mapping[str, np.ndarray], name: str) -> dict[str, np.ndarray]:
-    """The outputs of ``model`` run with dcaccel's canonical implementations (one compile), by output name."""
-    imported = canonical_model(model, name)
+def run_canonical(
+    model: onnx.ModelProto,
+    feed: Mapping[str, np.ndarray],
+    name: str,
+    implementations: Mapping[str, str] | None = None,
+) -> dict[str, np.ndarray]:
+    """The outputs of ``model`` run with dcaccel's canonical implementations (or ``implementations`` by node
+    label, :func:`canonical_model`), one compile, by output name."""
+    imported = canonical_model(model, name, implementations)
     results = imported(**{k: v.copy() for k, v in feed.items()})
     results = results if isinstance(results, tuple) else (results,)
     names = [o.name for o in model.graph.output]

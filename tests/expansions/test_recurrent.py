@@ -9,7 +9,7 @@ import numpy as np
 import pytest
 
 from dcaccel.errors import UnsupportedOpError
-from tests.expansions.canonical_onnx import OpCase, build_model, random_feed, run_reference
+from tests.expansions.canonical_onnx import OpCase, build_model, random_feed, run_canonical, run_reference
 
 STEPS, BATCH, INPUTS, HIDDEN = 3, 2, 4, 5
 GATES = {"LSTM": 4, "GRU": 3, "RNN": 1}
@@ -79,30 +79,12 @@ ALL = [case for cases in CASES.values() for case in cases]
 SHAPE = {case.name: shape for shape, cases in CASES.items() for case in cases}
 
 
-def _run_shapes(model, feed, name: str) -> dict[str, np.ndarray]:
-    """The outputs of ``model`` with every recurrent node expanded under its case's MMM shape (one compile)."""
-    from dace.libraries.onnx.nodes.onnx_op import ONNXOp
-    from dace.ml import ONNXModel
-
-    from dcaccel.expansions import register
-
-    register()
-    imported = ONNXModel(name, model, onnx_simplify=False)
-    for node, _ in imported.sdfg.all_nodes_recursive():
-        if isinstance(node, ONNXOp):
-            node.implementation = SHAPE[node.label]
-    imported.sdfg.expand_library_nodes()
-    results = imported(**{k: v.copy() for k, v in feed.items()})
-    names = [o.name for o in model.graph.output]
-    return {n: np.asarray(r) for n, r in zip(names, results, strict=True)}
-
-
 @pytest.fixture(scope="module")
 def results():
     """Outputs of every case from onnxruntime and from the canonical lowerings (one compile)."""
     model = build_model(ALL)
     feed = random_feed(ALL)
-    return run_reference(model, feed), _run_shapes(model, feed, "test_recurrent")
+    return run_reference(model, feed), run_canonical(model, feed, "test_recurrent", SHAPE)
 
 
 @pytest.mark.slow
