@@ -66,9 +66,12 @@ def _natural(value: Any) -> int:
 def _count(value: Any) -> Count:
     if isinstance(value, str):
         try:
-            return parse_expression(value)
+            count = parse_expression(value)
         except ExpressionError as err:
             raise TaskInfoError(f"{_excerpt(value)}: {err}") from None
+        if count.is_number and not (count.is_Integer and count >= 0) or count.is_negative:
+            raise TaskInfoError(f"{_excerpt(value)} is {count}, not an integer >= 0")
+        return int(count) if count.is_Integer else count
     if isinstance(value, sympy.Basic):
         return int(value) if value.is_Integer else value
     try:
@@ -100,7 +103,10 @@ def _integer(value: Any) -> int:
 def _range(value: Any) -> tuple[int, int]:
     if not isinstance(value, list | tuple) or len(value) != 2:
         raise TaskInfoError("must be a list of two integers (first iteration, end)")
-    return _natural(value[0]), _natural(value[1])
+    first, end = _natural(value[0]), _natural(value[1])
+    if end < first:
+        raise TaskInfoError(f"is [{first}, {end}]: the end is before the first iteration")
+    return first, end
 
 
 def _names(value: Any) -> tuple[str, ...]:
@@ -258,12 +264,14 @@ def from_meta(kind: str, meta: Mapping[str, Any]) -> TaskInfo:
 
 def evaluated(info: TaskInfo, values: Mapping[str, int]) -> TaskInfo:
     """``info`` with its symbolic counts evaluated at ``values`` (symbols matched by name; itself when it
-    has none)."""
+    has none); a count that evaluates to a negative or fractional number raises :class:`TaskInfoError`."""
     changes = {}
     for name in ("macs", "ops", "elements", "iterations"):
         count = getattr(info, name)
         if isinstance(count, sympy.Basic):
             value = count.xreplace({s: sympy.Integer(values[s.name]) for s in count.free_symbols if s.name in values})
+            if value.is_number and not (value.is_Integer and value >= 0):
+                raise TaskInfoError(f"field '{name}' {count} is {value} at these sizes, not an integer >= 0")
             changes[name] = int(value) if value.is_Integer else value
     return info.derive(**changes) if changes else info
 

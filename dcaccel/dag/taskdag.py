@@ -403,7 +403,12 @@ class TaskDAG:
         result = self._copy_structure()
         result._edge_volume = volumes
         result._symbolic_edges = 0
-        result._infos = [evaluated(info, values) for info in self._infos]
+        result._infos = []
+        for v, info in enumerate(self._infos):
+            try:
+                result._infos.append(evaluated(info, values))
+            except TaskInfoError as err:
+                raise DcaccelError(f"DAG '{self.name}': {self._describe(v)}: {err}") from None
         return result
 
     def _copy_structure(self) -> TaskDAG:
@@ -726,7 +731,7 @@ class _DAGReader:
         if not isinstance(data, Mapping):
             raise self.fail("", f"expected a JSON object, got {_json_type(data)}")
         version = data.get("schema_version", 1)
-        if version not in READABLE_VERSIONS or isinstance(version, bool):
+        if not isinstance(version, int) or isinstance(version, bool) or version not in READABLE_VERSIONS:
             readable = " and ".join(map(str, READABLE_VERSIONS))
             raise DcaccelError(
                 f"{self.origin} has DAG schema version {_shown(version)}; this dcaccel reads versions {readable}"
