@@ -15,11 +15,10 @@ from functools import cached_property
 from typing import Any
 
 import networkx as nx
-import pydantic
 import yaml
 
 from dcaccel.architecture.ranges import MAX_UNITS
-from dcaccel.architecture.reader import ArchitectureError, read_yaml, shown
+from dcaccel.architecture.reader import ArchitectureError, read_yaml, shown, validated
 from dcaccel.architecture.schema import (
     ANY_OP,
     ArchitectureSpec,
@@ -67,13 +66,12 @@ class Architecture:
     def from_dict(cls, data: Any, source: str = "", label: str | None = None) -> Architecture:
         """Validate ``data`` (the parsed YAML) and build the architecture; ``source`` names it in errors,
         ``label`` in results (default: its name)."""
-        if not isinstance(data, dict):
-            got = "nothing" if data is None else type(data).__name__
-            raise ArchitectureError(f"architecture {source or '?'}: expected a mapping, got {got}")
-        try:
-            spec = ArchitectureSpec.model_validate(data)
-        except pydantic.ValidationError as err:
-            raise ArchitectureError(describe_error(err, source or shown(data.get("name", "?")))) from None
+        spec = validated(
+            ArchitectureSpec,
+            data,
+            f"architecture {source or '?'}",
+            lambda err: describe_error(err, source or shown(data.get("name", "?"))),  # data is a mapping here
+        )
         return cls(spec, label)
 
     @classmethod

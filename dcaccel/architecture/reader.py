@@ -14,9 +14,11 @@ a number YAML 1.1 and 1.2 read differently (``010``, ``1:30``) is refused.
 from __future__ import annotations
 
 import re
+from collections.abc import Callable
 from pathlib import Path
-from typing import Any
+from typing import Any, TypeVar
 
+import pydantic
 import yaml
 
 from dcaccel.errors import DcaccelError
@@ -38,6 +40,9 @@ _SHOWN_CHARACTERS = 40
 _Base = getattr(yaml, "CSafeLoader", yaml.SafeLoader)
 _MERGE = "tag:yaml.org,2002:merge"
 _FLOAT = "tag:yaml.org,2002:float"
+
+
+M = TypeVar("M", bound=pydantic.BaseModel)
 
 
 class ArchitectureError(DcaccelError):
@@ -119,6 +124,26 @@ def read_file(path: str | Path, what: str) -> str:
         return file.read_text(encoding="utf-8")
     except (OSError, UnicodeDecodeError) as err:
         raise ArchitectureError(f"{what} {path} cannot be read ({type(err).__name__})") from None
+
+
+def validated(
+    model: type[M],
+    data: Any,
+    where: str,
+    describe: Callable[[pydantic.ValidationError], str],
+    error: type[DcaccelError] = ArchitectureError,
+    expected: str = "a mapping",
+) -> M:
+    """``data`` (parsed YAML) validated as the pydantic ``model``; raises ``error`` in one line: ``{where}:
+    expected {expected}, got ...`` when ``data`` is not a mapping, ``describe(the validation error)`` when it
+    does not validate."""
+    if not isinstance(data, dict):
+        got = "nothing" if data is None else type(data).__name__
+        raise error(f"{where}: expected {expected}, got {got}")
+    try:
+        return model.model_validate(data)
+    except pydantic.ValidationError as err:
+        raise error(describe(err)) from None
 
 
 def read_yaml(text: str, source: str, what: str = "architecture") -> Any:

@@ -46,7 +46,7 @@ from pydantic import BaseModel, ConfigDict, Field, NonNegativeFloat, NonNegative
 
 from dcaccel.architecture.graph import Architecture, ArchitectureError
 from dcaccel.architecture.ranges import MAX_ELEMENT_BYTES
-from dcaccel.architecture.reader import read_file
+from dcaccel.architecture.reader import read_file, validated
 from dcaccel.architecture.schema import describe_error
 
 #: ZigZag's memory operands and the layer operands its shipped mappings link them to.
@@ -264,13 +264,9 @@ def parse(text: str, source: str) -> ZigZagDesign:
         mark = getattr(err, "problem_mark", None)
         where = f" (line {mark.line + 1})" if mark is not None else ""
         raise ArchitectureError(f"ZigZag hardware {source}: not YAML{where}") from None
-    if not isinstance(data, dict):
-        got = "nothing" if data is None else type(data).__name__
-        raise ArchitectureError(f"ZigZag hardware {source}: expected a mapping, got {got}")
-    try:
-        return ZigZagDesign.model_validate(data)
-    except pydantic.ValidationError as err:
-        raise ArchitectureError(describe_error(err, f"{source} (ZigZag)")) from None
+    return validated(
+        ZigZagDesign, data, f"ZigZag hardware {source}", lambda err: describe_error(err, f"{source} (ZigZag)")
+    )
 
 
 def read(path: str | Path) -> ZigZagDesign:

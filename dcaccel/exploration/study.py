@@ -25,7 +25,7 @@ from pydantic import BaseModel, ConfigDict, Field, PlainSerializer, field_valida
 
 from dcaccel.architecture import DEFAULT as DEFAULT_ARCHITECTURE
 from dcaccel.architecture import DEFAULT_PES, Architecture, design_pes
-from dcaccel.architecture.reader import read_file, read_yaml, shown
+from dcaccel.architecture.reader import read_file, read_yaml, shown, validated
 from dcaccel.cost.learned import ANALYTIC, check_cost
 from dcaccel.cost.proxy import CostModel
 from dcaccel.dag.walk import EDGE_VOLUME_RULES, Granularity
@@ -383,13 +383,8 @@ class Study(_Part):
     def validated(cls, data: Any, source: str) -> Study:
         """The study of ``data`` (the parsed YAML, or keyword fields by part); raises :class:`DcaccelError`
         in one line starting with ``source``, naming the field."""
-        if not isinstance(data, dict):
-            got = "nothing" if data is None else type(data).__name__
-            raise DcaccelError(f"{source}: expected a mapping of the study's fields, got {got}")
-        try:
-            return cls.model_validate(data)
-        except pydantic.ValidationError as err:
-            raise DcaccelError(describe_error(err, source)) from None
+        expected = "a mapping of the study's fields"
+        return validated(cls, data, source, lambda err: describe_error(err, source), DcaccelError, expected)
 
     @classmethod
     def from_yaml(cls, text: str, source: str = "?") -> Study:

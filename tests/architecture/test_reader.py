@@ -6,11 +6,13 @@ from __future__ import annotations
 import time
 import tracemalloc
 
+import pydantic
 import pytest
 
 from dcaccel.architecture import Architecture, ArchitectureError, load
-from dcaccel.architecture.reader import MAX_BYTES, MAX_DEPTH, MAX_NODES, read_file, read_yaml, shown
+from dcaccel.architecture.reader import MAX_BYTES, MAX_DEPTH, MAX_NODES, read_file, read_yaml, shown, validated
 from dcaccel.architecture.zigzag import read as read_zigzag
+from dcaccel.errors import DcaccelError
 
 VALID = "name: t\nunits: {pe: {count: 2}}\nmemories: {dram: {level: offchip}}\n"
 
@@ -178,3 +180,33 @@ def test_numbers_yaml_versions_read_differently_are_refused(text):
     """YAML 1.1 reads ``010`` as 8 and ``1:30`` as 90 (YAML 1.2: ten and text): never silently."""
     with pytest.raises(ArchitectureError, match=r"line 1: not valid YAML \(.* is read differently by YAML 1.1 and 1.2"):
         read_yaml(text, "f.yaml")
+
+
+class _Pair(pydantic.BaseModel):
+    model_config = pydantic.ConfigDict(extra="forbid")
+
+    a: int
+    b: int = 0
+
+
+def _first_problem(err: pydantic.ValidationError) -> str:
+    return f"pair: {err.errors()[0]['loc'][0]}: {err.error_count()} problem(s)"
+
+
+@pytest.mark.parametrize(
+    ("data", "error", "message"),
+    [
+        (None, ArchitectureError, "pair: expected a mapping, got nothing"),
+        ([1, 2], ArchitectureError, "pair: expected a mapping, got list"),
+        ({"a": "x"}, ArchitectureError, "pair: a: 1 problem(s)"),
+        ({"a": 1, "c": 2}, DcaccelError, "pair: c: 1 problem(s)"),
+    ],
+)
+def test_validated_refuses_in_one_line_as_the_caller_names_it(data, error, message):
+    with pytest.raises(error) as caught:
+        validated(_Pair, data, "pair", _first_problem, error)
+    assert str(caught.value) == message
+
+
+def test_validated_returns_the_model():
+    assert validated(_Pair, {"a": 2}, "pair", _first_problem) == _Pair(a=2, b=0)
