@@ -44,6 +44,8 @@ import onnx
 from onnx.backend.test.case.node import collect_testcases
 from onnx.backend.test.case.test_case import TestCase
 
+from dcaccel.frontend.onnx_prepare import MIN_OPSET, upgraded
+
 PARAMETER_INPUTS = {
     "ConstantOfShape": (0,),
     "Expand": (1,),
@@ -63,6 +65,16 @@ PARAMETER_INPUTS = {
     "ReduceL2": (1,),
     "CumSum": (1,),
     "TopK": (1,),
+    "Tile": (1,),
+    "ReduceL1": (1,),
+    "ReduceLogSum": (1,),
+    "ReduceLogSumExp": (1,),
+    "ReduceSumSquare": (1,),
+    "ReduceProd": (1,),
+    "CenterCropPad": (1,),
+    "BlackmanWindow": (0,),
+    "HammingWindow": (0,),
+    "HannWindow": (0,),
 }
 """Input positions per op that the canonical implementations need as constants (shape parameters)."""
 
@@ -196,6 +208,9 @@ def prepare(label: str, case: TestCase, implementation: str = "canonical") -> Pr
     del graph.input[:]
     graph.input.extend(kept)
     feed = {name: array.copy() for name, array in values.items() if name not in bound}
+    opset = max((o.version for o in model.opset_import if o.domain in ("", "ai.onnx")), default=MIN_OPSET)
+    if opset < MIN_OPSET:  # DaCe imports opset 7 and later: converted as dcaccel.load converts
+        model = upgraded(model, case.name, opset)
     return PreparedCase(label, case, model, feed, [_as_array(e) for e in expected], implementation)
 
 
