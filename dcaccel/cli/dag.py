@@ -19,10 +19,8 @@ from dcaccel.cli.models import (
     add_impl_argument,
     add_model_argument,
     add_strict_argument,
-    check_choice_keys,
-    implementation_choices,
     lower_workload,
-    resolve_model,
+    model_with_choices,
 )
 from dcaccel.cli.table import format_table
 from dcaccel.dag import metrics
@@ -64,11 +62,9 @@ def register(subparsers) -> None:
 def run(args: argparse.Namespace) -> int:
     """Extract the DAG; write it to ``--out`` or print its summary."""
     check_output("--out", args.out, DAG_FORMATS)
-    choices = implementation_choices(args.implementations)
     granularity = args.granularity or study_default("granularity")
     edge_volume = args.edge_volume or study_default("edge_volume")
-    workload = resolve_model(args.model, args.symbols, args.fold)
-    check_choice_keys(workload, choices)
+    workload, choices = model_with_choices(args)
     lowered = lower_workload(workload, choices, args.strict)
     dag = extract(lowered, Granularity.parse(granularity), edge_volume, sink=args.sink, fusion=args.fuse)
     dag.validate()

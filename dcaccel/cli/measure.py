@@ -16,10 +16,9 @@ from dcaccel.cli.arguments import bounded_int, check_output
 from dcaccel.cli.models import (
     add_impl_argument,
     add_model_argument,
-    check_choice_keys,
-    implementation_choices,
+    add_seed_argument,
     lower_workload,
-    resolve_model,
+    model_with_choices,
 )
 from dcaccel.costmodel.measure import WARMUP, measure, write_rows
 
@@ -30,9 +29,7 @@ def register(subparsers) -> None:
     add_model_argument(parser)
     add_impl_argument(parser)
     parser.add_argument("--repeat", type=bounded_int(1), default=20, help="timed calls (default: %(default)d)")
-    parser.add_argument(
-        "--seed", type=bounded_int(0), default=0, help="seed of the random inputs (default: %(default)d)"
-    )
+    add_seed_argument(parser)
     parser.add_argument("--family", help="workload family of the rows (default: the model's name)")
     parser.add_argument("--out", required=True, metavar="ROWS.jsonl", help="rows file to append to")
     parser.set_defaults(run=run)
@@ -40,9 +37,7 @@ def register(subparsers) -> None:
 
 def run(args: argparse.Namespace) -> int:
     check_output("--out", args.out, (".jsonl",))
-    choices = implementation_choices(args.implementations)
-    workload = resolve_model(args.model, args.symbols)
-    check_choice_keys(workload, choices)
+    workload, choices = model_with_choices(args)
     lowered = lower_workload(workload, choices, False)
     with tqdm(total=WARMUP + args.repeat, desc=f"measure {workload.name}", unit="call", file=sys.stderr) as bar:
         rows = measure(

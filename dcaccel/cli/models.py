@@ -10,7 +10,7 @@ from collections.abc import Callable, Iterable
 from typing import Any
 
 from dcaccel import workloads
-from dcaccel.cli.arguments import suggest
+from dcaccel.cli.arguments import bounded_int, suggest
 from dcaccel.errors import DcaccelError, UnboundSymbolError
 from dcaccel.frontend import Workload
 from dcaccel.frontend.load import resolve
@@ -130,6 +130,23 @@ def check_choice_keys(workload: Workload, keys: Iterable[str]) -> None:
     for key in keys:
         if key not in known:
             raise DcaccelError(f"--impl {key}: no node or op type '{key}' in {workload.name}{suggest(key, known)}")
+
+
+def model_with_choices(args: argparse.Namespace) -> tuple[Workload, dict[str, str]]:
+    """The workload of the MODEL argument (with ``--symbols``, ``--no-fold``) and the ``--impl`` choices for it,
+    refused in one line before it loads when a key has several implementations, after when it names nothing
+    of the workload."""
+    choices = implementation_choices(args.implementations)
+    workload = resolve_model(args.model, args.symbols, args.fold)
+    check_choice_keys(workload, choices)
+    return workload, choices
+
+
+def add_seed_argument(parser: argparse.ArgumentParser) -> None:
+    """Add ``--seed N`` (default 0): the seed of the random inputs a model is run on."""
+    parser.add_argument(
+        "--seed", type=bounded_int(0), default=0, help="seed of the random inputs (default: %(default)d)"
+    )
 
 
 def _symbols(text: str) -> list[tuple[str, int]]:

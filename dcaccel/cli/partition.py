@@ -18,9 +18,7 @@ from dcaccel.cli.arguments import add_concept, check_output, study_default
 from dcaccel.cli.models import (
     add_impl_argument,
     add_model_argument,
-    check_choice_keys,
-    implementation_choices,
-    resolve_model,
+    model_with_choices,
 )
 from dcaccel.cli.table import format_table
 from dcaccel.partitioning import OBJECTIVES, Partition, partition
@@ -58,9 +56,7 @@ def register(subparsers) -> None:
 def run(args: argparse.Namespace) -> int:
     """Partition the model and print the report."""
     check_output("--dot", args.dot, (".dot", ".gv"))
-    choices = implementation_choices(args.implementations)
-    workload = resolve_model(args.model, args.symbols, args.fold)
-    check_choice_keys(workload, choices)
+    workload, choices = model_with_choices(args)
     result = partition(
         workload,
         args.arch,

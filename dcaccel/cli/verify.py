@@ -11,15 +11,14 @@ program is checked: host operators on DaCe's expansions, offloaded ones on their
 import argparse
 import sys
 
-from dcaccel.cli.arguments import add_concept, bounded_int, non_negative_float
+from dcaccel.cli.arguments import add_concept, non_negative_float
 from dcaccel.cli.models import (
     add_impl_argument,
     add_model_argument,
+    add_seed_argument,
     add_strict_argument,
-    check_choice_keys,
-    implementation_choices,
     lower_workload,
-    resolve_model,
+    model_with_choices,
 )
 from dcaccel.cli.partition import DEFAULT_POLICY
 from dcaccel.cli.table import format_table
@@ -39,9 +38,7 @@ def register(subparsers) -> None:
     parser.add_argument(
         "--atol", type=non_negative_float, default=1e-5, help="absolute tolerance (default: %(default)g)"
     )
-    parser.add_argument(
-        "--seed", type=bounded_int(0), default=0, help="seed of the random inputs (default: %(default)d)"
-    )
+    add_seed_argument(parser)
     add_impl_argument(parser)
     parser.add_argument("--lowered", action="store_true", help="lower the model fully before checking it")
     add_strict_argument(parser)
@@ -52,9 +49,7 @@ def register(subparsers) -> None:
 
 def run(args: argparse.Namespace) -> int:
     """Verify the model; 0 when every output matches, 1 otherwise."""
-    choices = implementation_choices(args.implementations)
-    workload = resolve_model(args.model, args.symbols, args.fold)
-    check_choice_keys(workload, choices)
+    workload, choices = model_with_choices(args)
     lowered = None
     if args.arch is not None:
         if args.strict:

@@ -5,6 +5,7 @@ import json
 import pytest
 
 import dcaccel.cli.dag
+import dcaccel.cli.models
 from dcaccel.cli import main
 from dcaccel.dag import metrics
 from dcaccel.dag.taskdag import NodeKind, TaskDAG
@@ -80,7 +81,7 @@ def test_bad_out_is_refused_before_any_work(capsys, monkeypatch, tmp_path, out, 
     def no_work(spec, symbols=()):
         raise AssertionError("the model was loaded before --out was checked")
 
-    monkeypatch.setattr(dcaccel.cli.dag, "resolve_model", no_work)
+    monkeypatch.setattr(dcaccel.cli.models, "resolve_model", no_work)
     path = tmp_path / out
     status, stdout, err = run(capsys, "conv-seed", "--out", str(path))
     assert status == 2 and stdout == ""
@@ -97,7 +98,7 @@ def test_an_invalid_dag_is_neither_written_nor_summarised(capsys, monkeypatch, t
     invalid.add_edge(source, first, 4)
     invalid.add_edge(source, second, 4)
     invalid.add_edge(first, second, 5)
-    monkeypatch.setattr(dcaccel.cli.dag, "resolve_model", lambda spec, *_: conv_seed)
+    monkeypatch.setattr(dcaccel.cli.models, "resolve_model", lambda spec, *_: conv_seed)
     monkeypatch.setattr(Workload, "lower", lambda self, choices: None)
     monkeypatch.setattr(dcaccel.cli.dag, "extract", lambda *args, **kwargs: invalid)
     argv = [] if out is None else ["--out", str(tmp_path / out)]

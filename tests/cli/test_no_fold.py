@@ -6,10 +6,19 @@ import pytest
 from onnx import TensorProto, helper, numpy_helper
 
 import dcaccel.cli.models
+import dcaccel.errors
 from dcaccel.cli import build_parser, main
 
 #: The commands that load a model, with the arguments each needs besides MODEL.
-COMMANDS = [["info"], ["verify"], ["dag"], ["partition", "--arch", "cgra"], ["explore"], ["map"]]
+COMMANDS = [
+    ["info"],
+    ["verify"],
+    ["dag"],
+    ["partition", "--arch", "cgra"],
+    ["explore"],
+    ["map"],
+    ["measure", "--out", "rows.jsonl"],
+]
 
 
 @pytest.mark.parametrize("command", COMMANDS, ids=lambda command: command[0])
@@ -59,3 +68,20 @@ def test_info_lists_the_batch_norm_only_under_no_fold(capsys, monkeypatch, conv_
     listed = [line.split()[1] for line in capsys.readouterr().out.splitlines() if line.startswith(("conv", "norm"))]
     assert listed == ops
     assert folds == [not flags]
+
+
+@pytest.mark.parametrize("command", [c for c in COMMANDS if c[0] in ("verify", "dag", "partition", "measure")])
+@pytest.mark.parametrize("flags", [[], ["--no-fold"]], ids=["default", "no-fold"])
+def test_the_model_reaches_resolve_folded_or_not(capsys, monkeypatch, tmp_path, command, flags):
+    """``measure`` read ``--no-fold`` and loaded the model folded all the same."""
+    folds = []
+
+    def recorded(spec, **options):
+        folds.append(options["fold"])
+        raise dcaccel.errors.DcaccelError("stop after resolve")
+
+    monkeypatch.setattr(dcaccel.cli.models, "resolve", recorded)
+    monkeypatch.chdir(tmp_path)
+    assert main([*command, "model.onnx", *flags]) == 2
+    assert folds == [not flags]
+    assert "stop after resolve" in capsys.readouterr().err

@@ -6,6 +6,7 @@ from types import SimpleNamespace
 import numpy as np
 import pytest
 
+import dcaccel.cli.models
 import dcaccel.cli.verify
 from dcaccel.cli import build_parser, main
 from dcaccel.cli.models import implementation_choices
@@ -41,7 +42,7 @@ def test_impl_parsing_rejects_malformed_pairs(bad, capsys):
 def test_impl_lowers_with_the_choices(monkeypatch, mmm, capsys):
     """--impl and --lowered call Workload.lower(choices) and check its SDFG (here: the unlowered one)."""
     calls = []
-    monkeypatch.setattr(dcaccel.cli.verify, "resolve_model", lambda spec, *_: mmm)
+    monkeypatch.setattr(dcaccel.cli.models, "resolve_model", lambda spec, *_: mmm)
     monkeypatch.setattr(dcaccel.cli.verify, "verify", lambda workload, lowered, **_: calls.append(lowered) or PASSED)
     monkeypatch.setattr(Workload, "lower", lambda self, choices: SimpleNamespace(sdfg=self.sdfg, choices=choices))
     assert main(["verify", "mmm", "--impl", "MatMul=lmv"]) == 0
@@ -52,7 +53,7 @@ def test_impl_lowers_with_the_choices(monkeypatch, mmm, capsys):
 
 @pytest.mark.slow
 def test_verify_lenet_passes(monkeypatch, lenet, capsys):
-    monkeypatch.setattr(dcaccel.cli.verify, "resolve_model", lambda spec, *_: lenet)
+    monkeypatch.setattr(dcaccel.cli.models, "resolve_model", lambda spec, *_: lenet)
     assert main(["verify", "lenet", "--seed", "1"]) == 0
     header, row, verdict = capsys.readouterr().out.splitlines()
     assert header.split() == ["output", "shape", "max_abs_error", "max_rel_error", "passed"]
@@ -63,7 +64,7 @@ def test_verify_lenet_passes(monkeypatch, lenet, capsys):
 @pytest.mark.slow
 def test_verify_mismatch_exits_with_status_1(monkeypatch, conv_seed, capsys):
     weights = {**conv_seed.weights, "bias": conv_seed.weights["bias"] + np.float32(0.5)}
-    monkeypatch.setattr(dcaccel.cli.verify, "resolve_model", lambda spec, *_: replace(conv_seed, weights=weights))
+    monkeypatch.setattr(dcaccel.cli.models, "resolve_model", lambda spec, *_: replace(conv_seed, weights=weights))
     assert main(["verify", "conv-seed"]) == 1
     lines = capsys.readouterr().out.splitlines()
     assert lines[1].split()[-1] == "False"
@@ -74,6 +75,6 @@ def test_verify_mismatch_exits_with_status_1(monkeypatch, conv_seed, capsys):
 @pytest.mark.slow
 def test_tolerances_decide(monkeypatch, conv_seed, capsys):
     weights = {**conv_seed.weights, "bias": conv_seed.weights["bias"] + np.float32(1e-3)}
-    monkeypatch.setattr(dcaccel.cli.verify, "resolve_model", lambda spec, *_: replace(conv_seed, weights=weights))
+    monkeypatch.setattr(dcaccel.cli.models, "resolve_model", lambda spec, *_: replace(conv_seed, weights=weights))
     assert main(["verify", "conv-seed"]) == 1
     assert main(["verify", "conv-seed", "--atol", "2e-3"]) == 0
