@@ -8,7 +8,7 @@ import dcaccel.cli.dag
 import dcaccel.cli.models
 from dcaccel.cli import main
 from dcaccel.dag import metrics
-from dcaccel.dag.taskdag import NodeKind, TaskDAG
+from dcaccel.dag.taskdag import TaskDAG
 from dcaccel.frontend import Workload
 
 #: conv-seed per MMM shape: tasks, buffers, edges and I/O volume of the DAG (Contract 3, the vectors).
@@ -89,22 +89,19 @@ def test_bad_out_is_refused_before_any_work(capsys, monkeypatch, tmp_path, out, 
 
 
 @pytest.mark.parametrize("out", [None, "dag.json", "dag.dot"])
-def test_an_invalid_dag_is_neither_written_nor_summarised(capsys, monkeypatch, tmp_path, conv_seed, out):
+def test_an_invalid_dag_is_neither_written_nor_summarised(
+    capsys, monkeypatch, tmp_path, conv_seed, two_task_chain, out
+):
     """The DAG is validated before anything is written: a task with two different in-volumes fails."""
-    invalid = TaskDAG("broken")
-    source = invalid.add_node(NodeKind.SOURCE, "source")
-    first = invalid.add_node(NodeKind.TASK, "first")
-    second = invalid.add_node(NodeKind.TASK, "second")
-    invalid.add_edge(source, first, 4)
-    invalid.add_edge(source, second, 4)
-    invalid.add_edge(first, second, 5)
+    invalid = two_task_chain
+    invalid.add_edge(0, 2, 5)  # source → B: B reads 4 elements from A, 5 from the source
     monkeypatch.setattr(dcaccel.cli.models, "resolve_model", lambda spec, *_: conv_seed)
     monkeypatch.setattr(Workload, "lower", lambda self, choices: None)
     monkeypatch.setattr(dcaccel.cli.dag, "extract", lambda *args, **kwargs: invalid)
     argv = [] if out is None else ["--out", str(tmp_path / out)]
     status, stdout, err = run(capsys, "conv-seed", "--impl", "Conv=lmv", *argv)
     assert status == 2 and stdout == ""
-    assert err == "dcaccel dag: error: task 2 'second' has in-edges with different volumes (4 and 5)\n"
+    assert err == "dcaccel dag: error: task 2 'B' has in-edges with different volumes (4 and 5)\n"
     assert list(tmp_path.iterdir()) == []
 
 
