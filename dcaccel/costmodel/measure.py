@@ -16,6 +16,7 @@ from __future__ import annotations
 
 import copy as copying
 import json
+import math
 import os
 import platform
 import warnings
@@ -91,9 +92,11 @@ class Row:
 
     @classmethod
     def from_json(cls, data: Mapping) -> Row:
-        """A row read back from :meth:`to_json`'s dictionary; a missing or mistyped field is refused in one line."""
+        """A row read back from :meth:`to_json`'s dictionary; a missing or mistyped field, a time that is not a
+        finite number >= 0, a feature that is not finite and sizes or tokens of the wrong kind are refused in
+        one line."""
         try:
-            return cls(
+            row = cls(
                 program=str(data["program"]),
                 family=str(data["family"]),
                 assignment={str(k): str(v) for k, v in data["assignment"].items()},
@@ -110,6 +113,23 @@ class Row:
             )
         except (KeyError, TypeError, ValueError, AttributeError) as err:
             raise DcaccelError(f"costmodel row: field {err} missing or of the wrong type") from None
+        row._check(data)
+        return row
+
+    def _check(self, data: Mapping) -> None:
+        """Refuse what the constructor's conversions would silently accept or reinterpret."""
+        for name, value in asdict(self.timing).items():
+            if not 0 <= value < math.inf or (name == "n" and value < 1):
+                least = "an integer >= 1" if name == "n" else "a finite number >= 0"
+                raise DcaccelError(f"costmodel row {self.label}: timing.{name} is {value}, expected {least}")
+        for name, value in self.features.items():
+            if not isinstance(value, str) and not math.isfinite(value):
+                raise DcaccelError(f"costmodel row {self.label}: feature {name} is {value}, expected a finite number")
+        for name, value in data["sizes"].items():
+            if isinstance(value, bool) or not isinstance(value, int):
+                raise DcaccelError(f"costmodel row {self.label}: size {name} is {value!r}, expected an integer")
+        if not isinstance(data["tokens"], list):
+            raise DcaccelError(f"costmodel row {self.label}: tokens must be a list of strings")
 
 
 #: The provenance of a row that was not measured (a step whose time is only predicted).

@@ -38,6 +38,18 @@ VERSION = 1
 KINDS = ("boosted", "sequence")
 #: Largest model file read.
 MAX_MODEL_BYTES = 64 * 2**20
+#: Widest sequence model read (its network is built before the weights are checked against it).
+MAX_WIDTH = 1024
+#: The child fields of a tree node of the boosted model.
+BRANCHES = ("left", "right")
+
+
+def _finite(value, name: str, positive: bool = False) -> float:
+    """``value`` as a finite float (above 0 with ``positive``), else a one-line error naming the ``name``."""
+    number = float(value)
+    if not math.isfinite(number) or (positive and number <= 0):
+        raise DcaccelError(f"costmodel model: the {name} is {number}, expected a finite number{' > 0' * positive}")
+    return number
 
 
 def times(rows: Sequence[Row]) -> np.ndarray:
@@ -67,7 +79,7 @@ class AnalyticModel:
 
     @classmethod
     def from_json(cls, data: dict) -> AnalyticModel:
-        return cls(float(data["factor"]))
+        return cls(_finite(data["factor"], "analytic factor", positive=True))
 
 
 @dataclass
@@ -114,10 +126,18 @@ class BoostedModel:
             checked.update({key: [int(v) for v in tree[key]] for key in ("feature", "left", "right", "missing_left")})
             sizes = {len(values) for values in checked.values()}
             width = len(NUMERIC) + len(CATEGORICAL)
-            if len(sizes) != 1 or any(not -1 <= f < width for f in checked["feature"]):
+            inner = [node for node, f in enumerate(checked["feature"]) if f >= 0]
+            if (
+                len(sizes) != 1
+                or not checked["value"]
+                or any(not -1 <= f < width for f in checked["feature"])
+                or any(not node < checked[side][node] < len(checked["value"]) for node in inner for side in BRANCHES)
+                or not all(map(math.isfinite, checked["value"]))
+                or any(math.isnan(t) for t in checked["threshold"])
+            ):
                 raise DcaccelError("costmodel model: a tree of the boosted model is malformed")
             trees.append(checked)
-        return cls(categories, float(data["baseline"]), trees)
+        return cls(categories, _finite(data["baseline"], "boosted baseline"), trees)
 
 
 def _tree_json(nodes: np.ndarray) -> dict[str, list]:
@@ -256,9 +276,17 @@ class SequenceModel:
             str(name): {"shape": [int(s) for s in item["shape"]], "values": [float(v) for v in item["values"]]}
             for name, item in data["state"].items()
         }
-        if any(math.prod(item["shape"]) != len(item["values"]) for item in state.values()) or "shift" not in state:
+        if (
+            any(min(item["shape"], default=0) < 0 for item in state.values())
+            or any(math.prod(item["shape"]) != len(item["values"]) for item in state.values())
+            or any(not all(map(math.isfinite, item["values"])) for item in state.values())
+            or len(state.get("shift", {}).get("values", ())) != 1
+        ):
             raise DcaccelError("costmodel model: the sequence model's weights are malformed")
-        return cls([str(t) for t in data["vocabulary"]], state, int(data["width"]))
+        width = int(data["width"])
+        if not 1 <= width <= MAX_WIDTH:
+            raise DcaccelError(f"costmodel model: the sequence model's width is {width}, expected 1 to {MAX_WIDTH}")
+        return cls([str(t) for t in data["vocabulary"]], state, width)
 
 
 @dataclass
@@ -289,7 +317,11 @@ class CostModel:
         :data:`KINDS`)."""
         if kind not in ("analytic", *KINDS):
             raise DcaccelError(f"costmodel: no model '{kind}' (models: analytic, {', '.join(KINDS)})")
-        return getattr(self, kind).predict(rows)
+        with np.errstate(over="ignore"):
+            predicted = getattr(self, kind).predict(rows)
+        if not np.isfinite(predicted).all():
+            raise DcaccelError(f"costmodel: the {kind} model predicts a time that is not a finite number")
+        return predicted
 
     def to_json(self) -> dict:
         return {
@@ -308,6 +340,8 @@ class CostModel:
     def load(cls, path: str | os.PathLike) -> CostModel:
         """The model in ``path``; a file that is not a cost model of this version is refused in one line."""
         path = Path(path)
+        if path.is_dir():
+            raise DcaccelError(f"costmodel model {path}: is a folder")
         if not path.is_file():
             raise DcaccelError(f"costmodel model {path}: no such file")
         if path.stat().st_size > MAX_MODEL_BYTES:
