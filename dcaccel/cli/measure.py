@@ -20,7 +20,7 @@ from dcaccel.cli.models import (
     lower_workload,
     model_with_choices,
 )
-from dcaccel.costmodel.measure import WARMUP, measure, write_rows
+from dcaccel.costmodel.measure import MAX_REPEAT, WARMUP, measure, write_rows
 
 
 def register(subparsers) -> None:
@@ -28,7 +28,9 @@ def register(subparsers) -> None:
     parser = subparsers.add_parser("measure", help="time every task and copy of a lowered model on this CPU")
     add_model_argument(parser)
     add_impl_argument(parser)
-    parser.add_argument("--repeat", type=bounded_int(1), default=20, help="timed calls (default: %(default)d)")
+    parser.add_argument(
+        "--repeat", type=bounded_int(1, MAX_REPEAT), default=20, help="timed calls (default: %(default)d)"
+    )
     add_seed_argument(parser)
     parser.add_argument("--family", help="workload family of the rows (default: the model's name)")
     parser.add_argument("--out", required=True, metavar="ROWS.jsonl", help="rows file to append to")

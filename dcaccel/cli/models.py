@@ -17,6 +17,8 @@ from dcaccel.frontend.load import resolve
 from dcaccel.frontend.shapes import positive_size
 
 MODEL_HELP = "a built-in workload ({}), an .onnx file, or path/to/file.py:attribute"
+#: The longest size written on the command line (19 digits: below 2**63; Python refuses 4,300).
+MAX_SIZE_DIGITS = 19
 
 
 def add_model_argument(parser: argparse.ArgumentParser) -> None:
@@ -159,6 +161,8 @@ def _symbols(text: str) -> list[tuple[str, int]]:
             raise argparse.ArgumentTypeError(f"expected NAME=VALUE, got '{entry}'")
         if not name.isidentifier():
             raise argparse.ArgumentTypeError(f"{entry}: a name must be an identifier")
+        if len(value) > MAX_SIZE_DIGITS:
+            raise argparse.ArgumentTypeError(f"{name}: a size of {len(value)} characters (at most {MAX_SIZE_DIGITS})")
         try:
             pairs.append((name, positive_size(entry, int(value) if value.isascii() and value.isdigit() else value)))
         except DcaccelError as err:

@@ -41,6 +41,8 @@ from dcaccel.frontend.execution import compiled, program_arguments
 
 #: Calls before the timed ones (first-touch page faults, cold caches).
 WARMUP = 1
+#: The most timed calls of one measurement (each call runs the whole program).
+MAX_REPEAT = 10_000
 
 
 @dataclass(frozen=True)
@@ -219,8 +221,8 @@ def measure(
     """Measure the steps of ``lowered`` (a :class:`~dcaccel.transforms.lower.LoweredWorkload` of a workload
     with every size given) over ``repeat`` timed calls; one row per top-level map and per top-level copy."""
     workload = lowered.workload
-    if repeat < 1:
-        raise DcaccelError(f"measure {workload.name}: repeat must be at least 1, got {repeat}")
+    if not 1 <= repeat <= MAX_REPEAT:
+        raise DcaccelError(f"measure {workload.name}: repeat must be 1 to {MAX_REPEAT}, got {repeat}")
     sdfg = copying.deepcopy(lowered.sdfg)
     inputs = workload.random_inputs(seed)
     symbols = workload.bind_symbols(inputs)

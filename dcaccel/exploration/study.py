@@ -15,6 +15,7 @@ study does not have, or a value out of range, is refused in one line naming the 
 
 from __future__ import annotations
 
+import contextlib
 from collections.abc import Mapping
 from pathlib import Path
 from typing import Annotated, Any
@@ -67,6 +68,8 @@ def _several(value: Any, name: str, low: int | None = None) -> tuple:
     """``value`` (one or several) as a non-empty tuple; with ``low``, of integers at least ``low``. A value
     that is not a sequence (a number, a name, nothing, a mapping) is one value, checked as such."""
     values = _values(value)
+    with contextlib.suppress(TypeError):  # an unhashable value is refused below or by the field's type
+        values = tuple(dict.fromkeys(values))  # each once: a value given twice gave every point twice
     if not values:
         raise ValueError(f"{name} is empty")
     if low is not None:
