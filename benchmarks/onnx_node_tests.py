@@ -347,9 +347,12 @@ def run_here(
     label: str, model: onnx.ModelProto, feed: dict[str, np.ndarray], choices: dict[str, str]
 ) -> tuple[list[np.ndarray] | None, str | None]:
     """Outputs of ``model`` compiled with the chosen implementations, or the error that stopped it."""
+    from dcaccel.transforms.host import raising_host_failures
+
     try:
         imported, _ = _import_and_expand(label, model, choices)
-        outputs = imported(**{name: array.copy() for name, array in feed.items()})
+        with raising_host_failures():  # a host task's failed onnxruntime call, not its unwritten outputs
+            outputs = imported(**{name: array.copy() for name, array in feed.items()})
     except Exception as error:  # noqa: BLE001 - reported per case
         return None, _first_line(error)
     outputs = outputs if isinstance(outputs, tuple) else (outputs,)

@@ -25,7 +25,7 @@ from dace.codegen.compiled_sdfg import CompiledSDFG
 from dcaccel.errors import UnsupportedOpError
 from dcaccel.frontend.ops import library_nodes, op_type
 from dcaccel.frontend.shapes import concrete_shape, dimension_str
-from dcaccel.transforms.host import host_callbacks, with_host_tasks
+from dcaccel.transforms.host import host_callbacks, raising_host_failures, with_host_tasks
 
 if TYPE_CHECKING:
     from dcaccel.frontend.workload import Workload
@@ -124,7 +124,8 @@ def run_sdfg(sdfg: dace.SDFG, workload: "Workload", inputs: Mapping[str, np.ndar
     """Run ``sdfg`` (the workload's own SDFG or a lowered version of it) on ``inputs``.
 
     Inputs and outputs are keyed by the names of the workload's tensor specs; the weights of the
-    workload are passed to every container of the same name. Returns one array per output.
+    workload are passed to every container of the same name. Returns one array per output; raises
+    :class:`UnsupportedOpError` naming op and node when a host task's onnxruntime call failed.
     """
     symbols = workload.bind_symbols(inputs)
     program = compiled(sdfg)
@@ -132,7 +133,8 @@ def run_sdfg(sdfg: dace.SDFG, workload: "Workload", inputs: Mapping[str, np.ndar
     with warnings.catch_warnings():
         # Outputs named ``__return`` are passed in as arrays we allocated, which DaCe reports.
         warnings.filterwarnings("ignore", message="Return value .* is passed as a regular argument")
-        program(**arguments)
+        with raising_host_failures():  # a host task's onnxruntime call that failed, named (transforms.host)
+            program(**arguments)
     return {spec.name: arguments[spec.container].reshape(spec.concrete_shape(symbols)) for spec in workload.outputs}
 
 

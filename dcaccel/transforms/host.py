@@ -9,10 +9,14 @@ input and output, inputs first in the node's ONNX order. The callback is a :clas
 model of the op (its attributes, its opset version, the element types and shapes of its tensors, which ONNX
 shape inference gave the imported model) run by an onnxruntime session that writes its results into the
 outputs. :func:`host_callbacks` gives a program's callbacks by symbol name (:mod:`dcaccel.frontend.execution`
-passes them on every run); the DAG extraction counts the task like every opaque task: its volumes the sizes of
+passes them on every run). An op onnxruntime has no kernel for is refused when its host task is built; a call that
+fails at run time cannot raise through the compiled program (ctypes drops a callback's exception, leaving the
+outputs unwritten): it is recorded, and :func:`raising_host_failures` raises it, naming op and node, once the
+program call returns. The DAG extraction counts the task like every opaque task: its volumes the sizes of
 its tensors, its arithmetic from its op and shapes (:func:`dcaccel.dag.arithmetic.opaque_arithmetic`).
 """
 
+import contextlib
 import copy
 import functools
 import hashlib
@@ -41,17 +45,47 @@ class HostCall:
     model: bytes
     inputs: tuple[str, ...]
     outputs: tuple[str, ...]
+    op: str
+    node: str
 
     def __call__(self, *arrays: np.ndarray) -> None:
         """Run the op on the input ``arrays`` and write its results into the output ones (same order). A scalar
-        input arrives as a Python number: it is given to onnxruntime as an array of its ONNX element type."""
+        input arrives as a Python number: it is given to onnxruntime as an array of its ONNX element type. A
+        failure (onnxruntime's, or a result of another size than its output) is recorded for
+        :func:`raising_host_failures`: raised here, ctypes would drop it."""
+        try:
+            self._run(arrays)
+        except Exception as err:  # anything onnxruntime raises; the user gets one line after the program call
+            detail = str(err).splitlines()[0] if str(err) else type(err).__name__
+            _FAILURES.append(UnsupportedOpError(self.op, self.node, f"onnxruntime failed on the host: {detail}"))
+
+    def _run(self, arrays: tuple[np.ndarray, ...]) -> None:
         types = _input_types(self.model)
         feed = {
             name: np.asarray(a, types[name]) for name, a in zip(self.inputs, arrays[: len(self.inputs)], strict=True)
         }
         results = _session(self.model).run(list(self.outputs), feed)
-        for target, result in zip(arrays[len(self.inputs) :], results, strict=True):
-            target[...] = np.asarray(result).reshape(target.shape)
+        for name, target, result in zip(self.outputs, arrays[len(self.inputs) :], results, strict=True):
+            result = np.asarray(result)
+            if result.size != target.size:
+                raise ValueError(f"output '{name}' has shape {list(result.shape)}, not {list(target.shape)}")
+            target[...] = result.reshape(target.shape)
+
+
+#: The failures of host calls since :func:`raising_host_failures` was entered, first first.
+_FAILURES: list[UnsupportedOpError] = []
+
+
+@contextlib.contextmanager
+def raising_host_failures():
+    """Run the body (a call of a compiled program); if a host call failed during it, raise the first failure
+    (:class:`UnsupportedOpError` naming op and node) when it returns."""
+    _FAILURES.clear()
+    yield
+    failures = list(_FAILURES)
+    _FAILURES.clear()
+    if failures:
+        raise failures[0]
 
 
 @functools.lru_cache(maxsize=64)
@@ -137,7 +171,9 @@ def check_host(node: ONNXOp, state: dace.SDFGState) -> None:
 def host_task(node: ONNXOp, state: dace.SDFGState) -> nodes.Tasklet:
     """Replace ``node`` by the host task calling onnxruntime for it (see the module docstring); returns the
     tasklet, not yet marked opaque. :class:`UnsupportedOpError` for a scalar output (the callback writes
-    through pointers) or attributes onnxruntime cannot be given."""
+    through pointers), attributes onnxruntime cannot be given, or an op onnxruntime has no kernel for."""
+
+    from dcaccel.frontend.ops import op_type  # (dcaccel.frontend imports this module)
 
     check_host(node, state)
     sdfg = state.sdfg
@@ -147,10 +183,19 @@ def host_task(node: ONNXOp, state: dace.SDFGState) -> nodes.Tasklet:
     inputs = _onnx_names(node, set(node.in_connectors), node.schema.inputs)
     outputs = _onnx_names(node, set(node.out_connectors), node.schema.outputs)
     model = one_node_model(node, descs, inputs, outputs)
+    try:
+        _session(model)
+    except Exception as err:  # onnxruntime's own errors (no kernel for the op, its version or its types)
+        detail = str(err).splitlines()[0] if str(err) else type(err).__name__
+        raise UnsupportedOpError(
+            op_type(node), node.label, f"onnxruntime cannot run it on the host: {detail}"
+        ) from None
     connector = _free_connectors(sdfg, (*node.in_connectors, *node.out_connectors))
     arguments = [name for name in (*inputs, *outputs) if name]
     symbol = f"__dcaccel_host_{hashlib.sha256(model).hexdigest()[:16]}"
-    _CALLS[symbol] = HostCall(model, tuple(n for n in inputs if n), tuple(n for n in outputs if n))
+    _CALLS[symbol] = HostCall(
+        model, tuple(n for n in inputs if n), tuple(n for n in outputs if n), op_type(node), node.label
+    )
     callback = dace.callback(None, *(_callback_type(descs[name]) for name in arguments))
     _declare(sdfg, symbol, callback)
     tasklet = state.add_tasklet(

@@ -52,7 +52,9 @@ def test_a_host_call_runs_its_one_node_model_into_the_outputs():
     )
     model = helper.make_model(graph, opset_imports=[helper.make_opsetid("", 13)], ir_version=9)
     out = np.full((2, 3), 7, np.float32)
-    HostCall(model.SerializeToString(), ("h",), ("m",))(np.array([[1, 3, 2], [0, -1, -2]], np.float32), out)
+    HostCall(model.SerializeToString(), ("h",), ("m",), "Hardmax", "one")(
+        np.array([[1, 3, 2], [0, -1, -2]], np.float32), out
+    )
     np.testing.assert_array_equal(out, [[0, 1, 0], [1, 0, 0]])
 
 
@@ -72,8 +74,90 @@ def test_a_host_call_takes_a_scalar_input_as_a_python_number():
     )
     model = helper.make_model(graph, opset_imports=[helper.make_opsetid("", 14)], ir_version=9)
     out = np.zeros((3, 3), np.float32)
-    HostCall(model.SerializeToString(), ("x", "k"), ("y",))(np.ones((3, 3), np.float32), -1, out)
+    HostCall(model.SerializeToString(), ("x", "k"), ("y",), "Trilu", "one")(np.ones((3, 3), np.float32), -1, out)
     np.testing.assert_array_equal(out, np.tril(np.ones((3, 3)), -1))
+
+
+def gather_model(indices_shape: list[int], output_shape: list[int]) -> onnx.ModelProto:
+    """GatherND of a 3 × 2 float tensor ``x`` at int64 ``indices`` (a graph input) into ``y`` (shapes as given)."""
+    graph = helper.make_graph(
+        [helper.make_node("GatherND", ["x", "indices"], ["y"], name="gather")],
+        "gather",
+        [
+            helper.make_tensor_value_info("x", onnx.TensorProto.FLOAT, [3, 2]),
+            helper.make_tensor_value_info("indices", onnx.TensorProto.INT64, indices_shape),
+        ],
+        [helper.make_tensor_value_info("y", onnx.TensorProto.FLOAT, output_shape)],
+    )
+    return helper.make_model(graph, opset_imports=[helper.make_opsetid("", 13)], ir_version=9)
+
+
+@pytest.mark.parametrize(
+    ("indices", "output_shape", "detail"),
+    [
+        ([[5]], [1, 2], "onnxruntime failed on the host: [ONNXRuntimeError]"),  # index 5 of an axis of 3
+        ([[1]], [1, 3], "onnxruntime failed on the host: output 'y' has shape [1, 2], not [1, 3]"),
+    ],
+    ids=["onnxruntime_raises", "result_of_another_size"],
+)
+def test_a_failing_host_call_is_raised_after_the_program_call_naming_op_and_node(indices, output_shape, detail):
+    """Inside the compiled program a callback's exception is dropped by ctypes (the outputs stay as they were): the
+    host call records it and :func:`raising_host_failures` raises it in one line when the program call returns."""
+    from dcaccel.errors import UnsupportedOpError
+    from dcaccel.transforms.host import HostCall, raising_host_failures
+
+    model = gather_model([1, 1], output_shape).SerializeToString()
+    out = np.zeros(output_shape, np.float32)
+    call = HostCall(model, ("x", "indices"), ("y",), "GatherND", "gather")
+    with pytest.raises(UnsupportedOpError) as failure, raising_host_failures():
+        call(np.ones((3, 2), np.float32), np.array(indices, np.int64), out)
+    message = str(failure.value)
+    assert message.startswith(f"unsupported op GatherND (node 'gather'): {detail}") and "\n" not in message
+    with raising_host_failures():  # a failure is raised once, not again after the next program call
+        pass
+
+
+@pytest.mark.slow
+def test_a_compiled_host_task_whose_onnxruntime_call_fails_raises_instead_of_leaving_zeros():
+    """GatherND (no DaCe implementation: a host task) at index 5 of an axis of 3: onnxruntime raises inside the
+    compiled program's callback; the run ends in one line naming op and node, not in an output of zeros."""
+    import dcaccel
+    from dcaccel.errors import UnsupportedOpError
+    from dcaccel.frontend.execution import run_sdfg
+
+    workload = dcaccel.load(gather_model([1, 1], [1, 2]), name="gather")
+    feed = {"x": np.arange(6, dtype=np.float32).reshape(3, 2)}
+    with pytest.warns(UserWarning, match="GatherND"):
+        lowered = workload.lower({})
+    np.testing.assert_array_equal(run_sdfg(lowered.sdfg, workload, feed | {"indices": [[2]]})["y"], [[4, 5]])
+    with pytest.raises(UnsupportedOpError, match=r"^unsupported op GatherND \(node 'gather'\): onnxruntime failed"):
+        run_sdfg(lowered.sdfg, workload, feed | {"indices": [[5]]})
+
+
+@pytest.mark.slow
+def test_an_op_onnxruntime_has_no_kernel_for_is_refused_when_lowered():
+    """RoiAlign of opset 22 (onnxruntime's CPU provider stops at 16): refused in one line when its host task is
+    built, instead of a run whose callback fails."""
+    import dcaccel
+    from dcaccel.errors import UnsupportedOpError
+
+    graph = helper.make_graph(
+        [helper.make_node("RoiAlign", ["x", "rois", "batch"], ["y"], name="roi", output_height=2, output_width=2)],
+        "roi",
+        [
+            helper.make_tensor_value_info("x", onnx.TensorProto.FLOAT, [1, 1, 4, 4]),
+            helper.make_tensor_value_info("rois", onnx.TensorProto.FLOAT, [1, 4]),
+            helper.make_tensor_value_info("batch", onnx.TensorProto.INT64, [1]),
+        ],
+        [helper.make_tensor_value_info("y", onnx.TensorProto.FLOAT, [1, 1, 2, 2])],
+    )
+    workload = dcaccel.load(helper.make_model(graph, opset_imports=[helper.make_opsetid("", 22)], ir_version=9))
+    with pytest.raises(UnsupportedOpError) as refusal:
+        workload.lower({})
+    assert str(refusal.value).startswith(
+        "unsupported op RoiAlign (node 'roi'): onnxruntime cannot run it on the host: [ONNXRuntimeError] : 9 : "
+        "NOT_IMPLEMENTED"
+    )
 
 
 @pytest.fixture(scope="module")
