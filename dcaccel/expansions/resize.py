@@ -157,7 +157,9 @@ def _scales(node, state: SDFGState, sdfg: SDFG, in_shape, out_shape) -> list[Fra
 
 def resizing_of(node, state: SDFGState, sdfg: SDFG) -> Resizing:
     """The :class:`Resizing` of a Resize or Upsample node; raises :class:`UnsupportedOpError` for what it
-    does not cover (cubic, antialias, tf_crop_and_resize, half_pixel_symmetric, data scales)."""
+    does not cover (cubic, antialias, tf_crop_and_resize, half_pixel_symmetric, data scales, and
+    align_corners with a scale that makes the resized length fractional: ONNX's reference divides by that
+    length, onnxruntime by the output size, so the two disagree)."""
     in_shape = tuple(input_shape(node, state, sdfg, "X"))
     out_shape = tuple(output_shape(node, state, sdfg, "Y"))
     mode = {"bilinear": "linear", "trilinear": "linear"}.get(node.mode, node.mode)
@@ -177,6 +179,12 @@ def resizing_of(node, state: SDFGState, sdfg: SDFG) -> Resizing:
     scales = _scales(node, state, sdfg, in_shape, out_shape)
     maps = []
     for size, out_size, scale in zip(in_shape, out_shape, scales, strict=True):
+        if transformation == "align_corners" and (size * scale).denominator != 1:
+            raise unsupported(
+                node,
+                f"align_corners with scale {float(scale):g} on an axis of {size}: the resized length "
+                f"{float(size * scale):g} is fractional (ONNX divides by it, onnxruntime by the output size)",
+            )
         axis = _axis_map(transformation, size, out_size, scale)
         if mode == "nearest":
             axis = _rounded(axis, rounding or ("floor" if scale >= 1 else "ceil"))

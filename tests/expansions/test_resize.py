@@ -42,7 +42,7 @@ CASES = [
     _resize("linear_half_pixel", (1, 2, 3, 4), "linear", "half_pixel", scales=(1, 1, 2, 2)),
     _resize("linear_to_one", (1, 1, 4, 4), "linear", "pytorch_half_pixel", sizes=(1, 1, 1, 3)),
     _resize("linear_down", (1, 1, 6, 8), "linear", "half_pixel", scales=(1, 1, 0.5, 0.75)),
-    _resize("linear_corners_down", (1, 1, 2, 4), "linear", "align_corners", scales=(1, 1, 0.6, 0.6)),
+    _resize("linear_corners_down", (1, 1, 3, 5), "linear", "align_corners", scales=(1, 1, 1 / 3, 0.4)),
     _resize("linear_rank2", (2, 5), "linear", "asymmetric", scales=(1, 1.5)),
     _resize("identity", (1, 3, 1, 1), "linear", "half_pixel", scales=(1, 1, 1, 1)),
     _resize("size_one_up", (1, 1, 1, 1), "nearest", "asymmetric", scales=(1, 1, 3, 2), nearest="floor"),
@@ -96,7 +96,7 @@ CORNERS = {
     "linear_half_pixel": 4,
     "linear_to_one": 2,  # the resized length 1 reads coordinate 0 only
     "linear_down": 4,
-    "linear_corners_down": 1,  # align_corners to lengths 1 and 2: coordinates 0 and 0, 3 only
+    "linear_corners_down": 1,  # align_corners to lengths 1 and 2: coordinates 0 and 0, 4 only
     "linear_rank2": 2,  # the first axis is not resized
     "identity": 1,
 }
@@ -119,8 +119,12 @@ def test_one_task_reading_its_corners_per_output(case, dag):
         (_resize("cubic", (1, 1, 2, 2), "cubic", "half_pixel", scales=(1, 1, 2, 2)), "mode='cubic'"),
         (_resize("symmetric", (1, 1, 2, 2), "linear", "half_pixel_symmetric", scales=(1, 1, 2, 2)), "half_pixel_sym"),
         (_resize("crop", (1, 1, 2, 2), "linear", "tf_crop_and_resize", scales=(1, 1, 2, 2)), "tf_crop_and_resize"),
+        (  # ONNX's reference divides by the resized length 2.4 (values 1, 3.142857), onnxruntime by 2 (1, 4)
+            _resize("corners_fraction", (1, 1, 2, 4), "linear", "align_corners", scales=(1, 1, 0.6, 0.6)),
+            r"align_corners with scale 0\.6 on an axis of 2: the resized length 1\.2 is fractional",
+        ),
     ],
-    ids=["cubic", "half_pixel_symmetric", "tf_crop_and_resize"],
+    ids=["cubic", "half_pixel_symmetric", "tf_crop_and_resize", "align_corners_fractional_length"],
 )
 def test_unsupported_attributes_raise_before_expanding(case, message):
     with pytest.raises(UnsupportedOpError, match=message):
