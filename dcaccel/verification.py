@@ -124,7 +124,13 @@ def _onnxruntime_outputs(workload: Workload, inputs: Mapping[str, np.ndarray]) -
     """Outputs of onnxruntime on the workload's stored ONNX model."""
     import onnxruntime
 
-    session = onnxruntime.InferenceSession(workload.onnx_model.SerializeToString(), providers=["CPUExecutionProvider"])
+    try:
+        session = onnxruntime.InferenceSession(
+            workload.onnx_model.SerializeToString(), providers=["CPUExecutionProvider"]
+        )
+    except Exception as err:  # onnxruntime's own errors: a model its kernels refuse (CumSum exclusive=5)
+        detail = str(err).splitlines()[0] if str(err) else type(err).__name__
+        raise DcaccelError(f"verify {workload.name}: onnxruntime cannot run the reference model: {detail}") from None
     names = [spec.name for spec in workload.outputs]
     feeds = {spec.name: np.array(inputs[spec.name], dtype=spec.dtype) for spec in workload.inputs}
     return dict(zip(names, session.run(names, feeds), strict=True))

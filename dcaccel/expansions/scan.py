@@ -142,6 +142,9 @@ class CanonicalCumSum(CanonicalForward):
 
     @staticmethod
     def check(node, state: SDFGState, sdfg: SDFG) -> None:
+        for flag in ("exclusive", "reverse"):  # ONNX: 0 or 1 (onnxruntime refuses 5; read as true, it ran)
+            if getattr(node, flag) not in (0, 1):
+                raise unsupported(node, f"{flag}={getattr(node, flag)} (0 or 1)")
         shape = axis_input_shape(node, state, sdfg, "x")
         normalize_axis(_constant_axis_input(node, state, sdfg, "axis", "the axis to sum along"), len(shape), node)
 
