@@ -16,6 +16,7 @@ from typing import Any
 
 from dcaccel.errors import DcaccelError
 from dcaccel.exploration.store import MAX_INTEGER
+from dcaccel.exploration.study import MAX_PES
 
 
 def check_output(flag: str, path: str | os.PathLike | None, suffixes: Iterable[str]) -> None:
@@ -139,9 +140,6 @@ def _parameter(text: str) -> tuple[str, tuple]:
         raise argparse.ArgumentTypeError(str(err)) from None
     return path, tuple(values)
 
-
-#: The most PEs a schedule takes (the schedulers keep per-PE state: 2**20 PEs take a few seconds).
-MAX_PES = 2**20
 
 #: The concepts, by Study field. A flag's name is the field's (``--edge-volume``) but where the command line
 #: has always said it shorter: ``--impl``, ``--onchip``, ``--policy``, ``--arch-param``.

@@ -35,6 +35,7 @@ from dcaccel.exploration.assignments import STRATEGIES
 from dcaccel.exploration.executors import check_executor
 from dcaccel.exploration.mapping import MAPPING
 from dcaccel.exploration.points import SWEEP_SCHEDULERS, metrics
+from dcaccel.exploration.store import MAX_INTEGER
 from dcaccel.mapping.onchip import OBJECTIVES as MAPPING_OBJECTIVES
 from dcaccel.partitioning import OBJECTIVES as PARTITION_OBJECTIVES
 from dcaccel.scheduler import HETEROGENEOUS, PARTITIONINGS
@@ -45,6 +46,8 @@ NO_PARTITION = "none"
 #: The values of the ``partition_policy`` column.
 PARTITION_POLICIES = (NO_PARTITION, *POLICIES)
 DEFAULT_SCHEDULERS = ("streaming", "list")
+#: The most PEs a schedule takes (the schedulers keep per-PE state: 2**20 PEs take a few seconds).
+MAX_PES = 2**20
 #: The objectives the commands share, and the results column each ranks points by.
 OBJECTIVE_COLUMNS = {"makespan": "makespan_cycles", "energy": "energy_pj"}
 
@@ -64,9 +67,10 @@ def _one_of(value: str, known: tuple[str, ...], what: str) -> str:
     return value
 
 
-def _several(value: Any, name: str, low: int | None = None) -> tuple:
-    """``value`` (one or several) as a non-empty tuple; with ``low``, of integers at least ``low``. A value
-    that is not a sequence (a number, a name, nothing, a mapping) is one value, checked as such."""
+def _several(value: Any, name: str, low: int | None = None, high: int | None = None) -> tuple:
+    """``value`` (one or several) as a non-empty tuple; with ``low``, of integers at least ``low`` (and at most
+    ``high``). A value that is not a sequence (a number, a name, nothing, a mapping) is one value, checked as
+    such."""
     values = _values(value)
     with contextlib.suppress(TypeError):  # an unhashable value is refused below or by the field's type
         values = tuple(dict.fromkeys(values))  # each once: a value given twice gave every point twice
@@ -76,6 +80,9 @@ def _several(value: Any, name: str, low: int | None = None) -> tuple:
         bad = [v for v in values if isinstance(v, bool) or not isinstance(v, int) or v < low]
         if bad:
             raise ValueError(f"{name} must be integers of at least {low}, got {bad[0]!r}")
+        large = [v for v in values if high is not None and v > high]
+        if large:
+            raise ValueError(f"{name} {large[0]}: at most {high}")
     return values
 
 
@@ -308,12 +315,12 @@ class Study(_Part):
     @field_validator("pes", mode="before")
     @classmethod
     def _pes(cls, value: Any) -> tuple | None:
-        return None if value is None else _several(value, "pes", 1)
+        return None if value is None else _several(value, "pes", 1, MAX_PES)
 
     @field_validator("onchip_memory", mode="before")
     @classmethod
     def _onchip(cls, value: Any) -> tuple:
-        return _several(value, "onchip_memory", 0)
+        return _several(value, "onchip_memory", 0, MAX_INTEGER)
 
     @field_validator("scheduler", mode="before")
     @classmethod

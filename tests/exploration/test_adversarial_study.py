@@ -22,6 +22,8 @@ from dcaccel.exploration.study import Study
         ("models: [lenet]\ncost_model: {stream_energy: -1}\n", "cost_model.stream_energy must be a finite number"),
         ("models: [lenet]\ncost_model: {pe_static_energy: .inf}\n", "cost_model.pe_static_energy must be a finite"),
         ("models: [lenet]\npes: [" + "9" * 5000 + "]\n", "line 2: not valid YAML (an integer of 5000 characters"),
+        ("models: [lenet]\npes: [1000000000000]\n", "pes 1000000000000: at most 1048576"),  # as --pes
+        ("models: [lenet]\nonchip_memory: [" + "1" + "0" * 30 + "]\n", "at most 9223372036854775807"),  # the store's
     ],
 )
 def test_bad_study_is_one_line(text, message):
@@ -38,6 +40,8 @@ def test_bad_study_is_one_line(text, message):
         ("models: lenet\narch: eyeriss\n", "arch", ("eyeriss",)),
         ("models: lenet\narch: {name: x}\n", "arch", ({"name": "x"},)),
         ("models: lenet\npes: 16\n", "pes", (16,)),
+        ("models: lenet\npes: [16, 16, 32]\nscheduler: [list, list]\n", "pes", (16, 32)),
+        ("models: lenet\nscheduler: [list, list]\n", "scheduler", ("list",)),
         ("models: [lenet]\ncost_model: {pe_area: 2}\n", "cost_model", None),
     ],
 )
