@@ -39,7 +39,7 @@ from functools import lru_cache
 import sympy
 
 from dcaccel.dag import volume as vol
-from dcaccel.dag.task import TaskInfo
+from dcaccel.dag.task import TaskInfo, TaskInfoError
 from dcaccel.errors import DcaccelError
 
 #: Calls that convert a value's type and compute nothing (DaCe's and Python's scalar types).
@@ -314,10 +314,22 @@ def task_arithmetic(info: TaskInfo, first_in: int) -> tuple[int, int]:
     operations its unit performs, one per slot of the unit's MAC rate and one MAC's energy each: its MACs
     plus its ``ops``. A transfer task has no MACs; its operations are its ``elements`` (a link unit's
     operation is one element moved, :mod:`dcaccel.architecture.links`). A task without counts (a DAG file,
-    a generated DAG) is the canonical model's: one MAC per element of its first in-edge (``first_in``)."""
+    a generated DAG) is the canonical model's: one MAC per element of its first in-edge (``first_in``). A
+    count still symbolic (a DAG file whose volumes are numbers but whose counts are not) is refused in one line
+    naming the node."""
     if info.macs is not None:
-        macs = int(info.macs)
-        return macs, macs + int(info.ops or 0)
+        macs = _counted(info, "macs")
+        return macs, macs + (_counted(info, "ops") if info.ops is not None else 0)
     if info.elements is not None:
-        return 0, int(info.elements)
+        return 0, _counted(info, "elements")
     return first_in, first_in
+
+
+def _counted(info: TaskInfo, name: str) -> int:
+    """The count ``name`` of ``info`` as an int; a symbolic one raises :class:`TaskInfoError`."""
+    count = getattr(info, name)
+    if isinstance(count, sympy.Basic) and not count.is_Integer:
+        symbols = ", ".join(sorted(map(str, count.free_symbols)))
+        task = f"the task of {info.op or 'an op'} node '{info.node}'" if info.node else "a task"
+        raise TaskInfoError(f"{task}: {name} {count} needs values for {symbols} (TaskDAG.evaluate at the sizes)")
+    return int(count)

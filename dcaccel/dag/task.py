@@ -25,7 +25,7 @@ from typing import Any
 
 import sympy
 
-from dcaccel.dag.expression import ExpressionError, parse_expression
+from dcaccel.dag.expression import MAX_CONSTANT, ExpressionError, parse_expression
 from dcaccel.errors import DcaccelError
 
 #: Version of the DAG file layout that :meth:`TaskInfo.to_json` writes (a file without one is version 1).
@@ -75,9 +75,12 @@ def _count(value: Any) -> Count:
     if isinstance(value, sympy.Basic):
         return int(value) if value.is_Integer else value
     try:
-        return _natural(value)
+        count = _natural(value)
     except TaskInfoError:
         raise TaskInfoError(f"must be an integer >= 0 or an expression, got {_excerpt(value)}") from None
+    if count >= MAX_CONSTANT:  # as an edge volume and every constant of an expression
+        raise TaskInfoError(f"is {count}, more than {MAX_CONSTANT - 1}")
+    return count
 
 
 def _role(value: Any) -> Role:

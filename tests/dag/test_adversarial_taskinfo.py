@@ -70,3 +70,26 @@ def test_good_counts_still_evaluate(count, sizes, expected, tmp_path):
     path = tmp_path / "d.json"
     path.write_text(json.dumps(_dag(macs=count)))
     assert TaskDAG.from_json(path).evaluate(**sizes).info(2).macs == expected
+
+
+def test_a_count_beyond_64_bits_is_refused():
+    """Volumes stop at 2**63 - 1; a count of 10^40 MACs gave energies in float-rounded digits."""
+    with pytest.raises(DcaccelError, match=r"field 'macs' is 10{40}, more than 9223372036854775807"):
+        TaskDAG.from_json(_dag(macs=10**40))
+
+
+@pytest.mark.parametrize(
+    ("info", "message"),
+    [
+        ({"macs": "N", "node": "mm"}, "the task of MatMul node 'mm': macs N needs values for N"),
+        ({"macs": 3, "ops": "K*N"}, "a task: ops K*N needs values for K, N"),
+    ],
+)
+def test_a_symbolic_count_in_a_concrete_dag_is_refused_when_costed(info, message):
+    """Numbers as volumes but text as counts: the costs raised TypeError (Cannot convert symbols to int)."""
+    from dcaccel.dag.arithmetic import task_arithmetic
+
+    dag = TaskDAG.from_json(_dag(**info))
+    with pytest.raises(DcaccelError) as refusal:
+        task_arithmetic(dag.info(2), 4)
+    assert str(refusal.value) == f"{message} (TaskDAG.evaluate at the sizes)"
