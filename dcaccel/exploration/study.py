@@ -299,6 +299,14 @@ class Study(_Part):
                 raise ValueError(f"symbols: {name}={size}: a name must be an identifier, a size at least 1")
         return value
 
+    @field_validator("implementations")
+    @classmethod
+    def _implementations(cls, value: dict[str, tuple[str, ...]] | None) -> dict[str, tuple[str, ...]] | None:
+        empty = [key for key, names in (value or {}).items() if not names]
+        if empty:
+            raise ValueError(f"implementations: {shown(empty[0])} has no implementation to try (a sweep of no points)")
+        return value
+
     @field_validator("strategy")
     @classmethod
     def _strategy(cls, value: str) -> str:

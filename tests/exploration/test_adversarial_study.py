@@ -23,6 +23,7 @@ from dcaccel.exploration.study import Study
         ("models: [lenet]\ncost_model: {pe_static_energy: .inf}\n", "cost_model.pe_static_energy must be a finite"),
         ("models: [lenet]\npes: [" + "9" * 5000 + "]\n", "line 2: not valid YAML (an integer of 5000 characters"),
         ("models: [lenet]\npes: [1000000000000]\n", "pes 1000000000000: at most 1048576"),  # as --pes
+        ("models: [lenet]\nimplementations: {Conv: []}\n", "implementations: Conv has no implementation to try"),
         ("models: [lenet]\nonchip_memory: [" + "1" + "0" * 30 + "]\n", "at most 9223372036854775807"),  # the store's
     ],
 )
