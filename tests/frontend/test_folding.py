@@ -262,38 +262,20 @@ def test_builtin_cnn_folded_or_as_written_verifies_against_the_model_as_written(
 def _llama():
     from transformers import LlamaConfig, LlamaModel
 
-    config = LlamaConfig(
-        vocab_size=VOCABULARY,
-        hidden_size=32,
-        intermediate_size=64,
-        num_hidden_layers=1,
-        num_attention_heads=2,
-        num_key_value_heads=2,
-        max_position_embeddings=TOKENS,
-        use_cache=False,
-        attn_implementation="eager",
-    )
+    from tests.models.corpus import TINY_TEXT_TRANSFORMER
+
+    config = LlamaConfig(**{**TINY_TEXT_TRANSFORMER, "num_hidden_layers": 1}, num_key_value_heads=2, use_cache=False)
     return LlamaModel(config)
 
 
 def _t5():
     from transformers import T5Config, T5EncoderModel
 
-    config = T5Config(
-        vocab_size=VOCABULARY,
-        d_model=32,
-        d_kv=16,
-        d_ff=64,
-        num_layers=1,
-        num_heads=2,
-        relative_attention_num_buckets=8,
-        relative_attention_max_distance=TOKENS,
-    )
+    from tests.models.corpus import TINY_T5
+
+    config = T5Config(**{**TINY_T5, "num_layers": 1})
     return T5EncoderModel(config)
 
-
-VOCABULARY = 128
-TOKENS = 16
 
 #: Position models: the builder, and the op types their position arithmetic is made of.
 POSITION_MODELS = {"llama-rotary": (_llama, {"Sin", "Cos"}), "t5-buckets": (_t5, {"Abs", "Log", "Less", "Min"})}
@@ -302,7 +284,7 @@ POSITION_MODELS = {"llama-rotary": (_llama, {"Sin", "Cos"}), "t5-buckets": (_t5,
 @pytest.fixture(scope="module")
 def position_workloads():
     """Each position model imported as written and folded (random weights, no download)."""
-    from tests.models.corpus import SingleOutput
+    from tests.models.corpus import TOKENS, VOCABULARY, SingleOutput
 
     os.environ["HF_HUB_OFFLINE"] = "1"
     import torch
@@ -325,6 +307,8 @@ def test_position_arithmetic_kept_as_written_lowers_and_verifies(position_worklo
     assert position_ops <= set(nodes_by_op_type(written.sdfg))
     lowered = written.lower({})
     assert lowered.opaque == {}
+    from tests.models.corpus import TOKENS, VOCABULARY
+
     tokens = np.random.default_rng(0).integers(0, VOCABULARY, (1, TOKENS))
     report = verify(written, lowered, inputs={written.inputs[0].name: tokens})
     assert all(check.passed for check in report.outputs), report.outputs

@@ -221,18 +221,33 @@ def _deit() -> torch.nn.Module:
     return SingleOutput(DeiTForImageClassification(config), "logits")
 
 
+#: The sizes of the text transformers whose configs name them as BERT's does (BERT, Llama, DeBERTa-v2).
+TINY_TEXT_TRANSFORMER = {
+    "vocab_size": VOCABULARY,
+    "hidden_size": 32,
+    "num_hidden_layers": 2,
+    "num_attention_heads": 2,
+    "intermediate_size": 64,
+    "max_position_embeddings": TOKENS,
+    "attn_implementation": "eager",
+}
+#: T5's sizes (its own names), the encoder's layers.
+TINY_T5 = {
+    "vocab_size": VOCABULARY,
+    "d_model": 32,
+    "d_kv": 16,
+    "d_ff": 64,
+    "num_layers": 2,
+    "num_heads": 2,
+    "relative_attention_num_buckets": 8,
+    "relative_attention_max_distance": TOKENS,
+}
+
+
 def _bert() -> torch.nn.Module:
     from transformers import BertConfig, BertModel
 
-    config = BertConfig(
-        vocab_size=VOCABULARY,
-        hidden_size=32,
-        num_hidden_layers=2,
-        num_attention_heads=2,
-        intermediate_size=64,
-        max_position_embeddings=TOKENS,
-        attn_implementation="eager",
-    )
+    config = BertConfig(**TINY_TEXT_TRANSFORMER)
     return SingleOutput(BertModel(config, add_pooling_layer=False), "last_hidden_state")
 
 
@@ -269,36 +284,14 @@ def _gpt2() -> torch.nn.Module:
 def _llama() -> torch.nn.Module:
     from transformers import LlamaConfig, LlamaModel
 
-    config = LlamaConfig(
-        vocab_size=VOCABULARY,
-        hidden_size=32,
-        intermediate_size=64,
-        num_hidden_layers=2,
-        num_attention_heads=2,
-        num_key_value_heads=1,
-        max_position_embeddings=TOKENS,
-        use_cache=False,
-        attn_implementation="eager",
-    )
+    config = LlamaConfig(**TINY_TEXT_TRANSFORMER, num_key_value_heads=1, use_cache=False)
     return SingleOutput(LlamaModel(config), "last_hidden_state", attention_mask=True)
 
 
 def _t5() -> torch.nn.Module:
     from transformers import T5Config, T5Model
 
-    config = T5Config(
-        vocab_size=VOCABULARY,
-        d_model=32,
-        d_kv=16,
-        d_ff=64,
-        num_layers=2,
-        num_decoder_layers=2,
-        num_heads=2,
-        relative_attention_num_buckets=8,
-        relative_attention_max_distance=16,
-        use_cache=False,
-        attn_implementation="eager",
-    )
+    config = T5Config(**TINY_T5, num_decoder_layers=2, use_cache=False, attn_implementation="eager")
     return SingleOutput(T5Model(config), "last_hidden_state", decoder_inputs=True)
 
 
@@ -322,17 +315,11 @@ def _deberta() -> torch.nn.Module:
     from transformers import DebertaV2Config, DebertaV2Model
 
     config = DebertaV2Config(
-        vocab_size=VOCABULARY,
-        hidden_size=32,
-        num_hidden_layers=2,
-        num_attention_heads=2,
-        intermediate_size=64,
-        max_position_embeddings=TOKENS,
+        **TINY_TEXT_TRANSFORMER,
         relative_attention=True,
         position_buckets=8,
         max_relative_positions=TOKENS,
         pos_att_type=["p2c", "c2p"],
-        attn_implementation="eager",
     )
     return SingleOutput(DebertaV2Model(config), "last_hidden_state")
 
