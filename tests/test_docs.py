@@ -65,11 +65,7 @@ def test_seed_table_row(row, seed_dag):
 def test_edge_volume_table_row(row, rule, seed_dag):
     producer, consumer = re.fullmatch(r"`(\w+)` → `(\w+)`", row["edges"]).groups()
     dag = seed_dag(row["shape"], rule)
-    volumes = [
-        volume
-        for u, v, volume in dag.edges
-        if dag.info(u).map == producer and dag.info(v).map == consumer
-    ]
+    volumes = [volume for u, v, volume in dag.edges if dag.info(u).map == producer and dag.info(v).map == consumer]
     assert len(volumes) == number(row["number"])
     assert set(volumes) == {number(row[f"volume ({rule})"])}
 
