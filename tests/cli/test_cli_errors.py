@@ -216,7 +216,7 @@ def prepared(tmp_path, monkeypatch, conv_seed, mmm):
     monkeypatch.chdir(tmp_path)
     resolve = dcaccel.cli.models.resolve_model
     built = {"conv-seed": conv_seed, "mmm": mmm}
-    for command in (dcaccel.cli.info, dcaccel.cli.verify, dcaccel.cli.dag):
+    for command in (dcaccel.cli.info, dcaccel.cli.models):  # verify and dag load through cli.models
         monkeypatch.setattr(
             command, "resolve_model", lambda spec, *rest: built[spec] if spec in built else resolve(spec, *rest)
         )
