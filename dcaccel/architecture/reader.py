@@ -49,6 +49,15 @@ class ArchitectureError(DcaccelError):
     """An architecture description that does not validate, or a request it cannot serve."""
 
 
+def first_problem(error) -> tuple[dict, str, str]:
+    """The first problem of a pydantic ``ValidationError``, where it is (``units.pe.count``) and how many
+    more there are (`` (and 2 more)``, or empty): the parts of every one-line validation message."""
+    problems = error.errors(include_url=False)
+    first = problems[0]
+    more = f" (and {len(problems) - 1} more)" if len(problems) > 1 else ""
+    return first, ".".join(shown(part) for part in first["loc"]), more
+
+
 def shown(value: Any) -> str:
     """``value`` for a one-line message: a plain name as is, anything else quoted and cut to a few dozen
     characters (no line break of a key reaches the message)."""

@@ -30,7 +30,7 @@ from dcaccel.architecture.ranges import (
     Rate,
     Units,
 )
-from dcaccel.architecture.reader import shown
+from dcaccel.architecture.reader import first_problem
 from dcaccel.architecture.support import PatternText, SupportRule, UnitRole, check_support
 
 #: An op name as a task's record (``TaskInfo.op``) carries it (ONNX op type), or ``"*"`` for every op.
@@ -210,9 +210,6 @@ class ArchitectureSpec(_Strict):
 def describe_error(error: pydantic.ValidationError, source: str) -> str:
     """One line for a failed validation of ``source`` (a name or file): the first problem, where
     it is (``units.pe.count``), and how many more there are."""
-    problems = error.errors(include_url=False)
-    first = problems[0]
-    where = ".".join(shown(part) for part in first["loc"])
+    first, where, more = first_problem(error)
     message = first["msg"].removeprefix("Value error, ")
-    more = f" (and {len(problems) - 1} more)" if len(problems) > 1 else ""
     return f"architecture {source}: {where + ': ' if where else ''}{message}{more}"

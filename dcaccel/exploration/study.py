@@ -26,7 +26,7 @@ from pydantic import BaseModel, ConfigDict, Field, PlainSerializer, field_valida
 
 from dcaccel.architecture import DEFAULT as DEFAULT_ARCHITECTURE
 from dcaccel.architecture import DEFAULT_PES, Architecture, design_pes
-from dcaccel.architecture.reader import read_file, read_yaml, shown, validated
+from dcaccel.architecture.reader import first_problem, read_file, read_yaml, shown, validated
 from dcaccel.cost.learned import ANALYTIC, check_cost
 from dcaccel.cost.proxy import CostModel
 from dcaccel.dag.walk import EDGE_VOLUME_RULES, Granularity
@@ -434,10 +434,7 @@ def describe_error(error: pydantic.ValidationError, source: str) -> str:
     """One line for a failed validation: ``source``, the first problem and where it is
     (``execution.workers``), and how many more there are. A check of this module says what is wrong in its
     own words, naming the field; pydantic's own reports are prefixed with the field's path."""
-    problems = error.errors(include_url=False)
-    first = problems[0]
-    where = ".".join(shown(part) for part in first["loc"])
-    more = f" (and {len(problems) - 1} more)" if len(problems) > 1 else ""
+    first, where, more = first_problem(error)
     if first["type"] == "value_error":
         return f"{source}: {first['msg'].removeprefix('Value error, ')}{more}"
     if first["type"] == "extra_forbidden":
