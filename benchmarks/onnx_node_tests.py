@@ -75,6 +75,15 @@ PARAMETER_INPUTS = {
     "BlackmanWindow": (0,),
     "HammingWindow": (0,),
     "HannWindow": (0,),
+    "Trilu": (1,),
+    "OneHot": (1,),
+    "Col2Im": (1, 2),
+    "AffineGrid": (1,),
+    "MaxUnpool": (2,),
+    "MelWeightMatrix": (0, 1, 2, 3, 4),
+    "DFT": (1, 2),
+    "STFT": (1, 3),
+    "Loop": (0,),
 }
 """Input positions per op that the canonical implementations need as constants (shape parameters)."""
 
