@@ -146,6 +146,13 @@ def conv_geometry(node, state: dace.SDFGState, sdfg: dace.SDFG) -> ConvGeometry:
     y = out_desc_with_name(node, state, sdfg, "Y")
     if x.dtype not in FLOAT_TYPES or w.dtype != x.dtype:
         raise unsupported(node, f"element types X {x.dtype}, W {w.dtype}")
+    return conv_geometry_of(node, x, w, y)
+
+
+def conv_geometry_of(node, x: dace.data.Data, w: dace.data.Data, y: dace.data.Data) -> ConvGeometry:
+    """The geometry of the convolution ``node`` (Conv's attributes) of input ``x``, weights ``w`` and output ``y``
+    (descriptors of any element type: ``ConvInteger`` and ``QLinearConv`` name their connectors otherwise);
+    :class:`UnsupportedOpError` for what it cannot lower."""
     if len(x.shape) < 3 or len(w.shape) != len(x.shape):
         raise unsupported(node, f"X shape {tuple(x.shape)} with W shape {tuple(w.shape)}")
     try:
