@@ -32,6 +32,7 @@ MODULES = (
     "normalization",
     "padding",
     "pooling",
+    "quantized",
     "reduce",
     "recurrent",
     "resize",
