@@ -96,6 +96,8 @@ def from_onnx(
         for container, tensor in imported.clean_weights.items()
         if container in sdfg.arrays
     }
+    for container in weights:  # DaCe's importer leaves a weight that is also a graph output transient: never passed
+        sdfg.arrays[container].transient = False
     return Workload(
         name=name,
         origin=origin,
