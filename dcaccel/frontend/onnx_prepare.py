@@ -7,7 +7,8 @@ the order :func:`dcaccel.frontend.onnx_import.from_onnx` runs them:
 1. :func:`normalize`: the default domain spelled ``ai.onnx`` is written ``""`` (DaCe's importer looks
    the opset up under ``""`` only), graph inputs that are also initializers become weights only, and
    a model whose opset is older than :data:`MIN_OPSET` (or an opset-9 model with an ``Upsample``) is
-   converted with ``onnx.version_converter``;
+   converted with ``onnx.version_converter``; control flow (``If``, ``Loop``, ``Scan``) is replaced by the
+   straight-line graph it denotes (:func:`dcaccel.frontend.control_flow.straight_line`);
 2. :func:`check_consistent`: the ONNX checker with strict shape and type inference;
 3. :func:`simplify`: onnx-simplifier folds every value computable from initializers and constants
    (``ConstantOfShape``, ``Shape`` → ``Gather`` → ``Concat`` → ``Reshape`` chains, ``Cast`` of
@@ -46,6 +47,7 @@ import onnx_ir as ir
 from onnx_ir.passes.common import IdentityEliminationPass, LiftConstantsToInitializersPass, RemoveUnusedNodesPass
 
 from dcaccel.errors import DcaccelError
+from dcaccel.frontend import control_flow
 
 MIN_OPSET = 7
 """The oldest default-domain opset DaCe's importer takes: the symbolic shape inference of onnxruntime it
@@ -109,8 +111,8 @@ logger = logging.getLogger(__name__)
 
 def normalize(proto: onnx.ModelProto, source: str) -> onnx.ModelProto:
     """A copy of ``proto`` with the default domain written ``""``, graph inputs that are also initializers
-    made weights only, its opset at least :data:`MIN_OPSET`, and an opset-9 ``Upsample`` made a ``Resize``
-    (the model converted to :data:`RESIZE_OPSET`).
+    made weights only, its control flow unrolled (:mod:`dcaccel.frontend.control_flow`), its opset at least
+    :data:`MIN_OPSET`, and an opset-9 ``Upsample`` made a ``Resize`` (the model converted to :data:`RESIZE_OPSET`).
 
     Old exporters listed every weight as a graph input too; ONNX lets a caller override such an input
     with a value of its own, dcaccel never does, so it is a weight (and constant folding may go through
@@ -132,6 +134,7 @@ def normalize(proto: onnx.ModelProto, source: str) -> onnx.ModelProto:
         del model.graph.input[:]
         model.graph.input.extend(inputs)
         model.ir_version = max(model.ir_version, _INITIALIZERS_NOT_INPUTS_IR)
+    model = control_flow.straight_line(model, source)
     opset = versions.get("")
     if opset is None:
         raise DcaccelError(f"{source} does not import the default ONNX domain (its opset_import names no version)")
