@@ -2,21 +2,30 @@
 
 For every ONNX op with a canonical implementation (``dcaccel.expansions.supported_ops()``), the
 test cases of that op (``onnx.backend.test.case.node.collect_testcases``: a model and reference
-inputs and outputs; ``_expanded`` variants included) go through import (``dace.ml.ONNXModel``) →
-``implementation = "canonical"`` on every ONNX node → library node expansion → compile → run →
-comparison with the reference outputs at the case's tolerances. Every case ends as:
+inputs and outputs; ``_expanded`` variants included) go through dcaccel's import as ``dcaccel.load(...,
+fold=False)`` does it (:func:`imported_graph`: old opsets converted, control flow and ONNX function bodies
+rewritten where dcaccel does so, shape operands folded, every other computed subgraph kept) → DaCe's import
+(``dace.ml.ONNXModel``) → ``implementation = "canonical"`` on every ONNX node → library node expansion →
+compile → run → comparison with the reference outputs at the case's tolerances. Every case ends as:
 
-- ``pass``: every op lowered canonically, outputs equal to the reference;
+- ``pass``: every op lowered canonically, outputs equal to the reference (when the tested op is no longer in
+  the imported graph, the reason says what it was lowered as: its function body, or an ``Identity``);
 - ``host`` (with ``--fallback``): outputs equal to the reference, an op without a canonical
   implementation run through lowering's fallback (``dcaccel.transforms.opaque``: DaCe's expansion
   kept as one opaque task, else a host task calling onnxruntime); the reason names op and fallback;
 - ``skip``, with the reason: the model uses an op dcaccel does not lower (without ``--fallback``), a
-  tensor type DaCe cannot represent, or an attribute the implementation (or fallback) rejects
+  tensor type DaCe cannot represent, or an attribute the implementation (or fallback, or the import) rejects
   (``UnsupportedOpError``, one line naming the op);
 - ``fail``, with the reason (the error, or the largest deviation from the reference).
 
+The per-op table merges an op's implementations (``Conv[mv]``, ``Conv[op]``...) into one row and gives the
+``_expanded`` cases (the op's function body written out by ONNX's test generator: the op itself is not in their
+graph) rows of their own, ``<op> (expanded)``, which are not op types of the coverage measure. An op type is
+*canonical* when at least one of its own cases passed (:func:`op_class`).
+
 ``--all`` selects every op of the backend tests instead of the ops dcaccel lowers. The cases of sequence,
-optional, map and string tensors and of training ops are left out in every selection (:func:`excluded`).
+optional, map and string tensors, of optional ops and of training ops are left out in every selection
+(:func:`excluded`).
 
 Shape parameters that the canonical model needs as constants (Reshape's ``shape``, Slice's
 ``starts``…, the ``axes`` inputs) are graph inputs in the backend tests; they are bound to the
@@ -25,26 +34,31 @@ finds skips without compiling), then compiled together: the cases with the same 
 merged into one model (tensors renamed per case) and one SDFG per batch is compiled. A batch
 that fails to compile or run is split in halves until the failing cases are isolated.
 
-Usage: ``python benchmarks/onnx_node_tests.py [--ops Relu,Softmax | --all] [--fallback] [--batch 40] [--verbose]``.
-Set ``DACE_default_build_folder`` to a folder of your own first.
+Usage: ``python benchmarks/onnx_node_tests.py [--ops Relu,Softmax | --all [--shard K/N]] [--fallback] [--batch 40]
+[--json OUT] [--markdown] [--verbose]``; ``--from-json A.json B.json ... [--markdown]`` reports saved outcomes
+(e.g. the shards of one run). Set ``DACE_default_build_folder`` to a folder of your own first.
 """
 
 import argparse
 import copy
 import enum
+import json
 import multiprocessing
+import re
 import sys
 import time
 from collections import Counter, defaultdict
 from collections.abc import Iterable, Sequence
-from dataclasses import astuple, dataclass, field, fields
+from dataclasses import asdict, astuple, dataclass, field, fields
 
 import numpy as np
 import onnx
 from onnx.backend.test.case.node import collect_testcases
 from onnx.backend.test.case.test_case import TestCase
 
-from dcaccel.frontend.onnx_prepare import MIN_OPSET, upgraded
+from dcaccel.errors import DcaccelError, UnsupportedOpError
+from dcaccel.frontend.onnx_import import as_imported
+from dcaccel.frontend.onnx_prepare import check_consistent, normalize
 
 PARAMETER_INPUTS = {
     "ConstantOfShape": (0,),
@@ -86,6 +100,12 @@ PARAMETER_INPUTS = {
     "Loop": (0,),
 }
 """Input positions per op that the canonical implementations need as constants (shape parameters)."""
+
+
+EXPANDED = "_expanded"
+EXPANDED_LABEL = " (expanded)"
+"""An ``_expanded`` case is the op's ONNX function body written out: its table row is the op's name with this
+suffix, apart from the op's own cases, and is not an op type of the coverage measure (the op is not in its graph)."""
 
 
 class Status(enum.StrEnum):
@@ -134,6 +154,8 @@ class PreparedCase:
     inputs: dict[str, np.ndarray]
     expected: list[np.ndarray]
     implementation: str
+    refusal: DcaccelError | None = None
+    """Why dcaccel's import refused the case's model (then ``model`` is the model as the case wrote it)."""
     opset: int = field(init=False)  # of the default domain (0: none)
     opsets: tuple[tuple[str, int], ...] = field(init=False)  # (domain, version) of every domain: cases merge if equal
     fallbacks: dict[str, str] = field(default_factory=dict)
@@ -155,17 +177,30 @@ def _normalized(name: str) -> str:
 _SCHEMA_NAMES = {_normalized(s.name): s.name for s in onnx.defs.get_all_schemas_with_history()}
 
 
+_TEST_NAME_ABBREVIATIONS = {
+    "nllloss": "NegativeLogLikelihoodLoss",
+    "sce": "SoftmaxCrossEntropyLoss",
+    "mvn": "MeanVarianceNormalization",
+}
+"""Test-name prefixes of ONNX's generator that abbreviate the op they test."""
+
+
 def primary_op(case: TestCase) -> str:
     """The op a test case tests: its only op type, or (an ``_expanded`` graph) the op named by the test."""
     op_types = {node.op_type for node in case.model.graph.node}
     if len(op_types) == 1:
         return op_types.pop()
+    prefix = case.name.removeprefix("test_").split("_")[0]
+    if prefix in _TEST_NAME_ABBREVIATIONS:
+        return _TEST_NAME_ABBREVIATIONS[prefix]
     key = _normalized(case.name.removeprefix("test_"))
     best = max((name for name in _SCHEMA_NAMES if key.startswith(name)), key=len, default=None)
     return _SCHEMA_NAMES[best] if best else "+".join(sorted(op_types))
 
 
 TRAINING_DOMAIN = "ai.onnx.preview.training"
+OPTIONAL_OPS = frozenset({"Optional", "OptionalGetElement", "OptionalHasElement"})
+"""The ops of optional values (some of their cases take plain tensors): outside the measure as optional ops."""
 
 
 def excluded(case: TestCase) -> str | None:
@@ -174,6 +209,8 @@ def excluded(case: TestCase) -> str | None:
     graph = case.model.graph
     if any(node.domain == TRAINING_DOMAIN for node in graph.node):
         return "training op"
+    if any(node.op_type in OPTIONAL_OPS for node in graph.node):
+        return "optional op"
     for value in (*graph.input, *graph.output, *graph.value_info):
         kind = value.type.WhichOneof("value")
         if kind != "tensor_type":
@@ -216,11 +253,22 @@ def prepare(label: str, case: TestCase, implementation: str = "canonical") -> Pr
     kept = [value for value in graph.input if value.name not in bound]
     del graph.input[:]
     graph.input.extend(kept)
-    feed = {name: array.copy() for name, array in values.items() if name not in bound}
-    opset = max((o.version for o in model.opset_import if o.domain in ("", "ai.onnx")), default=MIN_OPSET)
-    if opset < MIN_OPSET:  # DaCe imports opset 7 and later: converted as dcaccel.load converts
-        model = upgraded(model, case.name, opset)
-    return PreparedCase(label, case, model, feed, [_as_array(e) for e in expected], implementation)
+    refusal = None
+    try:
+        model = imported_graph(model, case.name)
+    except DcaccelError as error:
+        refusal = error
+    kept = {value.name for value in model.graph.input}
+    feed = {name: array.copy() for name, array in values.items() if name not in bound and name in kept}
+    return PreparedCase(label, case, model, feed, [_as_array(e) for e in expected], implementation, refusal)
+
+
+def imported_graph(model: onnx.ModelProto, source: str) -> onnx.ModelProto:
+    """``model`` as ``dcaccel.load(..., fold=False)`` gives it to DaCe's importer: normalized (old opsets
+    converted), checked, shape operands folded, every other computed subgraph kept as written."""
+    model = normalize(model, source)
+    check_consistent(model, source)
+    return as_imported(model, source, fold=False)
 
 
 def merge(cases: Sequence[PreparedCase]) -> tuple[onnx.ModelProto, dict[str, np.ndarray], dict[str, str]]:
@@ -328,9 +376,11 @@ def _unsupported_types(model: onnx.ModelProto) -> list[str]:
 def dry_run(prepared: PreparedCase, supported: set[str], fallback: bool = False) -> CaseOutcome | None:
     """Import and expand one case without compiling; the outcome if it cannot run, else None (the fallbacks it
     needs recorded in ``prepared``). Without ``fallback``, a case with an op dcaccel does not lower is skipped."""
-    from dcaccel.errors import UnsupportedOpError
-
     name = prepared.case.name
+    if isinstance(prepared.refusal, UnsupportedOpError):
+        return CaseOutcome(prepared.label, name, Status.SKIP, str(prepared.refusal))
+    if prepared.refusal is not None:
+        return CaseOutcome(prepared.label, name, Status.FAIL, f"import: {_first_line(prepared.refusal)}")
     unsupported_ops = sorted({n.op_type for n in prepared.model.graph.node} - supported - {"Constant"})
     if unsupported_ops and not fallback:
         return CaseOutcome(
@@ -416,6 +466,10 @@ def compare(prepared: PreparedCase, outputs: Sequence) -> CaseOutcome:
     if prepared.fallbacks:
         through = ", ".join(f"{op} ({implementation})" for op, implementation in sorted(prepared.fallbacks.items()))
         return CaseOutcome(prepared.label, name, Status.HOST, f"fallback: {through}")
+    tested = primary_op(prepared.case)
+    if EXPANDED not in name and tested not in {node.op_type for node in prepared.model.graph.node}:
+        lowered_as = "+".join(sorted({node.op_type for node in prepared.model.graph.node})) or "no operator"
+        return CaseOutcome(prepared.label, name, Status.PASS, f"lowered as {lowered_as}")
     return CaseOutcome(prepared.label, name, Status.PASS)
 
 
@@ -469,6 +523,8 @@ class Runner:
             implementations = dcaccel.expansions.implementations(op) or ["canonical"]  # (none: the fallback's)
             for implementation in implementations:
                 label = op if implementations == ["canonical"] else f"{op}[{implementation}]"
+                if EXPANDED in case.name:
+                    label += EXPANDED_LABEL
                 prepared = prepare(label, case, implementation)
                 outcome = dry_run(prepared, supported, self.fallback)
                 if outcome is None:
@@ -493,6 +549,115 @@ def summarize(outcomes: Iterable[CaseOutcome]) -> list[OpSummary]:
     ]
 
 
+class OpClass(enum.StrEnum):
+    """How an op type's cases ended, as the coverage measure counts it."""
+
+    CANONICAL = "canonical"
+    CANONICAL_SOME_FAIL = "canonical, some cases fail"
+    HOST = "host fallback"
+    HOST_SOME_FAIL = "host fallback, some cases fail"
+    FAILS = "fails"
+    REFUSED = "refused in one line"
+
+
+def op_class(summary: OpSummary) -> OpClass:
+    """The class of an op from its counts: canonical when a case passed with every op lowered canonically."""
+    if summary.passed:
+        return OpClass.CANONICAL_SOME_FAIL if summary.failed else OpClass.CANONICAL
+    if summary.host:
+        return OpClass.HOST_SOME_FAIL if summary.failed else OpClass.HOST
+    return OpClass.FAILS if summary.failed else OpClass.REFUSED
+
+
+def op_type(label: str) -> str | None:
+    """The op type a table row counts for (``Conv[mv]`` is ``Conv``), None for an ``_expanded`` row."""
+    return None if label.endswith(EXPANDED_LABEL) else label.split("[")[0]
+
+
+@dataclass(frozen=True)
+class OpRow:
+    """One op's line of the per-op table: counts, class and the first reason that is not a plain pass."""
+
+    op: str
+    cases: int
+    passed: int
+    host: int
+    failed: int
+    skipped: int
+    op_class: OpClass
+    first_failure_refusal_or_route: str
+
+
+def op_rows(outcomes: Sequence[CaseOutcome]) -> list[OpRow]:
+    """The per-op table: an op type's implementations merged into one row, its ``_expanded`` cases in their own."""
+    by_row = defaultdict(list)
+    for outcome in outcomes:
+        by_row[op_type(outcome.op) or outcome.op].append(outcome)
+    rows = []
+    for label, group in sorted(by_row.items()):
+        summary = summarize(CaseOutcome(label, o.case, o.status, o.reason) for o in group)[0]
+        rows.append(OpRow(*astuple(summary), op_class(summary), _first_reason(group)))
+    return rows
+
+
+def _first_reason(outcomes: Sequence[CaseOutcome]) -> str:
+    """The first failure (else refusal, else fallback or other route) of ``outcomes``, with how many more."""
+    for status in (Status.FAIL, Status.SKIP, Status.HOST, Status.PASS):
+        reasons = [o for o in outcomes if o.status is status and o.reason]
+        if reasons:
+            more = f" (+{len(reasons) - 1} more)" if len(reasons) > 1 else ""
+            return f"{status.value}: {reasons[0].case}: {reasons[0].reason}{more}"[:240]
+    return ""
+
+
+@dataclass(frozen=True)
+class ClassCount:
+    """How many op types of the measure are in one class."""
+
+    op_class: OpClass
+    op_types: int
+    share: str
+
+
+def class_counts(rows: Sequence[OpRow]) -> list[ClassCount]:
+    """Op types per class (``_expanded`` rows are not op types)."""
+    counted = Counter(row.op_class for row in rows if op_type(row.op) is not None)
+    total = sum(counted.values())
+    return [ClassCount(c, counted[c], f"{counted[c] / total:.0%}" if total else "-") for c in OpClass]
+
+
+def markdown_table(rows: Sequence) -> str:
+    """A markdown table of dataclass rows (header from the dataclass fields)."""
+    header = [f.name for f in fields(rows[0])]
+    lines = ["| " + " | ".join(header) + " |", "|" + "---|" * len(header)]
+    for row in rows:
+        cells = [str(v.value if isinstance(v, enum.Enum) else v).replace("|", "\\|") for v in astuple(row)]
+        lines.append("| " + " | ".join(cells) + " |")
+    return "\n".join(lines)
+
+
+def write_outcomes(path: str, outcomes: Sequence[CaseOutcome]) -> None:
+    """Save ``outcomes`` as JSON (a list of objects with the fields of :class:`CaseOutcome`)."""
+    with open(path, "w") as file:
+        json.dump([{**asdict(o), "status": o.status.value} for o in outcomes], file, indent=0)
+
+
+def read_outcomes(path: str) -> list[CaseOutcome]:
+    """Outcomes saved by :func:`write_outcomes` (each field checked)."""
+    with open(path) as file:
+        records = json.load(file)
+    if not isinstance(records, list):
+        raise ValueError(f"{path}: not a list of case outcomes")
+    outcomes = []
+    for index, record in enumerate(records):
+        if not isinstance(record, dict) or set(record) != {f.name for f in fields(CaseOutcome)}:
+            raise ValueError(f"{path}: record {index} does not have the fields of a case outcome")
+        if not all(isinstance(value, str) for value in record.values()):
+            raise ValueError(f"{path}: record {index} has a field that is not text")
+        outcomes.append(CaseOutcome(record["op"], record["case"], Status(record["status"]), record["reason"]))
+    return outcomes
+
+
 def format_table(rows: Sequence, header: Sequence[str] | None = None) -> str:
     """A plain-text table of dataclass rows (header from the dataclass fields)."""
     header = list(header or [f.name for f in fields(rows[0])])
@@ -504,33 +669,65 @@ def format_table(rows: Sequence, header: Sequence[str] | None = None) -> str:
 
 
 def main(argv: Sequence[str] | None = None) -> int:
-    """Run the cases, print the per-op table and every failing or skipped case; exit 1 if any failed."""
+    """Run the cases (or read saved outcomes), print the per-op table and every case that did not pass plainly;
+    exit 1 if any failed."""
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     chosen = parser.add_mutually_exclusive_group()
     chosen.add_argument("--ops", help="comma-separated ops (default: every op with a canonical implementation)")
     chosen.add_argument("--all", action="store_true", help="every op of the backend tests (see excluded())")
+    chosen.add_argument("--from-json", nargs="+", metavar="FILE", help="report outcomes saved with --json instead")
+    parser.add_argument("--shard", help="K/N: run only the K-th of N shares of the selected ops (alphabetical)")
     parser.add_argument("--fallback", action="store_true", help="run ops without a canonical implementation too")
     parser.add_argument("--batch", type=int, default=40, help="cases per compiled SDFG (default 40)")
+    parser.add_argument("--json", metavar="FILE", help="save every case's outcome to FILE")
+    parser.add_argument("--markdown", action="store_true", help="print the tables as markdown (docs/models.md)")
     parser.add_argument("--verbose", action="store_true", help="report every compiled batch on stderr")
     args = parser.parse_args(argv)
+    if args.shard and not (
+        re.fullmatch(r"(\d+)/(\d+)", args.shard) and 1 <= int(args.shard.split("/")[0]) <= int(args.shard.split("/")[1])
+    ):
+        parser.error(f"--shard {args.shard}: give K/N with 1 <= K <= N")
 
+    began = time.perf_counter()
+    if args.from_json:
+        outcomes = [outcome for path in args.from_json for outcome in read_outcomes(path)]
+    else:
+        outcomes = _run(args)
+    if args.json:
+        write_outcomes(args.json, outcomes)
+    rows = op_rows(outcomes)
+    total = OpSummary("total", *(sum(getattr(r, f.name) for r in rows) for f in fields(OpSummary)[1:]))
+    classes = class_counts(rows)
+    show = markdown_table if args.markdown else format_table
+    print(show(rows))
+    print()
+    print(show([total]))
+    print()
+    print(show(classes))
+    problems = sorted((o for o in outcomes if o.reason), key=lambda o: (o.op, o.status, o.case))
+    if problems and not args.markdown:
+        print()
+        print(format_table(problems))
+    print(f"\n{len(outcomes)} cases, {time.perf_counter() - began:.0f} s")
+    return 1 if total.failed else 0
+
+
+def _run(args: argparse.Namespace) -> list[CaseOutcome]:
+    """The outcomes of the cases ``args`` select."""
     import dcaccel.expansions
 
     supported = set(dcaccel.expansions.supported_ops())
     ops = None if args.all else args.ops.split(",") if args.ops else sorted(supported)
-    began = time.perf_counter()
     selected = select_cases(ops)
+    if args.shard:
+        k, n = (int(part) for part in args.shard.split("/"))
+        names = sorted({op for op, _ in selected})
+        share = set(names[k - 1 :: n])
+        selected = [(op, case) for op, case in selected if op in share]
     runner = Runner(args.batch, args.verbose, fallback=args.fallback)
     outcomes = runner.run(selected, supported)
-    summary = summarize(outcomes)
-    total = OpSummary("total", *(sum(getattr(s, f.name) for s in summary) for f in fields(OpSummary)[1:]))
-    print(format_table([*summary, total]))
-    problems = sorted((o for o in outcomes if o.status is not Status.PASS), key=lambda o: (o.op, o.status, o.case))
-    if problems:
-        print()
-        print(format_table(problems))
-    print(f"\n{len(outcomes)} cases, {runner.compiles} compiled SDFGs, {time.perf_counter() - began:.0f} s")
-    return 1 if total.failed else 0
+    print(f"{runner.compiles} compiled SDFGs", file=sys.stderr)
+    return outcomes
 
 
 if __name__ == "__main__":

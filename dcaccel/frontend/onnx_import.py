@@ -72,14 +72,7 @@ def from_onnx(
         fixed = specialize(proto, symbols)
         if fixed.graph.input != proto.graph.input:
             prepare.check_consistent(fixed, source)  # the values of the dynamic dimensions must fit the model too
-        simplified = prepare.without_inference_noops(
-            prepare.simplify(fixed, source) if fold else prepare.simplify_as_written(fixed, source), source
-        )
-        if fold:
-            simplified = prepare.fold_batch_norms(simplified, source)
-        simplified = readable_node_names(simplified)
-        check_ops(simplified)
-        prepare.check_shapes(simplified, source)
+        simplified = as_imported(fixed, source, fold)
         try:
             imported = ONNXModel(identifier(name), simplified, onnx_simplify=False)
         except Exception as err:  # DaCe's importer raises assorted types on what it cannot build; none may leak
@@ -108,6 +101,21 @@ def from_onnx(
         onnx_model=fixed,
         symbols=dict(symbols),
     )
+
+
+def as_imported(proto: onnx.ModelProto, source: str, fold: bool = True) -> onnx.ModelProto:
+    """The graph DaCe's importer gets from ``proto`` (normalized, every dimension a value): constants folded
+    (``fold``) or the graph as written, inference no-ops removed, batch normalization folded (``fold``), nodes
+    named readably; raises :class:`DcaccelError` for an op DaCe cannot import or a tensor without a shape."""
+    simplified = prepare.without_inference_noops(
+        prepare.simplify(proto, source) if fold else prepare.simplify_as_written(proto, source), source
+    )
+    if fold:
+        simplified = prepare.fold_batch_norms(simplified, source)
+    simplified = readable_node_names(simplified)
+    check_ops(simplified)
+    prepare.check_shapes(simplified, source)
+    return simplified
 
 
 def check_ops(proto: onnx.ModelProto) -> None:

@@ -107,6 +107,9 @@ def test_representative_case_passes(name, outcomes, runner_module):
         ("test_softmax_axis_0_expanded", "Softmax"),
         ("test_layer_normalization_2d_axis0_expanded", "LayerNormalization"),
         ("test_reduce_mean_default_axes_keepdims_example", "ReduceMean"),
+        ("test_nllloss_NC_expanded", "NegativeLogLikelihoodLoss"),
+        ("test_sce_mean_expanded", "SoftmaxCrossEntropyLoss"),
+        ("test_mvn_expanded", "MeanVarianceNormalization"),
     ],
 )
 def test_primary_op(name, op, runner_module, cases):
@@ -141,10 +144,10 @@ def test_unsupported_ops_and_types_are_skipped_with_their_reason(runner_module, 
 
     supported = set(dcaccel.expansions.supported_ops())
     relu = runner_module.prepare("Relu", cases["test_relu"])
-    relu.model.graph.node[0].op_type = "Celu"
+    relu.model.graph.node[0].op_type = "TfIdfVectorizer"
     outcome = runner_module.dry_run(relu, supported)
     assert outcome.status is runner_module.Status.SKIP
-    assert "Celu" in outcome.reason
+    assert "TfIdfVectorizer" in outcome.reason
     float8_cast = runner_module.prepare("Cast", cases["test_cast_FLOAT_to_FLOAT8E4M3FN"])
     outcome = runner_module.dry_run(float8_cast, supported)
     assert outcome.status is runner_module.Status.SKIP
@@ -167,6 +170,56 @@ def test_summary_counts_per_op(runner_module):
         runner_module.OpSummary("Hardmax", 1, 0, 1, 0, 0),
         runner_module.OpSummary("Relu", 2, 1, 0, 0, 1),
     ]
+
+
+def test_rows_merge_implementations_and_keep_expanded_cases_apart(runner_module):
+    outcome = runner_module.CaseOutcome
+    status = runner_module.Status
+    rows = runner_module.op_rows(
+        [
+            outcome("Conv[mv]", "test_conv", status.PASS),
+            outcome("Conv[op]", "test_conv", status.FAIL, "output 0: max abs deviation 1"),
+            outcome("Celu", "test_celu", status.PASS, "lowered as Exp+Mul"),
+            outcome("Celu (expanded)", "test_celu_expanded", status.HOST, "fallback: Elu (onnxruntime)"),
+            outcome("If", "test_if", status.SKIP, "unsupported op If (node 'n'): no branch"),
+        ]
+    )
+    by_op = {row.op: row for row in rows}
+    assert set(by_op) == {"Conv", "Celu", "Celu (expanded)", "If"}
+    assert (by_op["Conv"].passed, by_op["Conv"].failed) == (1, 1)
+    assert by_op["Conv"].op_class is runner_module.OpClass.CANONICAL_SOME_FAIL
+    assert by_op["Conv"].first_failure_refusal_or_route == "fail: test_conv: output 0: max abs deviation 1"
+    assert by_op["Celu"].first_failure_refusal_or_route == "pass: test_celu: lowered as Exp+Mul"
+    assert by_op["Celu (expanded)"].op_class is runner_module.OpClass.HOST
+    assert by_op["If"].op_class is runner_module.OpClass.REFUSED
+    counts = {c.op_class: c.op_types for c in runner_module.class_counts(rows)}
+    assert counts[runner_module.OpClass.CANONICAL] == 1
+    assert counts[runner_module.OpClass.HOST] == 0  # the expanded row is not an op type
+    assert sum(counts.values()) == 3
+
+
+def test_outcomes_round_trip_through_json(runner_module, tmp_path):
+    outcome = runner_module.CaseOutcome
+    saved = [
+        outcome("Relu", "test_relu", runner_module.Status.PASS),
+        outcome("If", "t", runner_module.Status.SKIP, "r"),
+    ]
+    path = tmp_path / "outcomes.json"
+    runner_module.write_outcomes(str(path), saved)
+    assert runner_module.read_outcomes(str(path)) == saved
+    path.write_text('[{"op": "Relu", "case": "t", "status": "pass"}]')
+    with pytest.raises(ValueError, match="record 0 does not have the fields"):
+        runner_module.read_outcomes(str(path))
+    path.write_text('[{"op": "Relu", "case": "t", "status": "won", "reason": ""}]')
+    with pytest.raises(ValueError, match="won"):
+        runner_module.read_outcomes(str(path))
+
+
+@pytest.mark.parametrize("shard", ["0/2", "3/2", "1/0", "a/b", "1"])
+def test_a_bad_shard_is_refused(runner_module, shard, capsys):
+    with pytest.raises(SystemExit):
+        runner_module.main(["--all", "--shard", shard])
+    assert "--shard" in capsys.readouterr().err
 
 
 def _case(node: onnx.NodeProto, inputs: list, outputs: list):
@@ -209,8 +262,12 @@ def _tensor(name: str, elem_type: int = onnx.TensorProto.FLOAT):
             ),
             "training op",
         ),
+        (
+            _case(onnx.helper.make_node("OptionalGetElement", ["x"], ["y"]), [_tensor("x")], [_tensor("y")]),
+            "optional op",
+        ),
     ],
-    ids=["tensor", "sequence", "string", "training"],
+    ids=["tensor", "sequence", "string", "training", "optional"],
 )
 def test_excluded_cases_name_their_reason(runner_module, case, reason):
     assert runner_module.excluded(case) == reason
@@ -218,18 +275,18 @@ def test_excluded_cases_name_their_reason(runner_module, case, reason):
 
 @pytest.mark.slow
 def test_an_op_without_lowering_verifies_through_the_host_fallback(runner_module, cases):
-    """Hardmax (no dcaccel or DaCe implementation) compiles as a host task calling onnxruntime and verifies;
+    """TfIdfVectorizer (no dcaccel or DaCe implementation) compiles as a host task calling onnxruntime and verifies;
     without ``fallback`` it is skipped; Det's scalar output is refused in one line naming the op."""
     import dcaccel.expansions
 
     supported = set(dcaccel.expansions.supported_ops())
-    selected = [("Hardmax", cases["test_hardmax_axis_0"]), ("Det", cases["test_det_2d"])]
+    selected = [("TfIdfVectorizer", cases["test_tfidfvectorizer_tf_only_bigrams_skip0"]), ("Det", cases["test_det_2d"])]
     outcomes = runner_module.Runner(batch=2, isolate=False, fallback=True).run(selected, supported)
-    hardmax, det = sorted(outcomes, key=lambda outcome: outcome.op != "Hardmax")
-    assert hardmax.status is runner_module.Status.HOST, hardmax.reason
-    assert hardmax.reason == "fallback: Hardmax (onnxruntime)"
+    tfidf, det = sorted(outcomes, key=lambda outcome: outcome.op != "TfIdfVectorizer")
+    assert tfidf.status is runner_module.Status.HOST, tfidf.reason
+    assert tfidf.reason == "fallback: TfIdfVectorizer (onnxruntime)"
     assert det.status is runner_module.Status.SKIP
     assert det.reason.startswith("unsupported op Det (node 'node0')")
     skipped = runner_module.Runner(batch=2, isolate=False).run(selected[:1], supported)
     assert [outcome.status for outcome in skipped] == [runner_module.Status.SKIP]
-    assert "Hardmax" in skipped[0].reason
+    assert "TfIdfVectorizer" in skipped[0].reason
