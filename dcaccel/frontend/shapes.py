@@ -1,15 +1,42 @@
-"""Shapes with symbolic sizes: evaluating them, and binding symbols from the arrays a user passes.
+"""Shapes with symbolic sizes: evaluating them, binding symbols from the arrays a user passes, and the output
+shapes of the ONNX ops whose shape comes from an input's value.
 
 A dimension is an int or a string (a symbol name such as ``"N"``, or an expression such as
 ``"N + 1"``), as :class:`~dcaccel.frontend.workload.TensorSpec` stores it.
+
+DaCe's ONNX importer gives every tensor the shape onnxruntime's symbolic shape inference infers. For the ops of
+:data:`SHAPE_INPUTS` that inference names an output size it cannot compute (``OneHot_0_o0__d0``), a symbol
+nothing gives a value, or writes no shape, even where the shape-giving inputs are constants.
+:func:`infer_onnx_shapes`, which :func:`use_in_dace_importer` makes the inference DaCe's importer runs, takes
+those outputs' shapes from ONNX's own shape inference with data propagation instead (Compress: from its
+constant condition), and refuses in one line an op whose output shape depends on input values.
 """
 
+import functools
 from collections.abc import Iterable, Mapping
 
 import dace
 import numpy as np
+import onnx
 
-from dcaccel.errors import DcaccelError, ShapeError, UnboundSymbolError
+from dcaccel.errors import DcaccelError, ShapeError, UnboundSymbolError, UnsupportedOpError
+
+SHAPE_INPUTS: dict[str, tuple[int, ...]] = {
+    "AffineGrid": (1,),
+    "Col2Im": (1, 2),
+    "Compress": (1,),
+    "DFT": (1, 2),
+    "MaxUnpool": (2,),
+    "MelWeightMatrix": (0, 1),
+    "OneHot": (1,),
+    "STFT": (1, 3),
+    "Upsample": (1,),
+}
+"""The ONNX ops whose output shape follows from the values of some inputs, by their positions: a constant
+there gives a concrete shape, anything else is refused (:data:`DATA_SHAPED`)."""
+
+DATA_SHAPED = frozenset({"NonMaxSuppression", "NonZero", "Unique"})
+"""The ONNX ops whose output shape always depends on the values of their data."""
 
 
 def dimension_str(dim) -> int | str:
@@ -106,3 +133,111 @@ def _display(shape: Iterable[int | str], symbols: Mapping[str, int]) -> tuple[in
         except DcaccelError:
             shown.append(dim)
     return tuple(shown)
+
+
+def infer_onnx_shapes(model: onnx.ModelProto, auto_merge: bool = False) -> onnx.ModelProto:
+    """``model`` with the shapes of its tensors inferred by DaCe's importer's inference (onnxruntime's symbolic
+    one), the outputs of the :data:`SHAPE_INPUTS` ops shaped from their constant inputs.
+
+    Raises :class:`UnsupportedOpError` for a node of a :data:`DATA_SHAPED` op, or of a :data:`SHAPE_INPUTS` op
+    whose shape-giving input is not a constant: its output shape depends on input values.
+    """
+    inferred = _dace_inference()(model, auto_merge=auto_merge)
+    nodes = [node for node in model.graph.node if not node.domain]
+    if not any(node.op_type in SHAPE_INPUTS or node.op_type in DATA_SHAPED for node in nodes):
+        return inferred
+    constants = _constants(model.graph)
+    for index, node in enumerate(model.graph.node):
+        if node.domain or node.op_type not in (*SHAPE_INPUTS, *DATA_SHAPED):
+            continue
+        given = [node.input[k] for k in SHAPE_INPUTS.get(node.op_type, ()) if k < len(node.input) and node.input[k]]
+        variable = [name for name in given if name not in constants]
+        if node.op_type in DATA_SHAPED or variable:
+            why = f" (input '{variable[0]}' is not a constant)" if variable else ""
+            raise UnsupportedOpError(
+                node.op_type, node.name or f"{node.op_type}_{index}", f"output shape depends on input values{why}"
+            )
+    propagated = onnx.shape_inference.infer_shapes(model, check_type=False, strict_mode=False, data_prop=True)
+    known = _values(propagated.graph)
+    values = _values(inferred.graph)
+    for node in model.graph.node:
+        if node.op_type not in SHAPE_INPUTS or node.domain:
+            continue
+        for name in node.output:
+            dims = (
+                _compressed_shape(node, values, constants)
+                if node.op_type == "Compress"
+                else _concrete(known.get(name, [None])[0])
+            )
+            if name and dims is not None:
+                for value in values.get(name, ()):
+                    _set_shape(value, dims, known.get(name, [value])[0])
+    return inferred
+
+
+def use_in_dace_importer() -> None:
+    """Make :func:`infer_onnx_shapes` the shape inference DaCe's ONNX importer runs on every model it imports
+    (it looks the function up by name in its module when it imports a model); idempotent."""
+    from dace.frontend.ml.onnx import importer
+
+    _dace_inference()
+    importer.infer_shapes_onnx_model = infer_onnx_shapes
+
+
+@functools.cache
+def _dace_inference():
+    """DaCe's own ``infer_shapes_onnx_model`` (before :func:`use_in_dace_importer` replaced it)."""
+    from dace.frontend.ml.onnx import importer
+
+    return importer.infer_shapes_onnx_model
+
+
+def _values(graph: onnx.GraphProto) -> dict[str, list[onnx.ValueInfoProto]]:
+    """The typed values of ``graph`` (inputs, outputs and value infos) by name."""
+    values: dict[str, list[onnx.ValueInfoProto]] = {}
+    for value in (*graph.input, *graph.output, *graph.value_info):
+        values.setdefault(value.name, []).append(value)
+    return values
+
+
+def _constants(graph: onnx.GraphProto) -> dict[str, np.ndarray]:
+    """The values of the initializers and ``Constant`` nodes (of a ``value`` tensor) of ``graph``."""
+    values = {init.name: onnx.numpy_helper.to_array(init) for init in graph.initializer}
+    for node in graph.node:
+        if node.op_type == "Constant" and not node.domain:
+            for attribute in node.attribute:
+                if attribute.name == "value":
+                    values[node.output[0]] = onnx.numpy_helper.to_array(attribute.t)
+    return values
+
+
+def _concrete(value: onnx.ValueInfoProto | None) -> list[int] | None:
+    """The dimensions of ``value`` when each is a value, else None."""
+    if value is None or not value.type.tensor_type.HasField("shape"):
+        return None
+    dims = value.type.tensor_type.shape.dim
+    return [dim.dim_value for dim in dims] if all(dim.HasField("dim_value") for dim in dims) else None
+
+
+def _compressed_shape(node: onnx.NodeProto, values: dict, constants: dict) -> list[int] | None:
+    """The output shape of a Compress of constant condition: the kept slices along ``axis`` (the flattened
+    input without one), a condition shorter than the axis dropping the rest."""
+    data = _concrete(values.get(node.input[0], [None])[0])
+    if data is None:
+        return None
+    axis = next((attribute.i for attribute in node.attribute if attribute.name == "axis"), None)
+    length = int(np.prod(data)) if axis is None else data[axis]
+    kept = int(np.count_nonzero(np.asarray(constants[node.input[1]]).reshape(-1)[:length]))
+    if axis is None:
+        return [kept]
+    return [kept if d == axis % len(data) else size for d, size in enumerate(data)]
+
+
+def _set_shape(value: onnx.ValueInfoProto, dims: list[int], typed: onnx.ValueInfoProto) -> None:
+    """Give ``value`` the shape ``dims`` (and the element type of ``typed`` when it has none)."""
+    tensor_type = value.type.tensor_type
+    if not tensor_type.elem_type:
+        tensor_type.elem_type = typed.type.tensor_type.elem_type
+    tensor_type.shape.Clear()
+    for size in dims:
+        tensor_type.shape.dim.add().dim_value = size
