@@ -7,8 +7,11 @@ the order :func:`dcaccel.frontend.onnx_import.from_onnx` runs them:
 1. :func:`normalize`: the default domain spelled ``ai.onnx`` is written ``""`` (DaCe's importer looks
    the opset up under ``""`` only), graph inputs that are also initializers become weights only, and
    a model whose opset is older than :data:`MIN_OPSET` (or an opset-9 model with an ``Upsample``) is
-   converted with ``onnx.version_converter``; control flow (``If``, ``Loop``, ``Scan``) is replaced by the
-   straight-line graph it denotes (:func:`dcaccel.frontend.control_flow.straight_line`);
+   converted with ``onnx.version_converter``; an op dcaccel has no canonical implementation of but ONNX
+   defines by a function body is replaced by that body (:mod:`dcaccel.frontend.functions`); control flow
+   (``If``, ``Loop``, ``Scan``) is replaced by the straight-line graph it denotes
+   (:func:`dcaccel.frontend.control_flow.straight_line`); scalar ``Constant`` nodes (``value_float``...)
+   are written with a ``value`` tensor, the one form DaCe's importer reads (:func:`tensor_constants`);
 2. :func:`check_consistent`: the ONNX checker with strict shape and type inference;
 3. :func:`simplify`: onnx-simplifier folds every value computable from initializers and constants
    (``ConstantOfShape``, ``Shape`` → ``Gather`` → ``Concat`` → ``Reshape`` chains, ``Cast`` of
@@ -47,7 +50,7 @@ import onnx_ir as ir
 from onnx_ir.passes.common import IdentityEliminationPass, LiftConstantsToInitializersPass, RemoveUnusedNodesPass
 
 from dcaccel.errors import DcaccelError
-from dcaccel.frontend import control_flow
+from dcaccel.frontend import control_flow, functions
 
 MIN_OPSET = 7
 """The oldest default-domain opset DaCe's importer takes: the symbolic shape inference of onnxruntime it
@@ -111,8 +114,11 @@ logger = logging.getLogger(__name__)
 
 def normalize(proto: onnx.ModelProto, source: str) -> onnx.ModelProto:
     """A copy of ``proto`` with the default domain written ``""``, graph inputs that are also initializers
-    made weights only, its control flow unrolled (:mod:`dcaccel.frontend.control_flow`), its opset at least
-    :data:`MIN_OPSET`, and an opset-9 ``Upsample`` made a ``Resize`` (the model converted to :data:`RESIZE_OPSET`).
+    made weights only, the ops dcaccel has no canonical implementation of but ONNX defines by a function body
+    replaced by that body (:func:`_with_function_bodies`), its control flow unrolled
+    (:mod:`dcaccel.frontend.control_flow`), scalar ``Constant`` nodes written as tensors (:func:`tensor_constants`),
+    its opset at least :data:`MIN_OPSET`, and an opset-9 ``Upsample`` made a ``Resize`` (the model converted to
+    :data:`RESIZE_OPSET`).
 
     Old exporters listed every weight as a graph input too; ONNX lets a caller override such an input
     with a value of its own, dcaccel never does, so it is a weight (and constant folding may go through
@@ -134,7 +140,7 @@ def normalize(proto: onnx.ModelProto, source: str) -> onnx.ModelProto:
         del model.graph.input[:]
         model.graph.input.extend(inputs)
         model.ir_version = max(model.ir_version, _INITIALIZERS_NOT_INPUTS_IR)
-    model = control_flow.straight_line(model, source)
+    model = tensor_constants(control_flow.straight_line(_with_function_bodies(model, source), source))
     opset = versions.get("")
     if opset is None:
         raise DcaccelError(f"{source} does not import the default ONNX domain (its opset_import names no version)")
@@ -222,6 +228,47 @@ def _constant_values(graph: onnx.GraphProto) -> dict:
                 if attribute.name == "value":
                     values[node.output[0]] = onnx.numpy_helper.to_array(attribute.t)
     return values
+
+
+def tensor_constants(proto: onnx.ModelProto) -> onnx.ModelProto:
+    """``proto`` with every ``Constant`` node of a scalar or list attribute (``value_float``, ``value_int``,
+    ``value_floats``, ``value_ints``) written with a ``value`` tensor of the same value (float32 or int64, a
+    scalar or a vector); ``proto`` itself when it has none.
+
+    DaCe's importer reads only ``value`` (on the others it fails with ``'float' object has no attribute
+    'dtype'``); exporters and ONNX's function bodies write the other forms too.
+    """
+    if not any(_scalar_constant(node) for node in proto.graph.node):
+        return proto
+    model = onnx.ModelProto()
+    model.CopyFrom(proto)
+    for node in model.graph.node:
+        attribute = _scalar_constant(node)
+        if attribute is not None:
+            dtype = np.float32 if attribute.name.startswith("value_float") else np.int64
+            value = np.asarray(onnx.helper.get_attribute_value(attribute), dtype=dtype)
+            del node.attribute[:]
+            node.attribute.append(onnx.helper.make_attribute("value", onnx.numpy_helper.from_array(value)))
+    return model
+
+
+def _scalar_constant(node: onnx.NodeProto) -> onnx.AttributeProto | None:
+    """The scalar or list attribute of ``node`` if it is a default-domain ``Constant`` written with one."""
+    if node.op_type != "Constant" or node.domain or len(node.attribute) != 1:
+        return None
+    attribute = node.attribute[0]
+    return attribute if attribute.name in _SCALAR_CONSTANT_ATTRIBUTES else None
+
+
+_SCALAR_CONSTANT_ATTRIBUTES = ("value_float", "value_int", "value_floats", "value_ints")
+
+
+def _with_function_bodies(proto: onnx.ModelProto, source: str) -> onnx.ModelProto:
+    """``proto`` with its ops that dcaccel has no canonical implementation of replaced by their ONNX function
+    bodies (:func:`dcaccel.frontend.functions.with_function_bodies`)."""
+    from dcaccel.expansions import supported_ops
+
+    return functions.with_function_bodies(proto, source, set(supported_ops()))
 
 
 def simplify(proto: onnx.ModelProto, source: str) -> onnx.ModelProto:

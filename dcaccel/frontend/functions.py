@@ -1,0 +1,231 @@
+"""ONNX ops that dcaccel has no canonical implementation of, replaced by their ONNX function bodies at import.
+
+Many ONNX ops are *functions*: their schema defines them by a body of simpler ops (``HannWindow`` by
+``Range``, ``Cos`` and arithmetic, ``RMSNormalization`` by ``ReduceMean``, ``Sqrt`` and ``Div``...), either
+one body per opset (``has_function``) or one built for the node's attributes and input types
+(``has_context_dependent_function``). :func:`with_function_bodies` replaces every node of such an op that
+dcaccel does not implement (``dcaccel.expansions.supported_ops()``) by the body of the op's schema at the
+model's opset, as ONNX's own ``_expanded`` backend test cases do: the body's inputs and outputs become the
+node's, its attributes take the node's values (else the schema's defaults), its internal tensors and nodes are
+named after the node (``<node>/<op>/<tensor>``, ``<node>/<op>_<body op>_<k>``, so a lowered task says which op
+it came from). Bodies whose ops are functions without an implementation themselves are expanded in turn. The
+body's ops then lower canonically like any other; what the body computes from shapes (``Shape`` → ``Slice`` →
+``Range``) is folded by the preparation step that calls this one.
+
+A node stays as written (and runs through lowering's host fallback) when its op has no body at the model's
+opset, when its body was written for an opset under which one of its ops means something else than under the
+model's (the op's definition changed between the two), or when the shape inference cannot type its inputs;
+why is a debug record of the ``dcaccel`` logger. Every replacement is an info record.
+"""
+
+import contextlib
+import contextvars
+import logging
+from collections import Counter
+from collections.abc import Collection
+
+import onnx
+from onnx import defs
+
+#: Rounds of expansion: a body may hold function ops without an implementation (expanded in the next round).
+MAX_DEPTH = 4
+
+logger = logging.getLogger(__name__)
+
+_EXPAND: contextvars.ContextVar[bool] = contextvars.ContextVar("expand_functions", default=True)
+
+
+@contextlib.contextmanager
+def kept_as_written():
+    """Run the block (an import) with every function op kept as written: :func:`with_function_bodies` replaces
+    nothing, and an op without an implementation runs through lowering's host fallback."""
+    token = _EXPAND.set(False)
+    try:
+        yield
+    finally:
+        _EXPAND.reset(token)
+
+
+def with_function_bodies(proto: onnx.ModelProto, source: str, implemented: Collection[str]) -> onnx.ModelProto:
+    """``proto`` with every default-domain node whose op is not in ``implemented`` (op types) and has an ONNX
+    function body at the model's opset replaced by that body (a copy; ``proto`` itself when none applies, or
+    inside :func:`kept_as_written`)."""
+    opset = next((entry.version for entry in proto.opset_import if entry.domain == ""), None)
+    model = proto
+    for _ in range(MAX_DEPTH if _EXPAND.get() else 0):
+        expanded = _expanded_once(model, source, opset, implemented)
+        if expanded is model:
+            break
+        model = expanded
+    return model
+
+
+def _expandable(node: onnx.NodeProto, opset: int | None, implemented: Collection[str]) -> bool:
+    """Whether ``node``'s op is a default-domain function without an implementation at ``opset``."""
+    if node.domain or node.op_type in implemented or opset is None:
+        return False
+    schema = _schema(node.op_type, opset)
+    return schema is not None and (schema.has_function or schema.has_context_dependent_function)
+
+
+def _schema(op_type: str, opset: int) -> defs.OpSchema | None:
+    try:
+        return defs.get_schema(op_type, opset, "")
+    except defs.SchemaError:
+        return None
+
+
+def _expanded_once(
+    proto: onnx.ModelProto, source: str, opset: int | None, implemented: Collection[str]
+) -> onnx.ModelProto:
+    """``proto`` with every function node replaced by its body (one level; ``proto`` itself when none applies)."""
+    if not any(_expandable(node, opset, implemented) for node in proto.graph.node):
+        return proto
+    types = _value_types(proto)
+    taken = _names(proto.graph)
+    nodes, replaced = [], Counter()
+    for index, node in enumerate(proto.graph.node):
+        body = None
+        if _expandable(node, opset, implemented):
+            body = _body(node, index, opset, types, taken, source)
+        if body is None:
+            nodes.append(node)
+        else:
+            nodes.extend(body)
+            replaced[node.op_type] += 1
+    if not replaced:
+        return proto
+    for op, count in replaced.items():
+        logger.info("%s: %d %s node(s) replaced by the ONNX function body of %s-%d", source, count, op, op, opset)
+    model = onnx.ModelProto()
+    model.CopyFrom(proto)
+    del model.graph.node[:]
+    model.graph.node.extend(nodes)
+    return model
+
+
+def _body(
+    node: onnx.NodeProto, index: int, opset: int, types: dict, taken: set[str], source: str
+) -> list[onnx.NodeProto] | None:
+    """The nodes of ``node``'s function body, renamed into the graph (their names added to ``taken``), or None
+    when the body does not apply (why is a debug record)."""
+    label = node.name or f"{node.op_type}_{index}"
+    function, reason = _function(node, opset, types)
+    if function is None:
+        logger.debug("%s: node '%s' (%s) stays as written: %s", source, label, node.op_type, reason)
+        return None
+    schema = _schema(node.op_type, opset)
+    attributes = {a.name: a.default_value for a in schema.attributes.values() if a.default_value.type}
+    attributes.update({a.name: a for a in node.attribute})
+    renamed = {name: node.input[i] if i < len(node.input) else "" for i, name in enumerate(function.input)}
+    renamed.update({name: node.output[i] for i, name in enumerate(function.output) if i < len(node.output)})
+    renamed = {name: value for name, value in renamed.items() if name not in function.output or value}
+    prefix = f"{label}/{node.op_type}"
+
+    def rename(name: str) -> str:
+        if name and name not in renamed:
+            renamed[name] = _unique(f"{prefix}/{name}", taken)
+        return renamed.get(name, "")
+
+    return [
+        _renamed(inner, f"{prefix}_{inner.op_type}_{k}", rename, attributes, taken)
+        for k, inner in enumerate(function.node)
+    ]
+
+
+def _renamed(inner: onnx.NodeProto, name: str, rename, attributes: dict, taken: set[str]) -> onnx.NodeProto:
+    """A copy of the body node ``inner`` named ``name`` (made unique), its tensors renamed by ``rename``, its
+    attribute references given the node's values (an attribute referring to none is left out), the graphs
+    of its attributes (an ``If``'s branches) renamed the same, node by node."""
+    copy = onnx.NodeProto()
+    copy.CopyFrom(inner)
+    copy.name = _unique(name, taken)
+    copy.input[:] = [rename(tensor) for tensor in inner.input]
+    copy.output[:] = [rename(tensor) for tensor in inner.output]
+    del copy.attribute[:]
+    for attribute in inner.attribute:
+        value = attributes.get(attribute.ref_attr_name) if attribute.ref_attr_name else attribute
+        if value is None:
+            continue
+        copy.attribute.append(value)
+        written = copy.attribute[-1]
+        written.name = attribute.name
+        for graph in [written.g] if written.HasField("g") else written.graphs:
+            for value_info in [*graph.input, *graph.output, *graph.value_info]:
+                value_info.name = rename(value_info.name)
+            for initializer in graph.initializer:
+                initializer.name = rename(initializer.name)
+            nodes = [_renamed(node, f"{copy.name}_{node.op_type}", rename, attributes, taken) for node in graph.node]
+            del graph.node[:]
+            graph.node.extend(nodes)
+    return copy
+
+
+def _function(node: onnx.NodeProto, opset: int, types: dict) -> tuple[onnx.FunctionProto | None, str]:
+    """``node``'s function body at ``opset`` (the newest written for an opset not above it), or None and why not."""
+    schema = _schema(node.op_type, opset)
+    versions = [v for v in schema.function_opset_versions if v <= opset]
+    dependent = [v for v in schema.context_dependent_function_opset_versions if v <= opset]
+    function = onnx.FunctionProto()
+    if dependent and (not versions or max(dependent) >= max(versions)):
+        missing = [name for name in node.input if name and name not in types]
+        if missing:
+            return None, f"the type of its input '{missing[0]}' is not known"
+        inputs = [types[name].SerializeToString() if name else b"" for name in node.input]
+        try:
+            text = schema.get_context_dependent_function_with_opset_version(
+                max(dependent), node.SerializeToString(), inputs
+            )
+        except Exception as err:  # onnx's C++ function builders raise assorted types
+            return None, f"its function body cannot be built: {err}"
+        function.ParseFromString(text)
+    elif versions:
+        function.ParseFromString(schema.get_function_with_opset_version(max(versions)))
+    else:
+        return None, f"its schema has no function body for opset {opset}"
+    if not function.node:
+        return None, "its function body is empty"
+    return _check_versions(function, opset)
+
+
+def _check_versions(function: onnx.FunctionProto, opset: int) -> tuple[onnx.FunctionProto | None, str]:
+    """``function`` if every op of its body means at ``opset`` what it meant at the opset the body was written for."""
+    written = {entry.domain: entry.version for entry in function.opset_import}
+    for inner in function.node:
+        if inner.domain or inner.op_type == "Constant":
+            if inner.domain:
+                return None, f"its body uses the domain '{inner.domain}'"
+            continue
+        then, now = _schema(inner.op_type, written.get("", opset)), _schema(inner.op_type, opset)
+        if then is None or now is None or then.since_version != now.since_version:
+            return None, f"its body's {inner.op_type} (opset {written.get('', opset)}) changed by opset {opset}"
+    return function, ""
+
+
+def _value_types(proto: onnx.ModelProto) -> dict[str, onnx.TypeProto]:
+    """The type of every tensor of ``proto`` that shape inference gives (initializers included), by name."""
+    try:
+        inferred = onnx.shape_inference.infer_shapes(proto, data_prop=True)
+    except Exception:  # noqa: BLE001 - untyped inputs keep their nodes as written (see _function)
+        inferred = proto
+    graph = inferred.graph
+    types = {value.name: value.type for value in [*graph.input, *graph.value_info, *graph.output]}
+    for init in graph.initializer:
+        types[init.name] = onnx.helper.make_tensor_type_proto(init.data_type, list(init.dims))
+    return types
+
+
+def _names(graph: onnx.GraphProto) -> set[str]:
+    """Every tensor and node name of ``graph``."""
+    names = {name for node in graph.node for name in [node.name, *node.input, *node.output]}
+    names |= {value.name for value in [*graph.input, *graph.output, *graph.initializer]}
+    return names
+
+
+def _unique(name: str, taken: set[str]) -> str:
+    """``name``, or ``name_<k>`` for the first ``k`` that is not in ``taken``; added to ``taken``."""
+    unique, suffix = name, 1
+    while unique in taken:
+        unique, suffix = f"{name}_{suffix}", suffix + 1
+    taken.add(unique)
+    return unique

@@ -1,0 +1,155 @@
+"""Function ops replaced by their ONNX function bodies at import (``dcaccel.frontend.functions``), and scalar
+``Constant`` nodes written as tensors (``onnx_prepare.tensor_constants``).
+
+The bodies are checked against onnxruntime on the op itself (the expanded model computes what the node did),
+then through ``dcaccel.load``: lowered with no opaque or host task, and (slow) compiled and verified.
+"""
+
+import logging
+
+import numpy as np
+import onnx
+import pytest
+from onnx import TensorProto, helper
+
+from dcaccel.frontend import functions
+from dcaccel.frontend.onnx_prepare import tensor_constants
+from tests.expansions.canonical_onnx import run_reference
+
+IMPLEMENTED = {"Add", "Cast", "Div", "Mul", "ReduceMean", "Sqrt", "Cos", "Range", "Sub", "Pow"}
+
+
+def _model(node: onnx.NodeProto, inputs: dict, opset: int, initializers=(), outputs=("y",)) -> onnx.ModelProto:
+    """A one-node model of float32 ``inputs`` (name → shape) at ``opset``."""
+    graph = helper.make_graph(
+        [node],
+        node.op_type,
+        [helper.make_tensor_value_info(name, TensorProto.FLOAT, shape) for name, shape in inputs.items()],
+        [onnx.ValueInfoProto(name=name) for name in outputs],
+        list(initializers),
+    )
+    model = helper.make_model(graph, opset_imports=[helper.make_opsetid("", opset)], ir_version=10)
+    return onnx.shape_inference.infer_shapes(model, strict_mode=True)
+
+
+def _rms(axis: int = -1, epsilon: float = 1e-5) -> onnx.ModelProto:
+    node = helper.make_node("RMSNormalization", ["x", "scale"], ["y"], name="/norm/RMS", axis=axis, epsilon=epsilon)
+    return _model(node, {"x": (2, 3, 4), "scale": (4,) if axis == -1 else (3, 4)}, 23)
+
+
+def _window(op: str, size: int, periodic: int) -> onnx.ModelProto:
+    size_tensor = onnx.numpy_helper.from_array(np.asarray(size, dtype=np.int64), "size")
+    return _model(helper.make_node(op, ["size"], ["y"], periodic=periodic), {}, 17, [size_tensor])
+
+
+FAST_CASES = {
+    "rms_last_axis": (_rms, {"x": (2, 3, 4), "scale": (4,)}),
+    "rms_axis1_epsilon": (lambda: _rms(axis=1, epsilon=0.5), {"x": (2, 3, 4), "scale": (3, 4)}),
+    "hann_periodic": (lambda: _window("HannWindow", 10, 1), {}),
+    "hann_symmetric": (lambda: _window("HannWindow", 10, 0), {}),
+    "blackman_size_1": (lambda: _window("BlackmanWindow", 1, 1), {}),
+}
+
+
+def _feed(shapes: dict) -> dict:
+    rng = np.random.default_rng(0)
+    return {name: rng.standard_normal(shape).astype(np.float32) for name, shape in shapes.items()}
+
+
+@pytest.mark.parametrize(("build", "shapes"), FAST_CASES.values(), ids=FAST_CASES)
+def test_the_body_computes_what_the_op_does(build, shapes):
+    model = build()
+    expanded = functions.with_function_bodies(model, "test", IMPLEMENTED)
+    op = model.graph.node[0].op_type
+    assert op not in {node.op_type for node in expanded.graph.node}
+    assert len(expanded.graph.node) > 1
+    feed = _feed(shapes)
+    expected, actual = run_reference(model, feed), run_reference(expanded, feed)
+    np.testing.assert_allclose(actual["y"], expected["y"], rtol=1e-6, atol=1e-6)
+
+
+def test_body_nodes_and_tensors_are_named_after_the_node_and_op(caplog):
+    with caplog.at_level(logging.INFO, logger=functions.__name__):
+        expanded = functions.with_function_bodies(_rms(), "model 'm'", IMPLEMENTED)
+    names = [node.name for node in expanded.graph.node]
+    assert all(name.startswith("/norm/RMS/RMSNormalization_") for name in names), names
+    assert len(set(names)) == len(names)
+    internal = {name for node in expanded.graph.node for name in node.output} - {"y"}
+    assert all(name.startswith("/norm/RMS/RMSNormalization/") for name in internal), internal
+    assert caplog.messages == [
+        "model 'm': 1 RMSNormalization node(s) replaced by the ONNX function body of RMSNormalization-23"
+    ]
+
+
+def test_an_implemented_op_and_a_switched_off_expansion_keep_the_node():
+    model = _rms()
+    assert functions.with_function_bodies(model, "m", {*IMPLEMENTED, "RMSNormalization"}) is model
+    with functions.kept_as_written():
+        assert functions.with_function_bodies(model, "m", IMPLEMENTED) is model
+
+
+@pytest.mark.parametrize("opset", [13, 18])
+def test_each_opset_gets_the_body_written_for_it(opset):
+    """MeanVarianceNormalization-13 has a body for opset 13 (``ReduceMean`` with an ``axes`` attribute) and
+    one for opset 18 (``axes`` an input)."""
+    model = _model(helper.make_node("MeanVarianceNormalization", ["x"], ["y"], axes=[0, 2]), {"x": (2, 3, 4)}, opset)
+    expanded = functions.with_function_bodies(model, "m", IMPLEMENTED)
+    assert "MeanVarianceNormalization" not in {node.op_type for node in expanded.graph.node}
+    feed = _feed({"x": (2, 3, 4)})
+    np.testing.assert_allclose(run_reference(expanded, feed)["y"], run_reference(model, feed)["y"], atol=1e-5)
+
+
+def test_a_body_whose_ops_changed_since_it_was_written_is_not_used(caplog):
+    """At opset 12, MeanVarianceNormalization-9's body (written for opset 9) has a ``ReduceMean`` that opset 11
+    redefined: the node stays as written (lowering's host fallback runs it)."""
+    model = _model(helper.make_node("MeanVarianceNormalization", ["x"], ["y"]), {"x": (2, 3, 4, 5)}, 12)
+    with caplog.at_level(logging.DEBUG, logger=functions.__name__):
+        assert functions.with_function_bodies(model, "m", IMPLEMENTED) is model
+    assert caplog.messages == [
+        "m: node 'MeanVarianceNormalization_0' (MeanVarianceNormalization) stays as written: "
+        "its body's ReduceMean (opset 9) changed by opset 12"
+    ]
+
+
+_ATTRIBUTE_TYPES = {
+    "value": onnx.AttributeProto.TENSOR,
+    "value_float": onnx.AttributeProto.FLOAT,
+    "value_int": onnx.AttributeProto.INT,
+    "value_floats": onnx.AttributeProto.FLOATS,
+    "value_ints": onnx.AttributeProto.INTS,
+}
+
+
+def _constant(attribute: str, value) -> onnx.ModelProto:
+    """A model of one ``Constant`` node whose ``attribute`` is ``value``."""
+    node = helper.make_node("Constant", [], ["y"])
+    node.attribute.append(helper.make_attribute(attribute, value, attr_type=_ATTRIBUTE_TYPES[attribute]))
+    graph = helper.make_graph([node], "constant", [], [onnx.ValueInfoProto(name="y")])
+    return helper.make_model(graph, opset_imports=[helper.make_opsetid("", 13)], ir_version=10)
+
+
+SCALAR_CONSTANTS = {
+    "value_float": (2.5, np.float32(2.5)),
+    "value_int": (-3, np.int64(-3)),
+    "value_floats": ([1.0, 0.5], np.asarray([1.0, 0.5], dtype=np.float32)),
+    "value_ints": ([4, 5, 6], np.asarray([4, 5, 6], dtype=np.int64)),
+    "value_ints_empty": ([], np.zeros(0, dtype=np.int64)),
+}
+
+
+@pytest.mark.parametrize(("value", "expected"), SCALAR_CONSTANTS.values(), ids=SCALAR_CONSTANTS)
+def test_scalar_constants_become_value_tensors(request, value, expected):
+    attribute = request.node.callspec.id.removesuffix("_empty")
+    model = _constant(attribute, value)
+    rewritten = tensor_constants(model)
+    (written,) = rewritten.graph.node[0].attribute
+    assert written.name == "value"
+    tensor = onnx.numpy_helper.to_array(written.t)
+    assert tensor.dtype == expected.dtype and tensor.shape == np.shape(expected)
+    np.testing.assert_array_equal(tensor, expected)
+    np.testing.assert_array_equal(run_reference(rewritten, {})["y"], run_reference(model, {})["y"])
+
+
+def test_tensor_constants_keep_a_model_without_scalar_constants():
+    model = _constant("value", onnx.numpy_helper.from_array(np.ones(2, dtype=np.float32)))
+    assert tensor_constants(model) is model
