@@ -189,17 +189,45 @@ def _function(node: onnx.NodeProto, opset: int, types: dict) -> tuple[onnx.Funct
 
 
 def _check_versions(function: onnx.FunctionProto, opset: int) -> tuple[onnx.FunctionProto | None, str]:
-    """``function`` if every op of its body means at ``opset`` what it meant at the opset the body was written for."""
-    written = {entry.domain: entry.version for entry in function.opset_import}
+    """``function`` if every node of its body means at ``opset`` what it meant at the opset the body was written
+    for (:func:`_reads_the_same`), else None and the first op that does not."""
+    written = {entry.domain: entry.version for entry in function.opset_import}.get("", opset)
     for inner in function.node:
-        if inner.domain or inner.op_type == "Constant":
-            if inner.domain:
-                return None, f"its body uses the domain '{inner.domain}'"
-            continue
-        then, now = _schema(inner.op_type, written.get("", opset)), _schema(inner.op_type, opset)
-        if then is None or now is None or then.since_version != now.since_version:
-            return None, f"its body's {inner.op_type} (opset {written.get('', opset)}) changed by opset {opset}"
+        if inner.domain:
+            return None, f"its body uses the domain '{inner.domain}'"
+        then, now = _schema(inner.op_type, written), _schema(inner.op_type, opset)
+        if then is None or now is None or not _reads_the_same(inner, then, now):
+            return None, f"its body's {inner.op_type} (opset {written}) was redefined by opset {opset}"
     return function, ""
+
+
+def _reads_the_same(node: onnx.NodeProto, then: defs.OpSchema, now: defs.OpSchema) -> bool:
+    """Whether ``now`` (a later definition of an op) computes ``node``, written for ``then``, the same way, as far
+    as the signatures tell: the same inputs (optional ones added after them) and outputs, every attribute the
+    node sets still there, every one it leaves out with the same default (or, gone, with none: an optional
+    attribute become an optional input, absent either way), no new required one. A change of the types only
+    (``Cast``, ``Shape``) keeps a body valid; ``ReduceMean``'s ``axes`` become an input at opset 18 does not
+    where the body sets it."""
+    if then.since_version == now.since_version:
+        return True
+    inputs = [parameter.name for parameter in then.inputs]
+    added = now.inputs[len(inputs) :]
+    if [parameter.name for parameter in now.inputs[: len(inputs)]] != inputs or any(
+        parameter.option != defs.OpSchema.FormalParameterOption.Optional for parameter in added
+    ):
+        return False
+    if [parameter.name for parameter in then.outputs] != [parameter.name for parameter in now.outputs]:
+        return False
+    written = {attribute.name for attribute in node.attribute}
+    if not written <= set(now.attributes):
+        return False
+    for name, attribute in then.attributes.items():
+        if name in written:
+            continue
+        default = now.attributes[name].default_value if name in now.attributes else onnx.AttributeProto()
+        if default != attribute.default_value:
+            return False
+    return not any(attribute.required for name, attribute in now.attributes.items() if name not in then.attributes)
 
 
 def _value_types(proto: onnx.ModelProto) -> dict[str, onnx.TypeProto]:

@@ -99,16 +99,39 @@ def test_each_opset_gets_the_body_written_for_it(opset):
     np.testing.assert_allclose(run_reference(expanded, feed)["y"], run_reference(model, feed)["y"], atol=1e-5)
 
 
-def test_a_body_whose_ops_changed_since_it_was_written_is_not_used(caplog):
+def _reduce_mean_body(**attributes) -> onnx.FunctionProto:
+    """A body written for opset 13: the ``ReduceMean`` of its input, with ``attributes``."""
+    node = helper.make_node("ReduceMean", ["x"], ["y"], **attributes)
+    return helper.make_function("test", "Mean", ["x"], ["y"], [node], [helper.make_opsetid("", 13)])
+
+
+@pytest.mark.parametrize(
+    ("attributes", "opset", "reason"),
+    [
+        ({"keepdims": 0}, 18, ""),
+        ({}, 18, ""),
+        ({"axes": [1]}, 17, ""),
+        ({"axes": [1]}, 18, "its body's ReduceMean (opset 13) was redefined by opset 18"),
+    ],
+    ids=["keepdims", "no_attribute", "axes_before_18", "axes_at_18"],
+)
+def test_a_body_whose_ops_were_redefined_since_it_was_written_is_not_used(attributes, opset, reason):
+    """``ReduceMean``'s ``axes`` became an input at opset 18: a body written for opset 13 that sets it means
+    something else at 18 (the node stays as written, lowering's host fallback runs it); one that does not set
+    it reads the same (absent, the attribute and the input both reduce every axis)."""
+    body = _reduce_mean_body(**attributes)
+    function, why = functions._check_versions(body, opset)
+    assert why == reason
+    assert function is (None if reason else body)
+
+
+def test_mvn_before_opset_13_expands_too():
     """At opset 12, MeanVarianceNormalization-9's body (written for opset 9) has a ``ReduceMean`` that opset 11
-    redefined: the node stays as written (lowering's host fallback runs it)."""
+    redefined to take negative axes: the body reads the same."""
     model = _model(helper.make_node("MeanVarianceNormalization", ["x"], ["y"]), {"x": (2, 3, 4, 5)}, 12)
-    with caplog.at_level(logging.DEBUG, logger=functions.__name__):
-        assert functions.with_function_bodies(model, "m", IMPLEMENTED) is model
-    assert caplog.messages == [
-        "m: node 'MeanVarianceNormalization_0' (MeanVarianceNormalization) stays as written: "
-        "its body's ReduceMean (opset 9) changed by opset 12"
-    ]
+    expanded = functions.with_function_bodies(model, "m", IMPLEMENTED)
+    feed = _feed({"x": (2, 3, 4, 5)})
+    np.testing.assert_allclose(run_reference(expanded, feed)["y"], run_reference(model, feed)["y"], atol=1e-5)
 
 
 _ATTRIBUTE_TYPES = {
@@ -153,3 +176,42 @@ def test_scalar_constants_become_value_tensors(request, value, expected):
 def test_tensor_constants_keep_a_model_without_scalar_constants():
     model = _constant("value", onnx.numpy_helper.from_array(np.ones(2, dtype=np.float32)))
     assert tensor_constants(model) is model
+
+
+def _network() -> onnx.ModelProto:
+    """MatMul → RMSNormalization → CenterCropPad, and a HannWindow added to the last axis (opset 23)."""
+    rng = np.random.default_rng(1)
+    weights = {
+        "w": rng.standard_normal((6, 8)).astype(np.float32),
+        "scale": rng.standard_normal(8).astype(np.float32),
+        "crop": np.asarray([2, 6], dtype=np.int64),
+        "size": np.asarray(6, dtype=np.int64),
+    }
+    nodes = [
+        helper.make_node("MatMul", ["x", "w"], ["h"], name="/proj/MatMul"),
+        helper.make_node("RMSNormalization", ["h", "scale"], ["n"], name="/norm/RMSNormalization", epsilon=1e-3),
+        helper.make_node("CenterCropPad", ["n", "crop"], ["c"], name="/crop/CenterCropPad", axes=[1, 2]),
+        helper.make_node("HannWindow", ["size"], ["window"], name="/window/HannWindow"),
+        helper.make_node("Add", ["c", "window"], ["y"], name="/add/Add"),
+    ]
+    graph = helper.make_graph(
+        nodes,
+        "functions",
+        [helper.make_tensor_value_info("x", TensorProto.FLOAT, (1, 3, 6))],
+        [helper.make_tensor_value_info("y", TensorProto.FLOAT, (1, 2, 6))],
+        [onnx.numpy_helper.from_array(value, name) for name, value in weights.items()],
+    )
+    return helper.make_model(graph, opset_imports=[helper.make_opsetid("", 23)], ir_version=10)
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("fold", [True, False], ids=["folded", "as_written"])
+def test_a_network_of_function_ops_lowers_canonically_and_verifies(fold):
+    from dcaccel.frontend.load import load
+    from dcaccel.verification import verify
+
+    workload = load(_network(), fold=fold)
+    lowered = workload.lower()
+    assert lowered.opaque == {}
+    report = verify(workload, lowered)
+    assert report.passed, report
