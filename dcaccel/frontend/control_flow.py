@@ -12,10 +12,10 @@ straight-line graph of its bodies' ops, which then lower canonically like any ot
   (``Unsqueeze``\\ d at its ``scan_output_axes``, in reverse step order for a reverse direction). Opset 8's
   batch is unrolled first: each batch row is a scan of its own, the rows' results concatenated along axis 0.
 - ``Loop``: its trip count ``M`` must be a constant and its condition a constant (absent, an initializer, or
-  computed from constants only, as is the body's ``cond`` output at each step once the step's iteration number
-  is bound); the body is repeated until ``M`` steps ran or a step's condition is false, the loop-carried
-  values threaded from step to step and each scan output the ``Concat`` of the steps' outputs along a new
-  axis 0. A loop whose count or condition is not a constant is refused.
+  computed from constants and static shapes only, as is the body's ``cond`` output at each step once the step's
+  iteration number is bound); the body is repeated until ``M`` steps ran or a step's condition is false, the
+  loop-carried values threaded from step to step and each scan output the ``Concat`` of the steps' outputs
+  along a new axis 0. A loop whose count or condition is not a constant is refused.
 - ``If``: with a constant condition, the chosen branch's nodes replace it. Otherwise both branches are
   computed and each output is a ``Where`` of the condition, the ``then`` value and the ``else`` value, which
   needs the two branches' outputs to have the same shape and element type (else the node is refused).
@@ -44,6 +44,9 @@ MAX_STEPS = 4096
 
 #: Ops whose value differs from one run to the next: never computed at import.
 _RANDOM_OPS = frozenset({"RandomNormal", "RandomNormalLike", "RandomUniform", "RandomUniformLike", "Multinomial"})
+
+#: Ops whose value is computed from their input's shape alone (a constant when that shape is static).
+_SHAPE_OPS = frozenset({"Shape", "Size"})
 
 INITIALIZERS_NOT_INPUTS_IR = 4
 """The IR version from which initializers need not be graph inputs (the constants of the unrolled graph are not;
@@ -146,13 +149,18 @@ class _Unroller:
         return name
 
     def value(self, name: str) -> np.ndarray | None:
-        """The value of tensor ``name`` if it is computed from initializers and constants only, else None."""
+        """The value of tensor ``name`` if it is computed from initializers, constants and static shapes only,
+        else None."""
         if name in self.constants:
             return self.constants[name]
         node = self.producers.get(name)
         if node is None or node.op_type in _RANDOM_OPS or node.domain not in ("", "ai.onnx"):
             return None
-        inputs = [self.value(operand) if operand else None for operand in node.input]
+        if node.op_type in _SHAPE_OPS:  # reads its input's shape only: any data of that shape will do
+            shape = self.static_shape(node.input[0])
+            inputs = [None if shape is None else np.zeros(shape, np.float32)]
+        else:
+            inputs = [self.value(operand) if operand else None for operand in node.input]
         if any(operand and value is None for operand, value in zip(node.input, inputs, strict=True)):
             return None
         evaluator = onnx.reference.ReferenceEvaluator(self._single_node_model(node))
