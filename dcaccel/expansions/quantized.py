@@ -33,6 +33,7 @@ import dace
 import numpy as np
 import onnx
 from dace import Memlet
+from dace.libraries.onnx.converters import onnx_tensor_type_to_typeclass
 from dace.sdfg.utils import in_desc_with_name, out_desc_with_name
 
 from dcaccel.buffers import BufferReason
@@ -86,6 +87,18 @@ def _check_output_type(node, state, sdfg, connector: str, allowed) -> dace.typec
         names = ", ".join(t.to_string() for t in allowed)
         raise unsupported(node, f"output '{connector}' of type {dtype.to_string()} ({names}; {REFUSED_TYPES})")
     return dtype
+
+
+def _check_output_dtype(node, state, sdfg) -> None:
+    """:class:`UnsupportedOpError` when the ``output_dtype`` attribute names another type than the import gave y
+    (DaCe's type inference ignores the attribute: y is then typed as without it)."""
+    declared = int(getattr(node, "output_dtype", 0) or 0)
+    typed = out_desc_with_name(node, state, sdfg, "y").dtype
+    if declared and onnx_tensor_type_to_typeclass(declared) != typed:
+        name = onnx.TensorProto.DataType.Name(declared)
+        raise unsupported(
+            node, f"output_dtype {name}: the import typed y {typed.to_string()} (it ignores output_dtype)"
+        )
 
 
 def quantization_index(node, x_shape: tuple, parameter_shape: tuple, params: list[str]) -> str:
@@ -203,6 +216,7 @@ class QuantizeLinear(CanonicalForward):
         _check_type(node, state, sdfg, "y_scale", (*SCALE_TYPES, dace.float64))
         _check_type(node, state, sdfg, "y_zero_point", QUANTIZED_TYPES)
         _check_output_type(node, state, sdfg, "y", QUANTIZED_TYPES)
+        _check_output_dtype(node, state, sdfg)
         if int(getattr(node, "precision", 0) or 0) not in (0, onnx.TensorProto.FLOAT):
             raise unsupported(node, f"precision {node.precision} (float only)")
         _linear_indices(node, state, sdfg, "y_scale", "y_zero_point")
@@ -222,6 +236,7 @@ class DequantizeLinear(CanonicalForward):
         _check_type(node, state, sdfg, "x_zero_point", (*QUANTIZED_TYPES, dace.int32))
         _check_type(node, state, sdfg, "x_scale", SCALE_TYPES)
         _check_output_type(node, state, sdfg, "y", SCALE_TYPES)
+        _check_output_dtype(node, state, sdfg)
         _linear_indices(node, state, sdfg, "x_scale", "x_zero_point")
 
     @staticmethod
