@@ -675,7 +675,12 @@ def main(argv: Sequence[str] | None = None) -> int:
     chosen = parser.add_mutually_exclusive_group()
     chosen.add_argument("--ops", help="comma-separated ops (default: every op with a canonical implementation)")
     chosen.add_argument("--all", action="store_true", help="every op of the backend tests (see excluded())")
-    chosen.add_argument("--from-json", nargs="+", metavar="FILE", help="report outcomes saved with --json instead")
+    chosen.add_argument(
+        "--from-json",
+        nargs="+",
+        metavar="FILE",
+        help="report outcomes saved with --json instead (a later file's outcome of a case wins)",
+    )
     parser.add_argument("--shard", help="K/N: run only the K-th of N shares of the selected ops (alphabetical)")
     parser.add_argument("--fallback", action="store_true", help="run ops without a canonical implementation too")
     parser.add_argument("--batch", type=int, default=40, help="cases per compiled SDFG (default 40)")
@@ -690,7 +695,8 @@ def main(argv: Sequence[str] | None = None) -> int:
 
     began = time.perf_counter()
     if args.from_json:
-        outcomes = [outcome for path in args.from_json for outcome in read_outcomes(path)]
+        latest = {(o.op, o.case): o for path in args.from_json for o in read_outcomes(path)}  # a later file wins
+        outcomes = list(latest.values())
     else:
         outcomes = _run(args)
     if args.json:

@@ -215,6 +215,17 @@ def test_outcomes_round_trip_through_json(runner_module, tmp_path):
         runner_module.read_outcomes(str(path))
 
 
+def test_a_later_file_s_outcome_of_a_case_wins(runner_module, tmp_path, capsys):
+    outcome = runner_module.CaseOutcome
+    status = runner_module.Status
+    first, second = tmp_path / "first.json", tmp_path / "second.json"
+    runner_module.write_outcomes(str(first), [outcome("Celu", "test_celu", status.HOST, "fallback: Celu")])
+    runner_module.write_outcomes(str(second), [outcome("Celu", "test_celu", status.PASS)])
+    assert runner_module.main(["--from-json", str(first), str(second)]) == 0
+    (row,) = [line for line in capsys.readouterr().out.splitlines() if line.startswith("Celu ")]
+    assert row.split()[:6] == ["Celu", "1", "1", "0", "0", "0"]
+
+
 @pytest.mark.parametrize("shard", ["0/2", "3/2", "1/0", "a/b", "1"])
 def test_a_bad_shard_is_refused(runner_module, shard, capsys):
     with pytest.raises(SystemExit):
