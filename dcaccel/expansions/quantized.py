@@ -96,9 +96,7 @@ def _check_output_dtype(node, state, sdfg) -> None:
     typed = out_desc_with_name(node, state, sdfg, "y").dtype
     if declared and onnx_tensor_type_to_typeclass(declared) != typed:
         name = onnx.TensorProto.DataType.Name(declared)
-        raise unsupported(
-            node, f"output_dtype {name}: the import typed y {typed.to_string()} (it ignores output_dtype)"
-        )
+        raise unsupported(node, f"output_dtype {name}, but the import typed y {typed.to_string()} (ignoring it)")
 
 
 def quantization_index(node, x_shape: tuple, parameter_shape: tuple, params: list[str]) -> str:
@@ -122,14 +120,16 @@ def quantization_index(node, x_shape: tuple, parameter_shape: tuple, params: lis
 
 def side_index(node, name: str, parameter_shape: tuple, shape: tuple, params: list[str], axis: int | None) -> str:
     """The subscript of the zero point (or scale) ``name`` of ``parameter_shape`` that element ``params`` of
-    an operand of ``shape`` reads: one element (per tensor), a vector along ``axis`` (per row, per column or
-    per output channel), or numpy broadcasting; :class:`UnsupportedOpError` otherwise, and for anything but
-    one element when ``axis`` is None (per tensor only)."""
+    an operand of ``shape`` reads: one element (per tensor), a vector as long as ``axis`` (per row, per column
+    or per output channel), or a higher-rank parameter broadcast by numpy rules; :class:`UnsupportedOpError`
+    otherwise, and for anything but one element when ``axis`` is None (per tensor only)."""
     if math.prod(parameter_shape) == 1:
         return subscript([0] * len(parameter_shape))
     if axis is None:
         raise unsupported(node, f"'{name}' of shape {tuple(parameter_shape)} (one element only)")
-    if len(parameter_shape) == 1 and len(shape) >= abs(axis) and parameter_shape[0] == shape[axis]:
+    if len(parameter_shape) == 1:
+        if len(shape) < abs(axis) or parameter_shape[0] != shape[axis]:
+            raise unsupported(node, f"'{name}' of shape {tuple(parameter_shape)} for axis {axis} of {tuple(shape)}")
         return params[axis]
     try:
         if np.broadcast_shapes(tuple(parameter_shape), tuple(shape)) == tuple(shape):

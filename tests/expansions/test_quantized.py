@@ -12,6 +12,7 @@ steps of the module docstring, the product one MMM in the chosen shape.
 import numpy as np
 import pytest
 
+from dcaccel.errors import UnsupportedOpError
 from tests.expansions.canonical_onnx import OpCase, build_model, run_canonical, run_reference
 
 U8, I8, U16, I16, I32 = np.uint8, np.int8, np.uint16, np.int16, np.int32
@@ -223,3 +224,104 @@ def test_matches_reference(case, results):
     assert actual.shape == expected.shape
     assert actual.dtype == expected.dtype
     np.testing.assert_array_equal(actual, expected)
+
+
+LOWERED = {"q_axis": "canonical", "dq_blocked": "canonical", "mmi_mv": "mv", "qmm_op": "op", "ci_lmv": "lmv"}
+LOWERED["qconv_mv"] = "mv"
+"""One case per op, lowered (not compiled) under the implementation named."""
+
+TASKS = {
+    "q_axis": {"Quantize": 1},
+    "dq_blocked": {"Dequantize": 1},
+    "mmi_mv": {"ShiftA": 1, "ShiftB": 1, "BcastA": 1, "MV": 5, "Gather": 1},
+    "qmm_op": {"ShiftA": 1, "ShiftB": 1, "OP": 3, "Reduce": 1, "Requantize": 1},
+    "ci_lmv": {"ShiftX": 1, "ShiftW": 1, "Wr": 1, "Xr": 1, "BcastB": 1, "LMV": 3, "Gather": 1, "ReshapeOut": 1},
+    "qconv_mv": {
+        **{"ShiftX": 1, "ShiftW": 1, "Wr": 1, "Xr": 1, "BcastA": 1, "MV": 25, "Gather": 1},
+        **{"AddBias": 1, "ReshapeOut": 1, "Requantize": 1},
+    },
+}
+"""The tasks of each lowered case, by map label: the element-wise ops one flat map; the products their shifts,
+the MMM's tasks (mv: one per column of the product, 5 columns of B or 25 output positions; op: one per inner
+index, 3; lmv: one per row, 3 filters), the im2col's tasks for the convolutions, and ``Requantize``."""
+
+
+@pytest.fixture(scope="module")
+def dag():
+    """The task DAG of the cases of :data:`LOWERED` in one model (nothing compiled)."""
+    from dace.ml import ONNXModel
+
+    from dcaccel.dag import extract
+    from dcaccel.transforms.lower import lower
+
+    cases = [c for c in CASES if c.name in LOWERED]
+    sdfg = ONNXModel("quantized_dag", build_model(cases, OPSET), onnx_simplify=False).sdfg
+    return extract(lower(sdfg, LOWERED))
+
+
+@pytest.mark.parametrize("name", LOWERED)
+def test_lowers_to_the_tasks_of_its_steps_and_none_opaque(name, dag):
+    from collections import Counter
+
+    dag.validate()
+    ours = [t for t in dag.tasks if dag.info(t).node == name]
+    assert {dag.info(t).implementation for t in ours} == {LOWERED[name]}
+    assert not any(dag.info(t).opaque for t in ours)
+    labels = Counter(dag.info(t).map.removeprefix(f"{name}_").removesuffix("_map") for t in ours)
+    assert labels == TASKS[name]
+
+
+def test_quantize_reads_x_once_and_its_parameters_once_per_element(dag):
+    """q_axis: x (2, 3, 4) read once per element, the per-axis scale and zero point (3 constants each) once per
+    element of x; y written once per element."""
+    (task,) = [t for t in dag.tasks if dag.info(t).node == "q_axis"]
+    reads = {dag.info(p).container: dag.volume(p, task) for p in dag.predecessors(task)}
+    assert reads == {"q_axis__x": 24, "q_axis__s": 24, "q_axis__z": 24}
+    (output,) = dag.successors(task)
+    assert dag.volume(task, output) == 24
+
+
+REFUSED = {
+    "quantize_int32": (
+        OpCase("quantize_int32", "QuantizeLinear", ["x", "s"], {"x": (4,)}, {"s": np.array(2.0, F32)}, dtype=I32),
+        "input 'x' of type int32 (float16, float32, float64; float8, int4, int2 and float4 are not lowered)",
+    ),
+    "quantize_output_dtype": (
+        _q("quantize_output_dtype", (4,), 0.5, output_dtype=5),
+        "output_dtype INT16, but the import typed y uint8 (ignoring it)",
+    ),
+    "dequantize_scale_length": (
+        _dq("dequantize_scale_length", (2, 3), U8, np.array([0.1, 0.2], F32), axis=0, block_size=2),
+        "a scale of shape (2,) for blocks of 2 along 0",
+    ),
+    "conv_x_zero_vector": (
+        _conv_integer("conv_x_zero_vector", (1, 2, 4, 4), (3, 2, 3, 3), x_zero=np.array([1, 2], U8)),
+        "'x_zero_point' of shape (2,) (one element only)",
+    ),
+    "matmul_zero_length": (
+        _mmi("matmul_zero_length", (4, 3), (3, 5), a_zero=np.array([1, 2, 3], U8)),
+        "'a_zero_point' of shape (3,) for axis -2 of (4, 3)",
+    ),
+}
+"""Cases refused in one line: the node's check names the input, attribute or shape it does not lower."""
+
+
+@pytest.fixture(scope="module")
+def refused_model():
+    from dace.ml import ONNXModel
+
+    return ONNXModel(
+        "quantized_refused", build_model([c for c, _ in REFUSED.values()], OPSET), onnx_simplify=False
+    ).sdfg
+
+
+@pytest.mark.parametrize("name", REFUSED)
+def test_refused_in_one_line(name, refused_model):
+    from dcaccel.expansions.registry import implementation_of, node_implementations
+
+    ((node, state),) = [(n, s) for n, s in refused_model.all_nodes_recursive() if n.label == name]
+    implementation = implementation_of(node, node_implementations(node)[0])
+    with pytest.raises(UnsupportedOpError) as refusal:
+        implementation.expansion.check(node, state, refused_model)
+    op = REFUSED[name][0].op_type
+    assert str(refusal.value) == f"unsupported op {op} (node '{name}'): {REFUSED[name][1]}"
