@@ -36,6 +36,7 @@ MODULES = (
     "reduce",
     "recurrent",
     "resize",
+    "sampling",
     "scan",
     "shape_ops",
     "softmax",
