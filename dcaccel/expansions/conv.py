@@ -29,6 +29,7 @@ depends on its position, which one flat map's memlets cannot count exactly.
 """
 
 import math
+from collections.abc import Callable
 from dataclasses import dataclass
 from typing import ClassVar
 
@@ -311,13 +312,27 @@ def build_im2col_sdfg(
     One state: ``Wr`` and ``Xr`` → one ``MMM`` node (batched over the groups) with ``implementation`` → ``AddBias`` →
     ``ReshapeOut`` (see the module docstring); the transients carry the marks of :func:`im2col_marks`.
     """
-    g, fg, k, m = geometry.groups, geometry.filters_per_group, geometry.patch, geometry.columns
     builder = _conv_builder(geometry, dtype, has_bias, name)
+    add_im2col_steps(builder, geometry, dtype, implementation, has_bias, _add_im2col)
+    return builder.sdfg
+
+
+def add_im2col_steps(
+    builder: ExpansionBuilder,
+    geometry: ConvGeometry,
+    dtype: dace.typeclass,
+    implementation: str,
+    has_bias: bool,
+    columns: Callable[[ExpansionBuilder, ConvGeometry, dace.typeclass], None],
+) -> None:
+    """The steps of :func:`build_im2col_sdfg` in ``builder`` (arguments ``X``, ``W``, ``B`` with a bias, ``Y``), with
+    ``columns(builder, geometry, dtype)`` adding the step that writes X_col (``Xr``; DeformConv samples it)."""
+    g, fg, k, m = geometry.groups, geometry.filters_per_group, geometry.patch, geometry.columns
     shapes = {"W_col": (g, fg, k), "X_col": (g, k, m), "Y_col": (g, fg, m), "Y_col_bias": (g, fg, m)}
     for container, reason in im2col_marks(implementation, has_bias).items():
         builder.transient(container, shapes[container], dtype, reason)
     _add_weight_reshape(builder, geometry)
-    _add_im2col(builder, geometry, dtype)
+    columns(builder, geometry, dtype)
     _add_grouped_mmm(builder, implementation, g, (fg, k, m))
     layer_output = "Y_col"
     if has_bias:
@@ -325,7 +340,6 @@ def build_im2col_sdfg(
         ranges = _map_ranges(["__g", "__f", "__m"], (g, fg, m))
         _add_bias(builder, geometry.filters_per_group, ranges, "__g, __f, __m", "Y_col", layer_output)
     _add_output_reshape(builder, geometry, layer_output)
-    return builder.sdfg
 
 
 def _direct_conv_code(geometry: ConvGeometry, dtype: dace.typeclass) -> str:
