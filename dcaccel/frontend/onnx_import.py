@@ -60,9 +60,9 @@ def from_onnx(
     name = name or _default_name(model, proto)
     if not proto.graph.node:
         raise DcaccelError(f"{source} has no operators (its graph has no nodes)")
-    check_ops(proto)
     with _scratch_directory():
-        proto = prepare.normalize(proto, source)
+        proto = prepare.normalize(proto, source)  # control flow and function bodies rewritten: then check the ops
+        check_ops(proto)
         prepare.check_consistent(proto, source)
 
         specs = [_value_spec(value) for value in proto.graph.input]  # weights are no longer inputs

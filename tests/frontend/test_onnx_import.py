@@ -96,6 +96,31 @@ def test_unsupported_op(op_type, domain, shown):
     assert (error.value.op_type, error.value.node_name) == (shown, "n0")
 
 
+def test_control_flow_is_rewritten_before_the_ops_are_checked():
+    """An If (DaCe's importer has no node for it) on a computed condition loads as both branches and a select."""
+    then_branch = onnx.helper.make_graph([onnx.helper.make_node("Relu", ["x"], ["t"])], "then", [], [_value("t", [4])])
+    else_branch = onnx.helper.make_graph([onnx.helper.make_node("Neg", ["x"], ["e"])], "else", [], [_value("e", [4])])
+    graph = onnx.helper.make_graph(
+        [
+            onnx.helper.make_node("ReduceSum", ["x"], ["s"], keepdims=0),
+            onnx.helper.make_node("Greater", ["s", "zero"], ["c"]),
+            onnx.helper.make_node("If", ["c"], ["y"], then_branch=then_branch, else_branch=else_branch),
+        ],
+        "choose",
+        [_value("x", [4])],
+        [_value("y", [4])],
+        [onnx.numpy_helper.from_array(np.array(0, np.float32), "zero")],
+    )
+    workload = dcaccel.load(onnx.helper.make_model(graph, opset_imports=[onnx.helper.make_opsetid("", 17)]))
+    op_types = {node.op_type for node in workload.onnx_model.graph.node}
+    assert "If" not in op_types
+    assert {"Relu", "Neg", "Where"} <= op_types
+
+
+def _value(name: str, shape: list) -> onnx.ValueInfoProto:
+    return onnx.helper.make_tensor_value_info(name, onnx.TensorProto.FLOAT, shape)
+
+
 def test_missing_file(tmp_path):
     with pytest.raises(DcaccelError, match=r"^file '.*missing\.onnx' not found$"):
         dcaccel.load(tmp_path / "missing.onnx")
