@@ -163,9 +163,12 @@ class _Unroller:
             inputs = [self.value(operand) if operand else None for operand in node.input]
         if any(operand and value is None for operand, value in zip(node.input, inputs, strict=True)):
             return None
-        evaluator = onnx.reference.ReferenceEvaluator(self._single_node_model(node))
         feed = {operand: value for operand, value in zip(node.input, inputs, strict=True) if operand}
-        for output, result in zip(node.output, evaluator.run(None, feed), strict=False):
+        try:
+            results = onnx.reference.ReferenceEvaluator(self._single_node_model(node)).run(None, feed)
+        except Exception:  # noqa: BLE001 - an op ONNX's reference cannot compute here: the value stays unknown
+            return None
+        for output, result in zip(node.output, results, strict=False):
             self.constants[output] = np.asarray(result)
         return self.constants.get(name)
 

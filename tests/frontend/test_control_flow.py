@@ -14,6 +14,7 @@ from onnx import TensorProto, helper, numpy_helper
 
 from dcaccel.errors import UnsupportedOpError
 from dcaccel.frontend.control_flow import CONTROL_FLOW_OPS, straight_line
+from dcaccel.frontend.onnx_import import readable_node_names
 from dcaccel.frontend.onnx_prepare import normalize
 from tests.expansions.canonical_onnx import IR_VERSION, OPSET, run_canonical, run_reference
 
@@ -355,11 +356,11 @@ def torch_loop_model() -> onnx.ModelProto:
     class Recurrence(torch.nn.Module):
         def __init__(self):
             super().__init__()
-            self.weight = torch.nn.Parameter(torch.linspace(-1, 1, 9).reshape(3, 3))
+            self.weight = torch.nn.Parameter(torch.linspace(-1, 1, 3))
 
         def forward(self, x):
             for _ in range(x.shape[0]):
-                x = torch.tanh(x @ self.weight + x)
+                x = torch.tanh(x * self.weight + x)
             return x
 
     buffer = io.BytesIO()
@@ -407,8 +408,8 @@ def _prefixed(model: onnx.ModelProto, prefix: str) -> onnx.ModelProto:
 
 @pytest.fixture(scope="module")
 def compiled_forms(torch_loop):
-    """Every form (the torch loop too) in one model, normalized as dcaccel imports it, run by onnxruntime (the
-    original) and by the canonical implementations of the unrolled graph (one compile)."""
+    """Every form (the torch loop too) in one model, normalized and its nodes named as dcaccel imports it, run by
+    onnxruntime (the original) and by the canonical implementations of the unrolled graph (one compile)."""
     forms = {**FORMS, "torch": torch_loop}
     merged = helper.make_graph([], "forms", [], [])
     for prefix, model in forms.items():
@@ -420,7 +421,8 @@ def compiled_forms(torch_loop):
     model = helper.make_model(merged, opset_imports=[helper.make_opsetid("", OPSET)], ir_version=IR_VERSION)
     feed = _feed(model)
     reference = run_reference(model, feed)
-    return reference, run_canonical(normalize(model, "forms"), feed, "control_flow_forms")
+    imported = readable_node_names(normalize(model, "forms"))
+    return reference, run_canonical(imported, feed, "control_flow_forms")
 
 
 @pytest.mark.slow
