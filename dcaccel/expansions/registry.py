@@ -29,6 +29,7 @@ MODULES = (
     "gather",
     "gemm",
     "linalg",
+    "ml",
     "normalization",
     "padding",
     "pooling",
