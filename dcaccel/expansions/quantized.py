@@ -38,6 +38,7 @@ from dace.sdfg.utils import in_desc_with_name, out_desc_with_name
 
 from dcaccel.buffers import BufferReason
 from dcaccel.expansions.builder import (
+    WCR_MAX,
     ExpansionBuilder,
     broadcast_indices,
     index_params,
@@ -150,6 +151,14 @@ def _parameter_inputs(builder: ExpansionBuilder, indices: dict[str, str], shape:
     return memlets
 
 
+def quotient(dividend: str, divisor: str, dtype: str = "float") -> str:
+    """A C++ expression for ``dividend / divisor`` rounded once to ``dtype`` (float: divided in double, then
+    rounded; the compiler's ``-freciprocal-math`` may make a division a multiplication by the reciprocal, which
+    is off by an ulp in float, enough to move a value across a rounding tie)."""
+    wide = "double" if dtype == "float" else dtype
+    return f"static_cast<{dtype}>(static_cast<{wide}>({dividend}) / static_cast<{wide}>({divisor}))"
+
+
 def _limits(dtype: dace.typeclass) -> tuple[str, str]:
     info = np.iinfo(dtype.type)
     return f"{float(info.min)!r}f", f"{float(info.max)!r}f"
@@ -182,8 +191,7 @@ def build_linear_quantization_sdfg(builder: ExpansionBuilder, quantize: bool, sh
     zero = f"__{zero[0]}" if zero else None
     out_type = builder.desc("y").dtype
     if quantize:
-        compute = "double" if builder.desc("x").dtype == dace.float64 else "float"
-        value = f"static_cast<{compute}>(__x) / static_cast<{compute}>(__{scale})"
+        value = quotient("__x", f"__{scale}", "double" if builder.desc("x").dtype == dace.float64 else "float")
         code = _saturated(value, zero, out_type)
     else:
         difference = f"static_cast<int>(__x) - static_cast<int>({zero})" if zero else "static_cast<int>(__x)"
@@ -245,6 +253,69 @@ class DequantizeLinear(CanonicalForward):
         return build_linear_quantization_sdfg(node_builder(node, state, sdfg), False, shape, indices)
 
 
+WCR_MIN = "lambda a, b: min(a, b)"
+
+
+def build_dynamic_quantize_sdfg(builder: ExpansionBuilder, shape: tuple) -> dace.SDFG:
+    """DynamicQuantizeLinear of x (``shape``, float32) in ``builder`` (its arguments added), as onnxruntime
+    computes it: ``MinMax`` reads x once, row-major, into the ACCUMULATE scalars ``x_min`` and ``x_max``
+    (initialised to 0: the range includes zero); ``Parameters`` (one iteration) writes the REUSE scalars
+    ``scale`` = (x_max - x_min) / 255 (1 when the range is empty) and ``zero`` = rint(saturate(-x_min / scale)),
+    copied into the outputs y_scale and y_zero_point (plain copies); ``Quantize`` writes
+    y = saturate(rint(x / scale) + zero) row-major, reading x a second time."""
+    params = index_params(len(shape))
+    element = subscript(params)
+    ranges = index_ranges(params, shape)
+    bounds = {name: builder.transient(name, (), dace.float32, BufferReason.ACCUMULATE) for name in ("x_min", "x_max")}
+    for bound in bounds.values():
+        builder.init(bound, "dace.float32(0)")
+    builder.flat_map(
+        "MinMax",
+        ranges,
+        {"v": Memlet(f"x[{element}]")},
+        "low = v\nhigh = v",
+        {"low": Memlet(f"{bounds['x_min']}[0]", wcr=WCR_MIN), "high": Memlet(f"{bounds['x_max']}[0]", wcr=WCR_MAX)},
+    )
+    scale = builder.transient("scale", (), dace.float32, BufferReason.REUSE)
+    zero = builder.transient("zero", (), dace.uint8, BufferReason.REUSE)
+    builder.flat_map(
+        "Parameters",
+        index_ranges([], ()),
+        {"low": Memlet(f"{bounds['x_min']}[0]"), "high": Memlet(f"{bounds['x_max']}[0]")},
+        "const float __range = __high - __low;\n"
+        f"const float __scale = __range == 0.0f ? 1.0f : {quotient('__range', '255')};\n"
+        f"const float __zero = {quotient('-__low', '__scale')};\n"
+        "__s = __scale;\n"
+        "__z = static_cast<uint8_t>(std::nearbyint(__zero < 0.0f ? 0.0f : (__zero > 255.0f ? 255.0f : __zero)));",
+        {"s": Memlet(f"{scale}[0]"), "z": Memlet(f"{zero}[0]")},
+        language=dace.Language.CPP,
+    )
+    builder.copy(scale, "0", "y_scale", "0")
+    builder.copy(zero, "0", "y_zero_point", "0")
+    builder.flat_map(
+        "Quantize",
+        ranges,
+        {"x": Memlet(f"x[{element}]"), "s": Memlet(f"{scale}[0]"), "z": Memlet(f"{zero}[0]")},
+        _saturated(quotient("__x", "__s"), "__z", dace.uint8),
+        {"y": Memlet(f"y[{element}]")},
+        language=dace.Language.CPP,
+    )
+    return builder.sdfg
+
+
+class DynamicQuantizeLinear(CanonicalForward):
+    """ONNX DynamicQuantizeLinear as three tasks (see :func:`build_dynamic_quantize_sdfg`)."""
+
+    @staticmethod
+    def check(node, state, sdfg) -> None:
+        _check_type(node, state, sdfg, "x", (dace.float32,))
+
+    @staticmethod
+    def forward(node, state, sdfg):
+        shape = input_shape(node, state, sdfg, "x")
+        return build_dynamic_quantize_sdfg(node_builder(node, state, sdfg), shape)
+
+
 # ---------------------------------------------------------------------------------------------
 # The integer products
 
@@ -276,7 +347,7 @@ def add_requantize(builder: ExpansionBuilder, source: str, shape: tuple, indices
     element = subscript(params)
     inputs = {"acc": Memlet(f"{source}[{element}]"), **_parameter_inputs(builder, indices, shape)}
     s0, s1, s2, *zero = (f"__{name}" for name in indices)
-    multiplier = f"static_cast<float>({s0}) * static_cast<float>({s1}) / static_cast<float>({s2})"
+    multiplier = quotient(f"static_cast<float>({s0}) * static_cast<float>({s1})", s2)
     value = f"static_cast<float>(__acc) * ({multiplier})"
     builder.flat_map(
         "Requantize",
@@ -513,6 +584,7 @@ def _by_shape(base: type, op: str) -> tuple[Implementation, ...]:
 IMPLEMENTATIONS = (
     Implementation("QuantizeLinear", CANONICAL, QuantizeLinear),
     Implementation("DequantizeLinear", CANONICAL, DequantizeLinear),
+    Implementation("DynamicQuantizeLinear", CANONICAL, DynamicQuantizeLinear),
     *_by_shape(_MatMulInteger, "MatMulInteger"),
     *_by_shape(_QLinearMatMul, "QLinearMatMul"),
     *_by_shape(_ConvInteger, "ConvInteger"),

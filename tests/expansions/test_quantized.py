@@ -103,6 +103,16 @@ def _qconv(name, x_shape, w_shape, dtype=U8, w_scale=0.01, bias=None, **attribut
 TIES = np.array([0.25, 0.75, -0.25, -0.75, 1.25, 2.5, -2.5, 1e6, -1e6, 63.75, 64.25], F32)
 """x / 0.5 = ±0.5, ±1.5, 2.5, ±5 (ties round to even), ±2e6 (saturate), 127.5 and 128.5 (around int8's top)."""
 
+DYNAMIC = {
+    "positive": np.array([0.5, 2.0, 7.25, 3.0], F32),
+    "negative": np.array([[-0.5, -2.0], [-7.25, -3.0]], F32),
+    "zeros": np.zeros((2, 3), F32),
+    "rank0": np.array(-1.5, F32),
+}
+"""DynamicQuantizeLinear's inputs whose range is one-sided or empty (scale 1, as onnxruntime has it)."""
+
+DYNAMIC_OUTPUTS = ("y", "y_scale", "y_zero_point")
+
 CASES = [
     _q("q_tensor", (2, 3, 4), 0.05, np.array(128, U8)),
     _q("q_no_zero_point", (5,), 0.02),
@@ -152,6 +162,11 @@ CASES = [
         for s in SHAPES
     ),
     _qconv("qconv_int8_groups", (2, 4, 6, 6), (4, 2, 3, 3), I8, strides=[2, 2], group=2),
+    *(
+        OpCase(f"dyn_{label}", "DynamicQuantizeLinear", ["x"], constants={"x": x}, outputs=DYNAMIC_OUTPUTS)
+        for label, x in DYNAMIC.items()
+    ),
+    OpCase("dyn_data", "DynamicQuantizeLinear", ["x"], {"x": (3, 4)}, outputs=DYNAMIC_OUTPUTS),
 ]
 
 SHAPE = {
@@ -214,24 +229,28 @@ def results():
     outputs = ReferenceEvaluator(model).run(None, onnx_feed)
     reference.update(zip([o.name for o in model.graph.output], outputs, strict=True))
     reference.update({c.tensor("y"): _numpy_reference(c, inputs) for c in CASES if c.name in NUMPY_REFERENCE})
-    return {case.name: (reference[case.tensor("y")], canonical[case.tensor("y")]) for case in CASES}
+    return {case.tensor(name): (reference[case.tensor(name)], canonical[case.tensor(name)]) for case, name in OUTPUTS}
+
+
+OUTPUTS = [(case, name) for case in CASES for name in case.outputs]
 
 
 @pytest.mark.slow
-@pytest.mark.parametrize("case", CASES, ids=lambda c: c.name)
-def test_matches_reference(case, results):
-    expected, actual = results[case.name]
+@pytest.mark.parametrize(("case", "output"), OUTPUTS, ids=[case.tensor(name) for case, name in OUTPUTS])
+def test_matches_reference(case, output, results):
+    expected, actual = results[case.tensor(output)]
     assert actual.shape == expected.shape
     assert actual.dtype == expected.dtype
     np.testing.assert_array_equal(actual, expected)
 
 
 LOWERED = {"q_axis": "canonical", "dq_blocked": "canonical", "mmi_mv": "mv", "qmm_op": "op", "ci_lmv": "lmv"}
-LOWERED["qconv_mv"] = "mv"
+LOWERED.update(qconv_mv="mv", dyn_data="canonical")
 """One case per op, lowered (not compiled) under the implementation named."""
 
 TASKS = {
     "q_axis": {"Quantize": 1},
+    "dyn_data": {"init_x_min": 1, "init_x_max": 1, "MinMax": 1, "Parameters": 1, "Quantize": 1},
     "dq_blocked": {"Dequantize": 1},
     "mmi_mv": {"ShiftA": 1, "ShiftB": 1, "BcastA": 1, "MV": 5, "Gather": 1},
     "qmm_op": {"ShiftA": 1, "ShiftB": 1, "OP": 3, "Reduce": 1, "Requantize": 1},
@@ -241,7 +260,8 @@ TASKS = {
         **{"AddBias": 1, "ReshapeOut": 1, "Requantize": 1},
     },
 }
-"""The tasks of each lowered case, by map label: the element-wise ops one flat map; the products their shifts,
+"""The tasks of each lowered case, by map label: the element-wise ops one flat map (DynamicQuantizeLinear the
+initialisation of its range, its reduction, its parameters and the quantization); the products their shifts,
 the MMM's tasks (mv: one per column of the product, 5 columns of B or 25 output positions; op: one per inner
 index, 3; lmv: one per row, 3 filters), the im2col's tasks for the convolutions, and ``Requantize``."""
 
