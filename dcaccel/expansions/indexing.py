@@ -6,6 +6,7 @@ constants are folded into the expansion. An op whose output shape would depend o
 import.
 """
 
+import copy
 import math
 
 import dace
@@ -46,8 +47,9 @@ class CanonicalOneHot(CanonicalForward):
     """Canonical OneHot: ``y[a, k, b] = on if k == indices[a, b] else off`` along ``axis`` (``k`` in
     ``[0, depth)``, negative indices wrapped by ``depth``, an index outside ``[-depth, depth)`` all ``off``).
 
-    ``depth`` is a constant; ``values`` (``[off, on]``) is folded when constant, else read by every element.
-    One flat map over the output, produced row-major; each index is read ``depth`` times.
+    ``depth`` is a constant; ``values`` (``[off, on]``) is folded when constant, else every element reads the
+    one it writes (a dynamic memlet). One flat map over the output, produced row-major; each index is read
+    ``depth`` times.
     """
 
     @staticmethod
@@ -77,19 +79,23 @@ class CanonicalOneHot(CanonicalForward):
                 f"{steps.operand('indices', reused=depth > 1)}[{subscript(params[:axis] + params[axis + 1 :])}]"
             )
         }
+        match = f"w = dace.int64(j)\nhot = (w if w >= 0 else w + {depth}) == {params[axis]}\n"
         if values is None:
             source = steps.operand("values", reused=True)
-            inputs |= {"off": Memlet(f"{source}[0]"), "on": Memlet(f"{source}[1]")}
-            off, on = "off", "on"
+            inputs["pair"] = Memlet(data=source, subset="0:2", volume=1, dynamic=True)
+            code = match + "out = pair[1 if hot else 0]"
         else:
             off, on = (literal(v, dtype) for v in values.reshape(-1)[:2])
-        steps.flat_map(
+            code = match + f"out = {on} if hot else {off}"
+        tasklet = steps.flat_map(
             "onehot",
             index_ranges(params, out_shape),
             inputs,
-            f"w = dace.int64(j)\nout = {on} if (w if w >= 0 else w + {depth}) == {params[axis]} else {off}",
+            code,
             {"out": Memlet(f"output[{subscript(params)}]")},
         )
+        if values is None:
+            tasklet.in_connectors[connector("pair")] = dace.pointer(steps.desc(source).dtype)
         return steps.sdfg
 
 
@@ -119,8 +125,11 @@ class CanonicalCompress(CanonicalForward):
     """Canonical Compress of a constant ``condition``: the slices along ``axis`` (elements of the flattened
     input without one) whose condition is true, in order; a gather with constant indices.
 
-    The kept positions are split into runs of one step (``first + step * j``); each run is one flat map
-    copying its slices (a static memlet), produced row-major, the runs in order.
+    The kept positions are split into runs of one step (``first + step * j``), copied by tasks of equal size
+    (static memlets), as Concat's: ``g`` kept positions each, ``g`` the greatest common divisor of the runs'
+    lengths; a run of ``g`` is one flat map, a longer one a task map of one task per ``g`` positions (of the
+    flattened input: one flat map per ``g`` positions). The output is produced run by run, row-major within a
+    task.
     """
 
     @staticmethod
@@ -140,24 +149,33 @@ class CanonicalCompress(CanonicalForward):
             return steps.sdfg
         params = index_params(len(out_shape))
         strides = [math.prod(shape[d + 1 :]) for d in range(len(shape))]
-        for number, (offset, first, step, length) in enumerate(_runs(kept)):
-            chosen = params[0] if axis is None else params[axis]
-            position = f"{first} + {step} * {chosen}"
-            if axis is None:
-                index = [f"(({position}) // {s}) % {n}" for s, n in zip(strides, shape, strict=True)]
+        runs = _runs(kept)
+        slab = math.gcd(*(length for *_, length in runs))
+        chosen = params[0] if axis is None else params[axis]
+        for number, (offset, first, step, length) in enumerate(runs):
+            if axis is None:  # a slab of a run one flat map each (a task map's memlets would divide its parameter)
+                for k in range(length // slab):
+                    start = first + step * slab * k
+                    position = f"{start} + {step} * {chosen}"
+                    index = [f"(({position}) // {s}) % {n}" for s, n in zip(strides, shape, strict=True)]
+                    steps.flat_map(
+                        f"compress{number}_{k}" if length > slab else f"compress{number}",
+                        {chosen: f"0:{slab}"},
+                        {"v": Memlet(f"input[{subscript(index)}]")},
+                        "out = v",
+                        {"out": Memlet(f"output[{offset + slab * k} + {chosen}]")},
+                    )
+                continue
+            kept_index = chosen if length == slab else f"__s * {slab} + {chosen}"
+            index = [f"{first} + {step} * ({kept_index})" if d == axis else p for d, p in enumerate(params)]
+            target = [f"{offset} + {kept_index}" if p == chosen else p for p in params]
+            body = index_ranges(params, [slab if p == chosen else n for p, n in zip(params, out_shape, strict=True)])
+            read, write = {"v": Memlet(f"input[{subscript(index)}]")}, {"out": Memlet(f"output[{subscript(target)}]")}
+            if length == slab:
+                steps.flat_map(f"compress{number}", body, read, "out = v", write)
             else:
-                index = [position if d == axis else p for d, p in enumerate(params)]
-            target = [f"{offset} + {p}" if p == chosen else p for p in params]
-            ranges = index_ranges(
-                params, [length if p == chosen else n for p, n in zip(params, out_shape, strict=True)]
-            )
-            steps.flat_map(
-                f"compress{number}",
-                ranges,
-                {"v": Memlet(f"input[{subscript(index)}]")},
-                "out = v",
-                {"out": Memlet(f"output[{subscript(target)}]")},
-            )
+                slabs = {"__s": f"0:{length // slab}"}
+                steps.task_map(f"compress{number}", slabs, "slab", body, read, "out = v", write)
         return steps.sdfg
 
 
@@ -245,8 +263,9 @@ class CanonicalMaxUnpool(CanonicalForward):
     position ``I[i]`` (an index MaxPool gives, into the flattened unpooled shape of the attributes) names in
     that shape; ``output_shape`` (a constant) may extend it (the extra positions stay zero).
 
-    One sequential flat map over ``X`` row-major, each writing one element of the output at a data-dependent
-    position (a dynamic memlet).
+    Two flat maps: ``zero`` writes the output row-major, then the sequential ``unpool`` over ``X`` row-major writes
+    each element into it at a data-dependent position (a dynamic memlet; it reads the zeroed output, as a scatter
+    does, so that the output is a new version).
     """
 
     @staticmethod
@@ -264,23 +283,33 @@ class CanonicalMaxUnpool(CanonicalForward):
         in_shape, out_shape = onnx_shape(steps.desc("X")), onnx_shape(steps.desc("output"))
         unpooled = _unpooled_shape(node, in_shape)
         dtype = steps.desc("output").dtype
-        steps.init("output", literal(0, dtype))
+        every = index_params(len(out_shape))
+        if math.prod(out_shape):
+            steps.flat_map(
+                "zero", index_ranges(every, out_shape), {}, f"out = {literal(0, dtype)}", {"out": _write(every)}
+            )
         if math.prod(in_shape) == 0:
             return steps.sdfg
         params = index_params(len(in_shape))
         target = ", ".join(
             f"(j // {math.prod(unpooled[d + 1 :])}) % {n}" for d, n in enumerate(unpooled) if out_shape[d] != 1
         )
+        whole = Memlet(data="output", subset=subscript([f"0:{n}" for n in out_shape]), volume=1, dynamic=True)
         tasklet = steps.flat_map(
             "unpool",
             index_ranges(params, in_shape),
-            {"x": Memlet(f"X[{subscript(params)}]"), "j": Memlet(f"I[{subscript(params)}]")},
+            {"x": Memlet(f"X[{subscript(params)}]"), "j": Memlet(f"I[{subscript(params)}]"), "prev": whole},
             f"out[{target}] = x" if target else "out = x",
-            {"out": Memlet(data="output", subset=subscript([f"0:{n}" for n in out_shape]), volume=1, dynamic=True)},
+            {"out": copy.deepcopy(whole)},
         )
+        tasklet.in_connectors[connector("prev")] = dace.pointer(dtype)
         tasklet.out_connectors[connector("out")] = dace.pointer(dtype)
         steps.state.entry_node(tasklet).map.schedule = dace.ScheduleType.Sequential
         return steps.sdfg
+
+
+def _write(params: list[str]) -> Memlet:
+    return Memlet(f"output[{subscript(params)}]")
 
 
 IMPLEMENTATIONS = (

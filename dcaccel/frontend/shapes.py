@@ -8,8 +8,9 @@ DaCe's ONNX importer gives every tensor the shape onnxruntime's symbolic shape i
 :data:`SHAPE_INPUTS` that inference names an output size it cannot compute (``OneHot_0_o0__d0``), a symbol
 nothing gives a value, or writes no shape, even where the shape-giving inputs are constants.
 :func:`infer_onnx_shapes`, which :func:`use_in_dace_importer` makes the inference DaCe's importer runs, takes
-those outputs' shapes from ONNX's own shape inference with data propagation instead (Compress: from its
-constant condition), and refuses in one line an op whose output shape depends on input values.
+those outputs' shapes from ONNX's own shape inference with data propagation instead (Compress and MaxUnpool:
+from their constant condition and ``output_shape``), and refuses in one line an op whose output shape depends
+on input values.
 """
 
 import functools
@@ -164,11 +165,8 @@ def infer_onnx_shapes(model: onnx.ModelProto, auto_merge: bool = False) -> onnx.
         if node.op_type not in SHAPE_INPUTS or node.domain:
             continue
         for name in node.output:
-            dims = (
-                _compressed_shape(node, values, constants)
-                if node.op_type == "Compress"
-                else _concrete(known.get(name, [None])[0])
-            )
+            rule = _SHAPE_RULES.get(node.op_type)
+            dims = (rule and rule(node, values, constants)) or _concrete(known.get(name, [None])[0])
             if name and dims is not None:
                 for value in values.get(name, ()):
                     _set_shape(value, dims, known.get(name, [value])[0])
@@ -231,6 +229,17 @@ def _compressed_shape(node: onnx.NodeProto, values: dict, constants: dict) -> li
     if axis is None:
         return [kept]
     return [kept if d == axis % len(data) else size for d, size in enumerate(data)]
+
+
+def _unpooled_shape(node: onnx.NodeProto, values: dict, constants: dict) -> list[int] | None:
+    """The output shape of a MaxUnpool of constant ``output_shape`` (None without one)."""
+    given = node.input[2] if len(node.input) > 2 else ""
+    return [int(v) for v in constants[given].reshape(-1)] if given else None
+
+
+_SHAPE_RULES = {"Compress": _compressed_shape, "MaxUnpool": _unpooled_shape}
+"""The output shape of the ops ONNX's inference does not compute from their constant inputs, by op type: a
+function of the node, the typed values by name and the constants (None: no shape)."""
 
 
 def _set_shape(value: onnx.ValueInfoProto, dims: list[int], typed: onnx.ValueInfoProto) -> None:
