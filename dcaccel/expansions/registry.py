@@ -13,6 +13,9 @@ modules and registers each implementation once:
 - a DaCe library node's implementation (an ``ExpandTransformation``) with the node class's
   ``register_implementation``.
 
+:func:`register` also makes :func:`dcaccel.frontend.shapes.infer_onnx_shapes` the shape inference of DaCe's
+ONNX importer, which then gives the outputs of ops shaped by constant inputs (OneHot's ``depth``...) their sizes.
+
 Every implementation has a static ``check(node, state, sdfg)`` raising
 :class:`~dcaccel.errors.UnsupportedOpError` when it does not apply, called before it touches the
 graph (see :func:`implementation_of`).
@@ -28,6 +31,7 @@ MODULES = (
     "elementwise",
     "gather",
     "gemm",
+    "indexing",
     "linalg",
     "ml",
     "normalization",
@@ -40,6 +44,7 @@ MODULES = (
     "sampling",
     "scan",
     "shape_ops",
+    "signal",
     "softmax",
 )
 """The op modules of :mod:`dcaccel.expansions` (each with an ``IMPLEMENTATIONS`` table)."""
@@ -62,6 +67,9 @@ def register() -> None:
     from dace.libraries.onnx.forward_implementation_abc import ONNXForward
     from dace.libraries.onnx.op_implementations.utils import op_implementation
 
+    from dcaccel.frontend.shapes import use_in_dace_importer
+
+    use_in_dace_importer()  # DaCe's importer then shapes the outputs of ops shaped by constant inputs
     classes = _onnx_node_classes()  # before op_implementation: DaCe then never wraps dcaccel's forwards itself
     for implementation in all_implementations():
         if implementation.node_class is not None:
