@@ -12,7 +12,7 @@ literal: it is an operand of the instruction, not data.
 
 import math
 from collections.abc import Callable, Mapping
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 
 import dace
 import numpy as np
@@ -26,6 +26,7 @@ from dcaccel.expansions.implementation import CANONICAL, Implementation
 from dcaccel.expansions.node import (
     CanonicalForward,
     constant_input,
+    input_edge,
     node_builder,
     onnx_shape,
     ordered_inputs,
@@ -50,6 +51,10 @@ class ElementwiseOp:
     summary: str
     parameters: tuple[str, ...] = ()
     """Inputs that are not data (CastLike's ``target_type`` only gives a type): disconnected."""
+    constant_outputs: Mapping[str, str] = field(default_factory=dict)
+    """Outputs besides the first, each with the tasklet expression of its constant elements (Dropout's ``mask``)."""
+    check: Callable[[object, SDFGState, SDFG], None] = lambda node, state, sdfg: None
+    """Raises :class:`UnsupportedOpError` for inputs the formula does not cover (Dropout's training mode)."""
 
 
 def _clip(x: Operands, T: str, node) -> str:
@@ -136,6 +141,72 @@ def _shift(x: Operands, T: str, node) -> str:
     return f"({shifted} if {amount} >= 0 and {amount} < {bits} else ({outside}))"
 
 
+def _call(function: str, connector: str) -> Callable[[Operands, str, object], str]:
+    """The formula ``function(x)`` of the input ``connector`` (a C++ math function, e.g. ``asinh``)."""
+    return lambda x, T, node: f"{function}({x[connector]})"
+
+
+def _abs(value: str, T: str) -> str:
+    """``|value|`` as a conditional expression (C's unqualified ``abs`` takes an int; the negation of a float16
+    is a float, converted back)."""
+    return f"({value} if {value} >= {T}(0) else {T}(-{value}))"
+
+
+def _elu(value: str, alpha: float, T: str, exponent: str | None = None) -> str:
+    """``value`` where it is positive, else ``alpha (exp(exponent) - 1)``, ``exponent`` being ``value`` unless given
+    (Elu; Selu scales it; Celu's exponent is ``value / alpha``)."""
+    return f"({value} if {value} > {T}(0) else {T}({T}({alpha!r}) * expm1({exponent or value})))"
+
+
+def _shrink(x: Operands, T: str, node) -> str:
+    """``x + bias`` below ``-lambd``, ``x - bias`` above ``lambd``, else 0; the comparisons and sums in floating
+    point (for an integer ``x`` too, as onnxruntime does), converted to ``T``."""
+    v, lambd, bias = x["input"], float(node.lambd), float(node.bias)
+    return f"({T}({v} + {bias!r}) if {v} < {-lambd!r} else ({T}({v} - {bias!r}) if {v} > {lambd!r} else {T}(0)))"
+
+
+def _is_inf(x: Operands, T: str, node) -> str:
+    sides = {(1, 1): "isinf({v})", (1, 0): "isinf({v}) and {v} > 0", (0, 1): "isinf({v}) and {v} < 0"}
+    detect = (int(node.detect_positive), int(node.detect_negative))
+    return f"({sides[detect].format(v=x['X'])})" if detect in sides else "False"
+
+
+def _kind(T: str) -> str:
+    """The numpy kind of the type constructor ``T`` (``"dace.float32"``: ``"f"``; ``"i"``, ``"u"``, ``"b"``); ``"f"``
+    for the placeholder ``"T"`` of :func:`check_elementwise`."""
+    return np.dtype(getattr(dace, T.removeprefix("dace.")).type).kind if T.startswith("dace.") else "f"
+
+
+def _mod(x: Operands, T: str, node) -> str:
+    """Mod: with ``fmod=1`` C's remainder (the sign of the dividend; ``fmod`` for floats, ``%`` for integers); with
+    ``fmod=0`` the remainder of the floored division (the sign of the divisor, as numpy's ``mod``): the C remainder
+    plus the divisor where it is not zero and its sign differs from the divisor's (never, for unsigned types)."""
+    a, b = x["A"], x["B"]
+    remainder = f"{T}(fmod({a}, {b}))" if _kind(T) == "f" else f"{T}({a} % {b})"
+    if node.fmod not in (0, 1):
+        raise unsupported(node, f"fmod={node.fmod}")
+    if node.fmod == 1 or _kind(T) == "u":
+        return remainder
+    zero = f"{T}(0)"
+    differs = f"{remainder} != {zero} and ({remainder} < {zero}) != ({b} < {zero})"
+    return f"({T}({remainder} + {b}) if {differs} else {remainder})"
+
+
+def _sign(x: Operands, T: str, node) -> str:
+    v, zero = x["input"], f"{T}(0)"
+    negative = zero if _kind(T) == "u" else f"({T}(-1) if {v} < {zero} else {zero})"
+    return f"({T}(1) if {v} > {zero} else {negative})"
+
+
+def _dropout_inference(node, state: SDFGState, sdfg: SDFG) -> None:
+    """Dropout is the identity in inference mode only: ``training_mode`` absent or a constant false."""
+    if input_edge(node, state, "training_mode") is None:
+        return
+    training = constant_input(node, state, sdfg, "training_mode")
+    if training is None or training.any():
+        raise unsupported(node, "training_mode (only inference: absent or a constant false)")
+
+
 def _mean(x: Operands, T: str, node) -> str:
     return f"({' + '.join(x.values())}) / {T}({len(x)})"
 
@@ -149,7 +220,7 @@ ELEMENTWISE_OPS = (
     ElementwiseOp("Log", lambda x, T, n: f"log({x['input']})", "output = log(input)"),
     ElementwiseOp("Sin", lambda x, T, n: f"sin({x['input']})", "output = sin(input)"),
     ElementwiseOp("Cos", lambda x, T, n: f"cos({x['input']})", "output = cos(input)"),
-    ElementwiseOp("Abs", lambda x, T, n: f"({x['X']} if {x['X']} >= {T}(0) else -{x['X']})", "Y = |X|"),
+    ElementwiseOp("Abs", lambda x, T, n: _abs(x["X"], T), "Y = |X|"),
     ElementwiseOp("Erf", lambda x, T, n: f"erf({x['input']})", "output = erf(input)"),
     ElementwiseOp("Neg", lambda x, T, n: f"-{x['X']}", "Y = -X"),
     ElementwiseOp("Reciprocal", lambda x, T, n: f"{T}(1) / {x['X']}", "Y = 1 / X"),
@@ -198,6 +269,50 @@ ELEMENTWISE_OPS = (
     ElementwiseOp("BitwiseXor", lambda x, T, n: f"{x['A']} ^ {x['B']}", "C = A ^ B"),
     ElementwiseOp("BitwiseNot", lambda x, T, n: f"~{x['X']}", "Y = ~X"),
     ElementwiseOp("BitShift", _shift, "Z = X << Y or X >> Y (direction), bits shifted out of the type dropped"),
+    *(
+        ElementwiseOp(op, _call(op.lower(), "input"), f"output = {op.lower()}(input)")
+        for op in ("Acos", "Acosh", "Asin", "Asinh", "Atan", "Atanh", "Cosh", "Sinh", "Tan")
+    ),
+    ElementwiseOp("Ceil", _call("ceil", "X"), "Y = ceil(X)"),
+    ElementwiseOp("Floor", _call("floor", "X"), "Y = floor(X)"),
+    ElementwiseOp("Round", _call("nearbyint", "X"), "Y = X rounded to the nearest integer, halves to even"),
+    ElementwiseOp("Sign", _sign, "output = 1, -1 or 0 by the sign of input"),
+    ElementwiseOp("IsInf", _is_inf, "Y = X is an infinity (of the signs detect_positive, detect_negative select)"),
+    ElementwiseOp("IsNaN", _call("isnan", "X"), "Y = X is not a number"),
+    ElementwiseOp("Mod", _mod, "C = A mod B (fmod=0: the sign of B; fmod=1: the sign of A)"),
+    ElementwiseOp(
+        "Celu",
+        lambda x, T, n: _elu(x["X"], n.alpha, T, f"{x['X']} / {T}({n.alpha!r})"),
+        "Y = max(0, X) + min(0, alpha (exp(X / alpha) - 1))",
+    ),
+    ElementwiseOp("Elu", lambda x, T, n: _elu(x["X"], n.alpha, T), "Y = X if X > 0 else alpha (exp(X) - 1)"),
+    ElementwiseOp(
+        "Selu",
+        lambda x, T, n: f"{T}({T}({n.gamma!r}) * {_elu(x['X'], n.alpha, T)})",
+        "Y = gamma (X if X > 0 else alpha (exp(X) - 1))",
+    ),
+    ElementwiseOp(
+        "ThresholdedRelu",
+        lambda x, T, n: f"({x['X']} if {x['X']} > {T}({n.alpha!r}) else {T}(0))",
+        "Y = X if X > alpha else 0",
+    ),
+    ElementwiseOp("Shrink", _shrink, "output = input + bias below -lambd, input - bias above lambd, else 0"),
+    ElementwiseOp(
+        "Swish",
+        lambda x, T, n: f"{T}({x['X']} / ({T}(1) + exp({T}({-n.alpha!r}) * {x['X']})))",
+        "Y = X sigmoid(alpha X)",
+    ),
+    ElementwiseOp(
+        "Softsign", lambda x, T, n: f"{T}({x['input']} / ({T}(1) + {_abs(x['input'], T)}))", "output = X / (1 + |X|)"
+    ),
+    ElementwiseOp(
+        "Dropout",
+        lambda x, T, n: x["data"],
+        "output = data (inference), mask all true",
+        ("ratio", "training_mode"),
+        {"mask": "True"},
+        _dropout_inference,
+    ),
 )
 
 
@@ -209,22 +324,26 @@ def _folded_constant(node, state: SDFGState, sdfg: SDFG, connector: str) -> str 
     return literal(value.reshape(()).item(), dace.typeclass(value.dtype.type))
 
 
-def check_elementwise(spec: ElementwiseOp, node, state: SDFGState) -> None:
-    """Raise :class:`UnsupportedOpError` unless ``node`` has one output and ``spec``'s formula covers its
-    attributes (the formula is written with placeholder operands)."""
-    if len(state.out_edges(node)) != 1:
-        raise unsupported(node, f"{len(state.out_edges(node))} outputs")
+def check_elementwise(spec: ElementwiseOp, node, state: SDFGState, sdfg: SDFG) -> None:
+    """Raise :class:`UnsupportedOpError` unless ``node`` has one computed output (and any of ``spec``'s constant
+    outputs), ``spec``'s formula covers its attributes (the formula is written with placeholder operands) and its
+    own check passes."""
+    computed = [e.src_conn for e in state.out_edges(node) if e.src_conn not in spec.constant_outputs]
+    if len(computed) != 1:
+        raise unsupported(node, f"{len(computed)} computed outputs")
     spec.formula({c: c for c in ordered_inputs(node, state)}, "T", node)
+    spec.check(node, state, sdfg)
 
 
 def expand_elementwise(spec: ElementwiseOp, node, state: SDFGState, sdfg: SDFG) -> SDFG:
-    """The nested SDFG computing ``spec`` for ``node``: one flat map over the output (row-major)."""
-    (out_edge,) = state.out_edges(node)
-    out_name = out_edge.src_conn
+    """The nested SDFG computing ``spec`` for ``node``: one flat map over the output (row-major), which also writes
+    the constant outputs that are connected."""
+    (out_name,) = [e.src_conn for e in state.out_edges(node) if e.src_conn not in spec.constant_outputs]
+    constants = [e.src_conn for e in state.out_edges(node) if e.src_conn in spec.constant_outputs]
     out_desc = out_desc_with_name(node, state, sdfg, out_name)
     connectors = [c for c in ordered_inputs(node, state) if c not in spec.parameters]
     folded = {c: v for c in connectors if (v := _folded_constant(node, state, sdfg, c)) is not None}
-    steps = node_builder(node, state, sdfg, drop=[*folded, *spec.parameters])
+    steps = node_builder(node, state, sdfg, drop=[*folded, *(c for c in spec.parameters if input_edge(node, state, c))])
 
     out_shape = onnx_shape(out_desc)
     params = index_params(len(out_shape))
@@ -240,13 +359,12 @@ def expand_elementwise(spec: ElementwiseOp, node, state: SDFGState, sdfg: SDFG) 
         memlets[f"in{k}"] = dace.Memlet(f"{source}[{subscript(indices)}]")
         operands[connector] = f"in{k}"
     expression = spec.formula(operands, f"dace.{out_desc.dtype.to_string()}", node)
-    steps.flat_map(
-        spec.op.lower(),
-        index_ranges(params, out_shape),
-        memlets,
-        f"out = {expression}",
-        {"out": dace.Memlet(f"{out_name}[{subscript(params)}]")},
-    )
+    outputs = {"out": dace.Memlet(f"{out_name}[{subscript(params)}]")}
+    code = [f"out = {expression}"]
+    for k, name in enumerate(constants):
+        outputs[f"const{k}"] = dace.Memlet(f"{name}[{subscript(params)}]")
+        code.append(f"const{k} = {spec.constant_outputs[name]}")
+    steps.flat_map(spec.op.lower(), index_ranges(params, out_shape), memlets, "\n".join(code), outputs)
     return steps.sdfg
 
 
@@ -254,7 +372,7 @@ def _implementation(spec: ElementwiseOp) -> Implementation:
     class Forward(CanonicalForward):
         @staticmethod
         def check(node, state: SDFGState, sdfg: SDFG) -> None:
-            check_elementwise(spec, node, state)
+            check_elementwise(spec, node, state, sdfg)
 
         @staticmethod
         def forward(node, state: SDFGState, sdfg: SDFG) -> SDFG:
