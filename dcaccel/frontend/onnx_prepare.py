@@ -50,7 +50,7 @@ import onnx_ir as ir
 from onnx_ir.passes.common import IdentityEliminationPass, LiftConstantsToInitializersPass, RemoveUnusedNodesPass
 
 from dcaccel.errors import DcaccelError
-from dcaccel.frontend import control_flow, functions
+from dcaccel.frontend import control_flow, functions, ml_domain
 
 MIN_OPSET = 7
 """The oldest default-domain opset DaCe's importer takes: the symbolic shape inference of onnxruntime it
@@ -126,6 +126,7 @@ def normalize(proto: onnx.ModelProto, source: str) -> onnx.ModelProto:
     """
     model = onnx.ModelProto()
     model.CopyFrom(proto)
+    ml_domain.make_importable(model, MIN_OPSET)  # ai.onnx.ml nodes: the default domain and DaCe's schema lookup
     versions = {entry.domain: entry.version for entry in model.opset_import}
     if _DEFAULT_DOMAIN_ALIAS in versions:
         versions[""] = max(versions.pop(_DEFAULT_DOMAIN_ALIAS), versions.get("", 0))
@@ -310,9 +311,28 @@ def simplify_as_written(proto: onnx.ModelProto, source: str) -> onnx.ModelProto:
     for node in model.graph.node:
         node.output[:] = ["" if name in folded else name for name in node.output]
     model.graph.initializer.extend(onnx.numpy_helper.from_array(value, name) for name, value in folded.items())
+    _scalar_range_operands(model.graph, folded)
     logger.debug("%s kept as written: %d shape operands folded", source, len(folded))
     pruned = _run_passes(model, source, RemoveUnusedNodesPass())
     return _lifted(_simplified(pruned, source, skip_constant_folding=True), source)
+
+
+def _scalar_range_operands(graph: onnx.GraphProto, folded: dict[str, np.ndarray]) -> None:
+    """Make every ``Range`` of ``graph`` that reads a folded operand of one element but not a scalar (``AffineGrid``'s
+    body reads the sizes it splits from its ``size`` input, of shape ``[1]``) read a scalar initializer of that
+    value instead: onnxruntime takes either, the shape inference only a scalar (else the output has no shape)."""
+    scalars: dict[str, str] = {}
+    for node in graph.node:
+        if node.op_type != "Range" or node.domain:
+            continue
+        for position, name in enumerate(node.input):
+            value = folded.get(name)
+            if value is None or not value.ndim or value.size != 1:
+                continue
+            if name not in scalars:
+                scalars[name] = f"{name}_scalar"
+                graph.initializer.append(onnx.numpy_helper.from_array(value.reshape(()), scalars[name]))
+            node.input[position] = scalars[name]
 
 
 def _shape_operands(graph: onnx.GraphProto) -> list[str]:

@@ -215,3 +215,36 @@ def test_a_network_of_function_ops_lowers_canonically_and_verifies(fold):
     assert lowered.opaque == {}
     report = verify(workload, lowered)
     assert report.passed, report
+
+
+@pytest.mark.slow
+def test_a_range_reading_a_folded_one_element_operand_reads_a_scalar():
+    """``AffineGrid``'s body splits its ``size`` input into one-element tensors and ranges over them:
+    onnxruntime takes those inside the function, the shape inference of DaCe's importer (and onnxruntime on the
+    graph) only scalars."""
+    from dcaccel.frontend.onnx_prepare import check_shapes, simplify_as_written
+
+    constants = {"start": np.asarray(0, np.int64), "step": np.asarray(1, np.int64), "i": np.asarray([1], np.int64)}
+    nodes = [
+        helper.make_node("Shape", ["x"], ["shape"]),
+        helper.make_node("Gather", ["shape", "i"], ["width"]),
+        helper.make_node("Range", ["start", "width", "step"], ["steps"]),
+        helper.make_node("Cast", ["steps"], ["positions"], to=TensorProto.FLOAT),
+        helper.make_node("Add", ["x", "positions"], ["y"]),
+    ]
+    graph = helper.make_graph(
+        nodes,
+        "range",
+        [helper.make_tensor_value_info("x", TensorProto.FLOAT, (2, 5))],
+        [helper.make_tensor_value_info("y", TensorProto.FLOAT, (2, 5))],
+        [onnx.numpy_helper.from_array(value, name) for name, value in constants.items()],
+    )
+    model = helper.make_model(graph, opset_imports=[helper.make_opsetid("", 17)], ir_version=10)
+    prepared = simplify_as_written(model, "range")
+    check_shapes(prepared, "range")
+    (range_node,) = [node for node in prepared.graph.node if node.op_type == "Range"]
+    values = {init.name: onnx.numpy_helper.to_array(init) for init in prepared.graph.initializer}
+    assert values[range_node.input[1]].shape == ()
+    assert values[range_node.input[1]] == 5
+    feed = _feed({"x": (2, 5)})
+    np.testing.assert_array_equal(run_reference(prepared, feed)["y"], feed["x"] + np.arange(5, dtype=np.float32))
