@@ -1,11 +1,8 @@
 """Canonical ops of the ``ai.onnx.ml`` domain: Binarizer and ArrayFeatureExtractor.
 
-DaCe builds node classes for these ops (its op registry holds every schema onnx ships, of every domain), so
-their implementations register like the default domain's. DaCe's ONNX importer cannot build them from a
-model, though: it looks every node's schema up in the default domain (``onnx.defs.get_schema(op, version)``),
-and a model with no default-domain opset fails before that, in the shape inference it runs (onnxruntime's
-returns None, then ``TypeError: infer_shapes only accepts ModelProto or bytes``). The tests build the nodes
-directly.
+DaCe builds node classes for these ops (its op registry holds every schema onnx ships, of every domain), so their
+implementations register like the default domain's; :mod:`dcaccel.frontend.ml_domain` makes DaCe's importer build
+them from a model.
 """
 
 import dace

@@ -2,9 +2,9 @@
 for Binarizer, which onnxruntime has no kernel for; one compile), over element types, thresholds, ranks (a 1-D
 ``X`` is one row) and repeated indices; structure (one flat map each) and rejections.
 
-DaCe's ONNX importer cannot build ``ai.onnx.ml`` nodes from a model (see :mod:`dcaccel.expansions.ml`), so the
-SDFG under test holds the library nodes DaCe builds for these ops, connected by hand; the reference runs each
-case as a one-node ``ai.onnx.ml`` model.
+The SDFG under test holds the library nodes DaCe builds for these ops, connected by hand (the import of such
+models is :mod:`dcaccel.frontend.ml_domain`'s, tested in ``tests/frontend/test_ml_domain.py``); the reference
+runs each case as a one-node ``ai.onnx.ml`` model.
 """
 
 from dataclasses import dataclass, field
