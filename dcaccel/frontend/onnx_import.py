@@ -27,6 +27,7 @@ from google.protobuf import json_format, text_format
 from google.protobuf.message import DecodeError
 
 from dcaccel.errors import DcaccelError, UnsupportedOpError
+from dcaccel.frontend import ml_domain
 from dcaccel.frontend import onnx_prepare as prepare
 from dcaccel.frontend.naming import identifier
 from dcaccel.frontend.shapes import bind_symbols, check_symbol_names, concrete_shape, dimension_str
@@ -121,7 +122,8 @@ def as_imported(proto: onnx.ModelProto, source: str, fold: bool = True) -> onnx.
 def check_ops(proto: onnx.ModelProto) -> None:
     """Raise :class:`UnsupportedOpError` for the first node whose op DaCe's ONNX importer has no node class for."""
     for index, node in enumerate(proto.graph.node):
-        if node.domain not in _ONNX_DOMAINS or not has_onnx_node(node.op_type):
+        known = node.domain in _ONNX_DOMAINS and has_onnx_node(node.op_type)
+        if not known and not ml_domain.importable_node(node):
             op = node.op_type if node.domain in _ONNX_DOMAINS else f"{node.domain}.{node.op_type}"
             raise UnsupportedOpError(op, node.name or f"#{index}", "DaCe's ONNX importer has no node for it")
 
