@@ -90,8 +90,7 @@ def from_onnx(
         for container, tensor in imported.clean_weights.items()
         if container in sdfg.arrays
     }
-    for container in weights:  # DaCe's importer leaves a weight that is also a graph output transient: never passed
-        sdfg.arrays[container].transient = False
+    weights_as_arguments(imported)
     return Workload(
         name=name,
         origin=origin,
@@ -102,6 +101,14 @@ def from_onnx(
         onnx_model=fixed,
         symbols=dict(symbols),
     )
+
+
+def weights_as_arguments(imported) -> None:
+    """Make every weight of the DaCe ONNX model ``imported`` a program argument: DaCe's importer leaves a weight
+    that is also a graph output (a ``Constant`` output) transient, so the program never took its value."""
+    for container in imported.clean_weights:
+        if container in imported.sdfg.arrays:
+            imported.sdfg.arrays[container].transient = False
 
 
 def as_imported(proto: onnx.ModelProto, source: str, fold: bool = True) -> onnx.ModelProto:
