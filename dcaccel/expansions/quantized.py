@@ -1,5 +1,6 @@
-"""Quantized and integer ops: ``QuantizeLinear``, ``DequantizeLinear`` (element-wise) and the integer products
-``MatMulInteger``, ``ConvInteger``, ``QLinearMatMul``, ``QLinearConv`` through the canonical MMM shapes.
+"""Quantized and integer ops: ``QuantizeLinear``, ``DequantizeLinear``, ``DynamicQuantizeLinear`` (element-wise)
+and the integer products ``MatMulInteger``, ``ConvInteger``, ``QLinearMatMul``, ``QLinearConv`` through the
+canonical MMM shapes.
 
 - ``QuantizeLinear`` — y = saturate(rint(x / scale) + zero_point), rounding half to even, saturating to the
   output type (int8, uint8, int16, uint16); ``DequantizeLinear`` — y = (x - zero_point) · scale (x of those
@@ -7,11 +8,12 @@
   ``Dequantize`` over x, row-major: x is read once, the output written once in x's order. The scale and zero
   point are per tensor (one element), per axis (a vector along ``axis``) or blocked (``block_size`` consecutive
   elements along ``axis`` share one); read once per element of x, they are REUSE buffers when another task
-  produces them.
+  produces them. ``DynamicQuantizeLinear`` (float32 to uint8) reduces x to its range first, computes its scale
+  and zero point (outputs y_scale and y_zero_point) in one task, then quantizes like ``QuantizeLinear``.
 - ``MatMulInteger`` — Y = (A - a_zero_point) · (B - b_zero_point) in int32 (numpy semantics, batched): ``ShiftA``
   and ``ShiftB`` write the operands minus their zero points in int32, row by row (a zero point per tensor, per
-  row of A, per column of B, or broadcast by numpy rules), then one (batched) MMM node in the chosen shape
-  writes Y.
+  row of A, per column of B, or of higher rank broadcast by numpy rules), then one (batched) MMM node in the
+  chosen shape writes Y.
 - ``QLinearMatMul`` — the same integer product into a transient ``Y_acc``, then ``Requantize`` reads it row by
   row: y = saturate(rint(acc · a_scale · b_scale / y_scale) + y_zero_point), the multiplier in float32 as
   onnxruntime computes it (scales per tensor, per row of A and Y, per column of B).
@@ -23,8 +25,10 @@
 
 The transients between the tasks carry the marks the MMM shape's orders imply
 (:func:`~dcaccel.expansions.mmm.buffer_reason_between`); the shifted convolution input is a REUSE buffer (the
-im2col reads its elements once per kernel position). Types DaCe cannot represent (float8, int4, int2, ...) and
-float8 zero points are refused in one line naming the op, the node and the input.
+im2col reads its elements once per kernel position). Rounding is half to even (``std::nearbyint``) and every
+division is rounded once (:func:`quotient`). Refused in one line naming the op, the node and the input or
+attribute: the types DaCe cannot represent (float8, int4, int2, float4), a scale or zero point of another shape
+than above, an ``output_dtype`` the import did not type the output with, a ``precision`` other than float.
 """
 
 import math
@@ -63,31 +67,32 @@ QUANTIZED_TYPES = (dace.int8, dace.uint8, dace.int16, dace.uint16)
 """Element types QuantizeLinear writes (DequantizeLinear also reads int32)."""
 
 SCALE_TYPES = (dace.float16, dace.float32)
+"""Element types of the scales (and of DequantizeLinear's output)."""
 
 REFUSED_TYPES = "float8, int4, int2 and float4 are not lowered"
+
+WCR_MIN = "lambda a, b: min(a, b)"
 
 
 # ---------------------------------------------------------------------------------------------
 # Checks and parameter indices
 
 
-def _check_type(node, state, sdfg, connector: str, allowed) -> dace.typeclass | None:
-    """The element type of input ``connector`` (None when absent); :class:`UnsupportedOpError` unless in ``allowed``."""
-    if connector not in node.in_connectors:
-        return None
-    dtype = in_desc_with_name(node, state, sdfg, connector).dtype
-    if dtype not in allowed:
-        names = ", ".join(t.to_string() for t in allowed)
-        raise unsupported(node, f"input '{connector}' of type {dtype.to_string()} ({names}; {REFUSED_TYPES})")
-    return dtype
+def _check_type(node, state, sdfg, connector: str, allowed) -> None:
+    """:class:`UnsupportedOpError` unless the element type of input ``connector`` (if connected) is ``allowed``."""
+    if connector in node.in_connectors:
+        _check_allowed(node, f"input '{connector}'", in_desc_with_name(node, state, sdfg, connector).dtype, allowed)
 
 
-def _check_output_type(node, state, sdfg, connector: str, allowed) -> dace.typeclass:
-    dtype = out_desc_with_name(node, state, sdfg, connector).dtype
+def _check_output_type(node, state, sdfg, connector: str, allowed) -> None:
+    """:class:`UnsupportedOpError` unless the element type of output ``connector`` is ``allowed``."""
+    _check_allowed(node, f"output '{connector}'", out_desc_with_name(node, state, sdfg, connector).dtype, allowed)
+
+
+def _check_allowed(node, what: str, dtype: dace.typeclass, allowed) -> None:
     if dtype not in allowed:
         names = ", ".join(t.to_string() for t in allowed)
-        raise unsupported(node, f"output '{connector}' of type {dtype.to_string()} ({names}; {REFUSED_TYPES})")
-    return dtype
+        raise unsupported(node, f"{what} of type {dtype.to_string()} ({names}; {REFUSED_TYPES})")
 
 
 def _check_output_dtype(node, state, sdfg) -> None:
@@ -251,9 +256,6 @@ class DequantizeLinear(CanonicalForward):
     def forward(node, state, sdfg):
         shape, indices = _linear_indices(node, state, sdfg, "x_scale", "x_zero_point")
         return build_linear_quantization_sdfg(node_builder(node, state, sdfg), False, shape, indices)
-
-
-WCR_MIN = "lambda a, b: min(a, b)"
 
 
 def build_dynamic_quantize_sdfg(builder: ExpansionBuilder, shape: tuple) -> dace.SDFG:
