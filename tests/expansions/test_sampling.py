@@ -178,6 +178,10 @@ def test_a_deformable_convolution_is_sampled_columns_and_an_mmm(dags):
     [
         (_roi_align("ra_adaptive", 0), r"RoiAlign \(node 'ra_adaptive'\): sampling_ratio=0"),
         (
+            _deform_conv("dc_3d_mv", (1, 1, 3, 3, 3), (1, 1, 2, 2, 2), (2, 2, 2)),
+            r"DeformConv \(node 'dc_3d_mv'\): X \(1, 1, 3, 3, 3\) with W \(1, 1, 2, 2, 2\) \(supported: 2-D\)",
+        ),
+        (
             _grid_sample("gs_half", (1, 1, 2, 2), (1, 1, 1, 2), np.float16),
             r"GridSample \(node 'gs_half'\): X of element type float16",
         ),
@@ -188,4 +192,4 @@ def test_what_it_cannot_lower_is_refused_in_one_line(case, message):
     from dcaccel.errors import UnsupportedOpError
 
     with pytest.raises(UnsupportedOpError, match=message):
-        canonical_model(build_model([case]), f"sampling_{case.name}")
+        canonical_model(build_model([case]), f"sampling_{case.name}", {case.name: _shape(case)})
