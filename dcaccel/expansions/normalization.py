@@ -1,5 +1,5 @@
 """Canonical normalisations: BatchNormalization (inference), LayerNormalization, InstanceNormalization,
-GroupNormalization and LRN (local response normalisation across channels).
+GroupNormalization, LRN (local response normalisation across channels) and LpNormalization.
 
 The statistics normalisations (Layer, Instance, Group) share :func:`add_moments`: the mean and the
 variance of every group of elements, accumulated with WCR, then one map producing the output
@@ -28,6 +28,7 @@ from dcaccel.expansions.builder import (
 from dcaccel.expansions.implementation import CANONICAL, Implementation
 from dcaccel.expansions.node import (
     CanonicalForward,
+    axis_input_shape,
     input_shape,
     node_builder,
     normalize_axis,
@@ -35,6 +36,7 @@ from dcaccel.expansions.node import (
     ordered_inputs,
     unsupported,
 )
+from dcaccel.expansions.reduce import REDUCTIONS, add_reduction
 
 
 @dataclass(frozen=True)
@@ -404,12 +406,54 @@ class CanonicalLRN(CanonicalForward):
         return steps.sdfg
 
 
+class CanonicalLpNormalization(CanonicalForward):
+    """Canonical LpNormalization along ``axis`` (``p`` 1 or 2): ``output = input / norm`` with ``norm`` the L1 or
+    L2 norm of the line of ``axis`` through the element (a zero norm gives 0, as ONNX's reference).
+
+    The steps of :func:`~dcaccel.expansions.reduce.add_reduction` (ReduceL1 or ReduceL2 over ``axis``) into
+    ``norm``, a REUSE buffer shaped like the input with ``axis`` of size 1 (re-read once per element of its
+    line), then ``normalize``: ``output = input / norm``, produced row-major. The input is read by both;
+    if another task produces it, it is copied into a REUSE buffer first.
+    """
+
+    @staticmethod
+    def check(node, state: SDFGState, sdfg: SDFG) -> None:
+        normalize_axis(node.axis, len(axis_input_shape(node, state, sdfg, "input")), node)
+        if node.p not in (1, 2):
+            raise unsupported(node, f"p={node.p} (1 or 2)")
+
+    @staticmethod
+    def forward(node, state: SDFGState, sdfg: SDFG) -> SDFG:
+        steps = node_builder(node, state, sdfg)
+        shape = onnx_shape(steps.desc("input"))
+        if math.prod(shape) == 0:
+            return steps.sdfg
+        axis = normalize_axis(node.axis, len(shape), node)
+        dtype = steps.desc("output").dtype
+        source = steps.operand("input", reused=True)
+        params = index_params(len(shape))
+        line = [1 if d == axis else size for d, size in enumerate(shape)]
+        norm = steps.transient("norm", line, dtype, BufferReason.REUSE)
+        (reduction,) = [r for r in REDUCTIONS if r.op == f"ReduceL{node.p}"]
+        add_reduction(steps, reduction, source, [axis], norm, keepdims=True)
+        index = subscript(["0" if d == axis else p for d, p in enumerate(params)])
+        steps.flat_map(
+            "normalize",
+            index_ranges(params, shape),
+            {"x": Memlet(f"{source}[{subscript(params)}]"), "n": Memlet(f"{norm}[{index}]")},
+            f"y = x / n if n != {literal(0, dtype)} else {literal(0, dtype)}",
+            {"y": Memlet(f"output[{subscript(params)}]")},
+        )
+        return steps.sdfg
+
+
 IMPLEMENTATIONS = (
     Implementation("BatchNormalization", CANONICAL, CanonicalBatchNormalization),
     Implementation("LayerNormalization", CANONICAL, CanonicalLayerNormalization),
     Implementation("InstanceNormalization", CANONICAL, CanonicalInstanceNormalization),
     Implementation("GroupNormalization", CANONICAL, CanonicalGroupNormalization),
     Implementation("LRN", CANONICAL, CanonicalLRN),
+    Implementation("LpNormalization", CANONICAL, CanonicalLpNormalization),
 )
 
 

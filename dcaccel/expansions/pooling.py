@@ -1,10 +1,13 @@
-"""Canonical pooling: MaxPool and AveragePool (window maps), GlobalAveragePool and GlobalMaxPool (reductions).
+"""Canonical pooling: MaxPool, AveragePool and LpPool (window maps), GlobalAveragePool and GlobalMaxPool
+(reductions).
 
 A window is clipped to the input first: along each spatial axis only the kernel positions that fall
 inside the input for some output are read (:meth:`PoolGeometry.clipped`; a 320-wide kernel over a
 2-wide input reads 2 positions). The other positions hold padding (or lie beyond it, with
 ``ceil_mode``) for every output, so they never win a max and add nothing to a sum; an average
-still divides by the count ONNX prescribes (:func:`_divisor`).
+still divides by the count ONNX prescribes (:func:`_divisor`). How the positions of a window combine
+is a :class:`WindowReduction`: their maximum, or the sum of a function of each (the element itself, or
+``|x|^p``) ended by a function of the sum (divided by the count, or its ``p``-th root).
 
 A clipped window of at most :data:`UNROLLED_WINDOW` positions is read by one flat map over the
 output (N, C, O...), produced row-major. The tasklet of one output element reads its window: one
@@ -133,6 +136,37 @@ class PoolGeometry:
         return any((k - 1) * d + 1 > s for k, d, s in zip(self.kernel, self.dilations, self.strides, strict=True))
 
 
+@dataclass(frozen=True)
+class WindowReduction:
+    """How the positions of a window combine: their maximum (not ``summed``), or the sum of ``element`` (of the
+    element ``{v}``); the output is ``result`` of the maximum or sum ``{a}``. A position outside the input is
+    masked: it adds 0 to a sum, and never wins a maximum."""
+
+    summed: bool
+    element: str = "{v}"
+    result: str = "{a}"
+
+    @staticmethod
+    def of(node, kind: str, geometry: PoolGeometry, spatial: list[str], dtype: dace.typeclass) -> "WindowReduction":
+        """The window reduction of a ``kind`` (``max``, ``average`` or ``lp``) pooling node."""
+        if kind == "max":
+            return WindowReduction(summed=False)
+        if kind == "average":
+            return WindowReduction(summed=True, result=f"{{a}} / {_divisor(node, geometry, spatial, dtype)}")
+        p = node.p
+        element, root = {1: ("abs({v})", "{a}"), 2: ("{v} * {v}", "sqrt({a})")}.get(
+            p, (f"abs({{v}}) ** {float(p)!r}", f"{{a}} ** {1 / p!r}")
+        )
+        return WindowReduction(summed=True, element=element, result=root)
+
+    def term(self, value: str, condition: str, dtype: dace.typeclass) -> str:
+        """The tasklet expression of one position of value ``value``, masked unless ``condition`` ("": always)."""
+        term = self.element.format(v=value)
+        if not condition:
+            return term
+        return f"({term} if {condition} else {literal(0, dtype) if self.summed else lowest(dtype)})"
+
+
 def _read(geometry: PoolGeometry, source: str, params: list[str], offsets) -> tuple[Memlet, str]:
     """The memlet reading kernel position ``offsets`` (numbers, or map parameters over the clipped ranges)
     of the window of output ``params``, and the condition of it being inside the input ("" if always)."""
@@ -166,9 +200,10 @@ def _check_pool(node, state: SDFGState, sdfg: SDFG) -> None:
     PoolGeometry.from_node(node, input_shape(node, state, sdfg, "X"), output_shape(node, state, sdfg, "Y"))
 
 
-def _pool_steps(node, state: SDFGState, sdfg: SDFG, average: bool) -> SDFG:
-    """The nested SDFG of a MaxPool (or, ``average``, AveragePool) node: one map over the output windows,
-    or a WCR reduction over them for windows of more than :data:`UNROLLED_WINDOW` positions."""
+def _pool_steps(node, state: SDFGState, sdfg: SDFG, kind: str) -> SDFG:
+    """The nested SDFG of a MaxPool, AveragePool or LpPool node (``kind`` ``max``, ``average``, ``lp``): one map
+    over the output windows, or a WCR reduction over them for windows of more than :data:`UNROLLED_WINDOW`
+    positions."""
     steps = node_builder(node, state, sdfg)
     in_shape, out_shape = onnx_shape(steps.desc("X")), onnx_shape(steps.desc("Y"))
     geometry = PoolGeometry.from_node(node, in_shape, out_shape)
@@ -177,33 +212,33 @@ def _pool_steps(node, state: SDFGState, sdfg: SDFG, average: bool) -> SDFG:
         "X", reused=not pointwise, reason=BufferReason.REUSE if geometry.overlapping else BufferReason.REORDER
     )
     params = index_params(len(out_shape))
-    divisor = _divisor(node, geometry, params[2:], steps.desc("Y").dtype) if average else None
+    window = WindowReduction.of(node, kind, geometry, params[2:], steps.desc("Y").dtype)
     if geometry.window > UNROLLED_WINDOW:
-        _reduced_window(steps, geometry, source, params, out_shape, divisor)
+        _reduced_window(steps, geometry, source, params, out_shape, window)
     else:
-        _unrolled_window(steps, geometry, source, params, out_shape, divisor)
+        _unrolled_window(steps, geometry, source, params, out_shape, window)
     return steps.sdfg
 
 
 def _unrolled_window(
-    steps: ExpansionBuilder, geometry: PoolGeometry, source: str, params: list[str], out_shape: tuple, divisor
+    steps: ExpansionBuilder,
+    geometry: PoolGeometry,
+    source: str,
+    params: list[str],
+    out_shape: tuple,
+    window: WindowReduction,
 ) -> None:
-    """One flat map ``pool`` over the output whose tasklet reads every clipped window position: the max,
-    or (with a ``divisor`` expression) the sum divided by it."""
+    """One flat map ``pool`` over the output whose tasklet reads every clipped window position and combines
+    them by ``window``."""
     dtype = steps.desc("Y").dtype
-    average = divisor is not None
     inputs, lines = {}, []
     for offsets in itertools.product(*(geometry.clipped(d) for d in geometry.dims)):
         connector = "w_" + "_".join(str(k) for k in offsets)
         inputs[connector], condition = _read(geometry, source, params, offsets)
-        if average:
-            term = f"({connector} if {condition} else {literal(0, dtype)})" if condition else connector
-            lines.append(f"__acc = __acc + {term}")
-        else:
-            term = f"({connector} if {condition} else {lowest(dtype)})" if condition else connector
-            lines.append(f"__acc = max(__acc, {term})")
-    first = literal(0, dtype) if average else lowest(dtype)
-    code = [f"__acc = {first}", *lines, f"y = __acc / {divisor}" if average else "y = __acc"]
+        term = window.term(connector, condition, dtype)
+        lines.append(f"__acc = __acc + {term}" if window.summed else f"__acc = max(__acc, {term})")
+    first = literal(0, dtype) if window.summed else lowest(dtype)
+    code = [f"__acc = {first}", *lines, f"y = {window.result.format(a='__acc')}"]
     steps.flat_map(
         "pool",
         index_ranges(params, out_shape),
@@ -214,15 +249,19 @@ def _unrolled_window(
 
 
 def _reduced_window(
-    steps: ExpansionBuilder, geometry: PoolGeometry, source: str, params: list[str], out_shape: tuple, divisor
+    steps: ExpansionBuilder,
+    geometry: PoolGeometry,
+    source: str,
+    params: list[str],
+    out_shape: tuple,
+    window: WindowReduction,
 ) -> None:
     """A WCR reduction of the clipped windows: ``reduce`` accumulates every window position of every
-    output, (N, C, O..., K...) row-major, into an ACCUMULATE buffer (the max, or with a ``divisor``
-    expression the sum); ``output`` writes Y from it (divided by ``divisor``), row-major."""
+    output, (N, C, O..., K...) row-major, into an ACCUMULATE buffer (the max, or the sum of ``window``'s
+    elements); ``output`` writes Y from it (``window``'s result), row-major."""
     dtype = steps.desc("Y").dtype
-    average = divisor is not None
     accumulator = steps.transient("accumulator", out_shape, dtype, BufferReason.ACCUMULATE)
-    if average:
+    if window.summed:
         steps.init(accumulator, literal(0, dtype))
     else:
         steps.init(accumulator, max_identity(dtype), dace.Language.CPP)
@@ -230,19 +269,18 @@ def _reduced_window(
     ranges = index_ranges(params, out_shape)
     ranges.update({k: f"{geometry.clipped(d).start}:{geometry.clipped(d).stop}" for d, k in enumerate(offsets)})
     memlet, condition = _read(geometry, source, params, offsets)
-    masked = literal(0, dtype) if average else lowest(dtype)
     steps.flat_map(
         "reduce",
         ranges,
         {"v": memlet},
-        f"a = v if {condition} else {masked}" if condition else "a = v",
-        {"a": Memlet(f"{accumulator}[{subscript(params)}]", wcr=WCR_SUM if average else WCR_MAX)},
+        f"a = {window.term('v', condition, dtype)}",
+        {"a": Memlet(f"{accumulator}[{subscript(params)}]", wcr=WCR_SUM if window.summed else WCR_MAX)},
     )
     steps.flat_map(
         "output",
         index_ranges(params, out_shape),
         {"a": Memlet(f"{accumulator}[{subscript(params)}]")},
-        f"y = a / {divisor}" if average else "y = a",
+        f"y = {window.result.format(a='a')}",
         {"y": Memlet(f"Y[{subscript(params)}]")},
     )
 
@@ -293,7 +331,7 @@ class CanonicalMaxPool(CanonicalForward):
 
     @staticmethod
     def forward(node, state: SDFGState, sdfg: SDFG) -> SDFG:
-        return _pool_steps(node, state, sdfg, average=False)
+        return _pool_steps(node, state, sdfg, "max")
 
 
 class CanonicalAveragePool(CanonicalForward):
@@ -311,7 +349,26 @@ class CanonicalAveragePool(CanonicalForward):
 
     @staticmethod
     def forward(node, state: SDFGState, sdfg: SDFG) -> SDFG:
-        return _pool_steps(node, state, sdfg, average=True)
+        return _pool_steps(node, state, sdfg, "average")
+
+
+class CanonicalLpPool(CanonicalForward):
+    """Canonical LpPool: ``Y[n, c, o] = (sum over the window of o of |x|^p)^(1/p)`` (``p``, pads, strides,
+    dilations, ceil_mode, auto_pad; padding adds 0).
+
+    One flat map over the output, produced row-major; each output reads its kh·kw window positions (see
+    the module docstring). ``p`` 1 and 2 are computed as ``|x|`` and ``x·x`` (then the sum, and its square root).
+    """
+
+    @staticmethod
+    def check(node, state: SDFGState, sdfg: SDFG) -> None:
+        if node.p <= 0:
+            raise unsupported(node, f"p={node.p} (a positive order)")
+        _check_pool(node, state, sdfg)
+
+    @staticmethod
+    def forward(node, state: SDFGState, sdfg: SDFG) -> SDFG:
+        return _pool_steps(node, state, sdfg, "lp")
 
 
 def _global_pool(op: str, reduction_op: str, summary: str) -> Implementation:
@@ -341,6 +398,7 @@ def _global_pool(op: str, reduction_op: str, summary: str) -> Implementation:
 IMPLEMENTATIONS = (
     Implementation("MaxPool", CANONICAL, CanonicalMaxPool),
     Implementation("AveragePool", CANONICAL, CanonicalAveragePool),
+    Implementation("LpPool", CANONICAL, CanonicalLpPool),
     _global_pool("GlobalAveragePool", "ReduceMean", "mean"),
     _global_pool("GlobalMaxPool", "ReduceMax", "max"),
 )
