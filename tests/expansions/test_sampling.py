@@ -46,6 +46,8 @@ GRID_SAMPLES = [
     ),
     _grid_sample("gs_size_one_axis", (1, 2, 1, 4), (1, 3, 3, 2), padding_mode="border", align_corners=1),
     _grid_sample("gs_one_point", (1, 1, 3, 3), (1, 1, 1, 2), mode="cubic"),
+    _grid_sample("gs_reflect_onto_one_row", (1, 1, 1, 3), (1, 2, 2, 2), padding_mode="reflection", align_corners=1),
+    _grid_sample("gs_no_points", (1, 2, 3, 3), (1, 0, 2, 2)),
     _grid_sample("gs_float64", (1, 2, 3, 3), (1, 2, 2, 2), F64, mode="cubic", padding_mode="reflection"),
 ]
 
