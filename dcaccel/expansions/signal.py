@@ -2,15 +2,16 @@
 
 A complex tensor is ONNX's real one with a last dimension of 2 (real, imaginary); a real signal has a last
 dimension of 1. Every output element is a sum over the signal (or over the frequencies of an inverse
-transform) of terms ``x[n] * e^(∓2πi kn/L)``: one flat map over the output positions and the summed index
-(innermost) computes each term in double precision, the twiddle angle reduced to ``(k n) mod L``, and
-accumulates it with a WCR sum into a double-precision REUSE buffer zeroed first; a second flat map writes the
-buffer into the output in its element type. Both produce the output row-major. The lengths (``dft_length``,
+transform) of terms ``x[n] * e^(∓2πi kn/L)``: one flat map over the output positions, the output component, the
+summed index and the input component (innermost) computes each term's contribution to one output component in
+double precision, the twiddle angle reduced to ``(k n) mod L``, and accumulates it with a WCR sum into a
+double-precision REUSE buffer zeroed first (every iteration reads one element and writes one); a second flat map
+writes the buffer into the output in its element type. Both produce the output row-major. The lengths (``dft_length``,
 ``frame_step``, ``frame_length``) and DFT's ``axis`` are constants: they set the output shape at import.
 """
 
 import math
-from collections.abc import Mapping
+from dataclasses import dataclass
 
 import dace
 from dace import SDFG, Memlet, SDFGState
@@ -57,33 +58,48 @@ def _check_components(node, shape: tuple, name: str) -> None:
         raise unsupported(node, f"{name} {list(shape)} does not end in 1 (real) or 2 (complex) components")
 
 
-def _add_terms(
-    steps: ExpansionBuilder,
-    out_shape: tuple,
-    summed: tuple[str, int],
-    read: Mapping[str, Memlet],
-    phase: tuple[str, int],
-    term: tuple[str, ...],
-) -> None:
-    """The two flat maps of the module docstring: ``sum`` over the output positions (all but the components) and
-    the ``summed`` (name, count) index accumulates ``term`` (one expression per output component, in the
-    connectors of ``read``, ``c`` and ``s`` the cosine and sine of ``2π p / L`` for ``phase`` ``(p, L)``) into a
-    double buffer, ``write`` copies it into ``output``."""
-    params = index_params(len(out_shape) - 1)
+@dataclass(frozen=True)
+class Terms:
+    """The terms one output element of a transform sums: ``x[n] e^(∓2πi p/L)`` (``-`` forward, ``+`` inverse) over
+    the ``summed`` index (name, count), ``p`` the integer ``phase``, ``x`` read from ``source`` at ``index`` (every
+    dimension but the components) with ``components`` 1 (real) or 2 (complex), times ``weight`` (an expression)."""
+
+    source: str
+    index: list
+    components: int
+    summed: tuple[str, int]
+    phase: str
+    length: int
+    inverse: bool = False
+    weight: str = ""
+
+
+def _add_terms(steps: ExpansionBuilder, out_shape: tuple, terms: Terms) -> None:
+    """The two flat maps of the module docstring. ``sum`` runs over the output positions, the output component
+    ``co``, the summed index and the input component ``ci`` (innermost): each reads one input element and adds its
+    contribution to one output component, ``x cos(a)`` where ``co == ci``, else ``± x sin(a)`` (the imaginary unit
+    of ``x`` or of the twiddle), ``a = 2π (p mod L) / L``; every iteration reads one element and writes one.
+    ``write`` copies the double buffer into ``output``."""
+    *positions, co = index_params(len(out_shape))
+    ci, (summed, count) = "__c", terms.summed
     acc = steps.transient("acc", out_shape, dace.float64, BufferReason.REUSE)
     steps.init(acc, literal(0, dace.float64))
-    index, count = summed
     if count and math.prod(out_shape):
-        product, length = phase
-        angle = f"dace.float64({TWO_PI!r}) * dace.float64(({product}) % {length}) / dace.float64({length})"
-        code = [f"a = {angle}", "c = cos(a)", "s = sin(a)"]
-        code += [f"o{k} = {expression}" for k, expression in enumerate(term)]
+        angle = f"{TWO_PI!r} * dace.float64(({terms.phase}) % {terms.length}) / {float(terms.length)!r}"
+        below, above = ("-sin(a)", "sin(a)") if terms.inverse else ("sin(a)", "-sin(a)")
+        code = f"a = {angle}\no = dace.float64(x){terms.weight} * (cos(a) if {co} == {ci} else "
+        code += f"({below} if {co} < {ci} else {above}))"
         steps.flat_map(
             "sum",
-            {**index_ranges(params, out_shape[:-1]), index: f"0:{count}"},
-            read,
-            "\n".join(code),
-            {f"o{k}": Memlet(f"{acc}[{subscript([*params, k])}]", wcr=WCR_SUM) for k in range(len(term))},
+            {
+                **index_ranges(positions, out_shape[:-1]),
+                co: f"0:{out_shape[-1]}",
+                summed: f"0:{count}",
+                ci: f"0:{terms.components}",
+            },
+            {"x": Memlet(f"{terms.source}[{subscript([*terms.index, ci])}]")},
+            code,
+            {"o": Memlet(f"{acc}[{subscript([*positions, co])}]", wcr=WCR_SUM)},
         )
     every = index_params(len(out_shape))
     if math.prod(out_shape):
@@ -94,23 +110,6 @@ def _add_terms(
             "out = v",
             {"out": Memlet(f"output[{subscript(every)}]")},
         )
-
-
-def _complex_read(source: str, index: list, components: int) -> dict[str, Memlet]:
-    """The real (``xr``) and, for 2 components, imaginary (``xi``) part of ``source`` at ``index``."""
-    read = {"xr": Memlet(f"{source}[{subscript([*index, 0])}]")}
-    if components == 2:
-        read["xi"] = Memlet(f"{source}[{subscript([*index, 1])}]")
-    return read
-
-
-def _forward_terms(components: int, weight: str = "") -> tuple[str, str]:
-    """The real and imaginary part of ``x e^(-ia)`` (times ``weight``), in double precision."""
-    xr = f"dace.float64(xr){weight}"
-    if components == 1:
-        return f"{xr} * c", f"-{xr} * s"
-    xi = f"dace.float64(xi){weight}"
-    return f"{xr} * c + {xi} * s", f"{xi} * c - {xr} * s"
 
 
 class DftGeometry:
@@ -168,24 +167,100 @@ class CanonicalDFT(CanonicalForward):
         geometry = DftGeometry(node, state, sdfg)
         steps = node_builder(node, state, sdfg, drop=("dft_length", "axis"))
         out_shape = onnx_shape(steps.desc("output"))
-        params = index_params(len(out_shape) - 1)
+        positions = index_params(len(out_shape) - 1)
         summed = "__n"
-        index = [summed if d == geometry.axis else p for d, p in enumerate(params)]
-        source = steps.operand("input", reused=True)
-        read = _complex_read(source, index, geometry.components)
-        phase = (f"{params[geometry.axis]} * {summed}", geometry.length)
-        if not geometry.inverse:
-            term = _forward_terms(geometry.components)
-        else:
-            scale = f" / {float(geometry.length)!r}"
-            xr, xi = f"dace.float64(xr){scale}", f"dace.float64(xi){scale}" if geometry.components == 2 else "0.0"
+        index = [summed if d == geometry.axis else p for d, p in enumerate(positions)]
+        weight = ""
+        if geometry.inverse:
+            weight = f" / {float(geometry.length)!r}"
             if geometry.onesided:
-                weight = f"(1.0 if {summed} == 0 or 2 * {summed} == {geometry.length} else 2.0)"
-                term = (f"{weight} * ({xr} * c - {xi} * s)",)
-            else:
-                term = (f"{xr} * c - {xi} * s", f"{xi} * c + {xr} * s")
-        _add_terms(steps, out_shape, (summed, geometry.count), read, phase, term)
+                weight = f" * (1.0 if {summed} == 0 or 2 * {summed} == {geometry.length} else 2.0){weight}"
+        terms = Terms(
+            steps.operand("input", reused=True),
+            index,
+            geometry.components,
+            (summed, geometry.count),
+            f"{positions[geometry.axis]} * {summed}",
+            geometry.length,
+            geometry.inverse,
+            weight,
+        )
+        _add_terms(steps, out_shape, terms)
         return steps.sdfg
 
 
-IMPLEMENTATIONS = (Implementation("DFT", CANONICAL, CanonicalDFT),)
+def _stft_geometry(node, state: SDFGState, sdfg: SDFG) -> tuple[int, int, int, int]:
+    """STFT's frame step and length (constants; the length is the window's without one), frames and bins."""
+    shape = input_shape(node, state, sdfg, "signal")
+    _check_components(node, shape, "signal")
+    if len(shape) != 3:
+        raise unsupported(node, f"signal {list(shape)} is not [batch, length, components]")
+    step = _constant_int(node, state, sdfg, "frame_step")
+    window = input_shape(node, state, sdfg, "window") if input_edge(node, state, "window") is not None else None
+    length = _constant_int(node, state, sdfg, "frame_length")
+    if length is None:
+        if window is None:
+            raise unsupported(node, "neither a window nor a frame_length")
+        (length,) = window
+    if window is not None and tuple(window) != (length,):
+        raise unsupported(node, f"window {list(window)} is not of frame_length {length}")
+    if step is None or step < 1 or not 1 <= length <= shape[1]:
+        raise unsupported(node, f"frame_step {step} and frame_length {length} over a signal of {shape[1]}")
+    bins = length // 2 + 1 if node.onesided else length
+    return step, length, (shape[1] - length) // step + 1, bins
+
+
+class CanonicalSTFT(CanonicalForward):
+    """Canonical STFT: ``y[b, f, k] = sum_n w[n] x[b, f * step + n] e^(-2πi kn/L)`` over the frames ``f`` of
+    length ``L`` (``frame_length``, else the window's) every ``frame_step`` (constants), ``k < L`` (``L/2 + 1``
+    bins when ``onesided``), ``w`` the window (1 without one).
+
+    With a window, a flat map first writes the windowed frames ``w[n] x[b, f * step + n]`` into a REUSE buffer
+    (row-major, every element reading one signal and one window element); then the steps of the module
+    docstring over the frames, the summed index ``n``.
+    """
+
+    @staticmethod
+    def check(node, state: SDFGState, sdfg: SDFG) -> None:
+        step, length, frames, bins = _stft_geometry(node, state, sdfg)
+        dtype = in_desc_with_name(node, state, sdfg, "signal").dtype
+        if dtype not in FLOAT_TYPES:
+            raise unsupported(node, f"element type {dtype}")
+        batch = input_shape(node, state, sdfg, "signal")[0]
+        if output_shape(node, state, sdfg, "output") != (batch, frames, bins, 2):
+            raise unsupported(node, f"imported output shape is not {[batch, frames, bins, 2]}")
+
+    @staticmethod
+    def forward(node, state: SDFGState, sdfg: SDFG) -> SDFG:
+        step, length, frames, _ = _stft_geometry(node, state, sdfg)
+        steps = node_builder(node, state, sdfg, drop=("frame_step", "frame_length"))
+        batch, _, components = onnx_shape(steps.desc("signal"))
+        b, f, k = index_params(3)
+        summed = "__n"
+        if "window" in steps.sdfg.arrays:
+            shape = (batch, frames, length, components)
+            windowed = steps.transient("frames", shape, steps.desc("signal").dtype, BufferReason.REUSE)
+            every = index_params(4, "__w")
+            signal, window = steps.operand("signal", reused=True), steps.operand("window", reused=True)
+            steps.flat_map(
+                "window",
+                index_ranges(every, shape),
+                {
+                    "x": Memlet(f"{signal}[{every[0]}, {every[1]} * {step} + {every[2]}, {every[3]}]"),
+                    "w": Memlet(f"{window}[{every[2]}]"),
+                },
+                "out = w * x",
+                {"out": Memlet(f"{windowed}[{subscript(every)}]")},
+            )
+            source, index = windowed, [b, f, summed]
+        else:
+            source, index = steps.operand("signal", reused=True), [b, f"{f} * {step} + {summed}"]
+        terms = Terms(source, index, components, (summed, length), f"{k} * {summed}", length)
+        _add_terms(steps, onnx_shape(steps.desc("output")), terms)
+        return steps.sdfg
+
+
+IMPLEMENTATIONS = (
+    Implementation("DFT", CANONICAL, CanonicalDFT),
+    Implementation("STFT", CANONICAL, CanonicalSTFT),
+)
