@@ -1,4 +1,5 @@
-"""Canonical linear algebra of ``@dace.program`` workloads (PUSCH-MIMO): DaCe's ``linalg`` library nodes.
+"""Canonical linear algebra of ``@dace.program`` workloads (PUSCH-MIMO): DaCe's ``linalg`` library nodes; and
+the ONNX op Det (:class:`CanonicalDet`).
 
 The ``"canonical"`` implementation of ``dace.libraries.linalg`` nodes (``IMPLEMENTATIONS``, registered by
 :func:`dcaccel.expansions.register`):
@@ -27,9 +28,16 @@ from dace.symbolic import issymbolic
 from dace.transformation.transformation import ExpandTransformation
 
 from dcaccel.buffers import BufferReason
-from dcaccel.expansions.builder import ExpansionBuilder, is_complex, literal
+from dcaccel.expansions.builder import ExpansionBuilder, index_params, index_ranges, is_complex, literal, subscript
 from dcaccel.expansions.implementation import CANONICAL, Implementation
-from dcaccel.expansions.node import streams_into, unsupported
+from dcaccel.expansions.node import (
+    CanonicalForward,
+    input_shape,
+    node_builder,
+    onnx_shape,
+    streams_into,
+    unsupported,
+)
 
 
 def _shift(param: str, offset: int) -> str:
@@ -410,7 +418,98 @@ class ExpandTransposeCanonical(ExpandTransformation):
         return steps.sdfg
 
 
+DET_MAX_SIZE = 64
+"""The largest matrix Det eliminates in one tasklet (its ``n³`` steps run sequentially)."""
+
+_LU_CODE = """
+for (int k = 0; k < {n} * {n}; ++k) {{ __w[k] = __a[k]; }}
+for (int c = 0; c < {n}; ++c) {{
+    int pivot = c;
+    for (int r = 0; r < {n}; ++r) {{
+        if (r > c && fabs(__w[r * {n} + c]) > fabs(__w[pivot * {n} + c])) {{ pivot = r; }}
+    }}
+    if (pivot != c) {{
+        for (int k = 0; k < {n}; ++k) {{
+            double t = __w[c * {n} + k];
+            __w[c * {n} + k] = -__w[pivot * {n} + k];
+            __w[pivot * {n} + k] = t;
+        }}
+    }}
+    for (int r = 0; r < {n}; ++r) {{
+        if (r > c && __w[c * {n} + c] != 0.0) {{
+            double f = __w[r * {n} + c] / __w[c * {n} + c];
+            for (int k = 0; k < {n}; ++k) {{ __w[r * {n} + k] = __w[r * {n} + k] - f * __w[c * {n} + k]; }}
+        }}
+    }}
+}}
+"""
+"""The elimination of one matrix ``__a`` into ``__w`` (see :class:`CanonicalDet`). The loops run over whole rows
+and columns (the elements before the pivot's masked), so that their counts are numbers."""
+
+_DIAGONAL_CODE = """
+double det = 1.0;
+for (int i = 0; i < {n}; ++i) {{ det = det * __u[i * {n} + i]; }}
+__y = det;
+"""
+
+
+class CanonicalDet(CanonicalForward):
+    """Canonical Det of a real matrix, or of each matrix of a batch (``X`` of shape ``[*, n, n]``, ``Y`` of shape
+    ``[*]``; a scalar for one matrix): the product of the diagonal of ``U`` of a Gaussian elimination with partial
+    pivoting (in column ``c``, the row at or below ``c`` of the largest magnitude is swapped up and negated,
+    which keeps the determinant; a zero pivot leaves a zero on the diagonal), in double precision. Two flat
+    maps over the batch, one matrix per iteration, in row-major order of the batch:
+
+    1. ``lu``: reads the whole matrix (row-major) and writes its ``U`` into ``lu`` (an ACCUMULATE buffer: the
+       matrix is eliminated in place, sequentially, columns in order and per column the rows in order);
+    2. ``det``: reads ``U`` and writes the product of its diagonal, one determinant per matrix.
+
+    Matrices of 1 to :data:`DET_MAX_SIZE` rows.
+    """
+
+    @staticmethod
+    def check(node, state: SDFGState, sdfg: SDFG) -> None:
+        shape = input_shape(node, state, sdfg, "X")
+        if len(shape) < 2 or shape[-1] != shape[-2] or any(issymbolic(size) for size in shape):
+            raise unsupported(node, f"input {list(map(str, shape))} (square matrices of numeric size)")
+        if not 1 <= shape[-1] <= DET_MAX_SIZE:
+            raise unsupported(node, f"{shape[-1]}x{shape[-1]} matrices (1 to {DET_MAX_SIZE} rows)")
+
+    @staticmethod
+    def forward(node, state: SDFGState, sdfg: SDFG) -> SDFG:
+        steps = node_builder(node, state, sdfg)
+        shape = onnx_shape(steps.desc("X"))
+        *batch, n, _ = shape
+        if 0 in batch:
+            return steps.sdfg
+        params = index_params(len(batch))
+        ranges = index_ranges(params, batch)
+        matrix = subscript([*params, f"0:{n}", f"0:{n}"])
+        lu = steps.transient("lu", shape, dace.float64, BufferReason.ACCUMULATE)
+        eliminate = steps.flat_map(
+            "lu",
+            ranges,
+            {"a": Memlet(f"X[{matrix}]")},
+            _LU_CODE.format(n=n),
+            {"w": Memlet(f"{lu}[{matrix}]")},
+            language=dace.Language.CPP,
+        )
+        eliminate.in_connectors["__a"] = dace.pointer(steps.desc("X").dtype)
+        eliminate.out_connectors["__w"] = dace.pointer(dace.float64)
+        diagonal = steps.flat_map(
+            "det",
+            ranges,
+            {"u": Memlet(f"{lu}[{matrix}]")},
+            _DIAGONAL_CODE.format(n=n),
+            {"y": Memlet(f"Y[{subscript(params)}]")},
+            language=dace.Language.CPP,
+        )
+        diagonal.in_connectors["__u"] = dace.pointer(dace.float64)
+        return steps.sdfg
+
+
 IMPLEMENTATIONS = (
+    Implementation("Det", CANONICAL, CanonicalDet),
     Implementation("Cholesky", CANONICAL, ExpandCholeskyCanonical, Cholesky),
     Implementation("Inv", CANONICAL, ExpandInvCanonical, Inv),
     Implementation("Solve", CANONICAL, ExpandSolveCanonical, Solve),

@@ -1,5 +1,5 @@
-"""Canonical data-movement ops: the reshape family, Transpose, Concat, Slice, Gather, Expand, Tile and the shape
-constants.
+"""Canonical data-movement ops: the reshape family, Transpose, Concat, Slice, Gather, Expand, Tile, DepthToSpace,
+SpaceToDepth, Trilu and the shape constants (Shape, Size, ConstantOfShape, EyeLike).
 
 In the canonical model a reshape is a task, not a view: Reshape, Flatten, Squeeze and Unsqueeze
 are one copy map each, reading the input and writing the output in the same (row-major) element
@@ -651,6 +651,179 @@ class CanonicalConstantOfShape(CanonicalForward):
         return steps.sdfg
 
 
+def _trilu_k(node, state: SDFGState, sdfg: SDFG) -> int:
+    """Trilu's diagonal offset: the constant ``k`` input, 0 without one."""
+    if input_edge(node, state, "k") is None:
+        return 0
+    k = constant_ints(node, state, sdfg, "k")
+    if k is None or len(k) != 1:
+        raise unsupported(node, "'k' must be a constant (the diagonal offset)")
+    return k[0]
+
+
+class CanonicalTrilu(CanonicalForward):
+    """Canonical Trilu: the upper (``upper`` 1, the default) or lower triangle of the last two axes of ``input``
+    from the diagonal ``k`` on (a constant input, 0 if absent), zeros elsewhere: ``output[..., i, j] = input[...,
+    i, j]`` where ``j - i >= k`` (upper) or ``j - i <= k`` (lower), else 0.
+
+    One flat map over the output, produced row-major, reading the input in order.
+    """
+
+    @staticmethod
+    def check(node, state: SDFGState, sdfg: SDFG) -> None:
+        rank = len(input_shape(node, state, sdfg, "input"))
+        if rank < 2:
+            raise unsupported(node, f"input rank {rank} (a matrix or a batch of matrices)")
+        _trilu_k(node, state, sdfg)
+
+    @staticmethod
+    def forward(node, state: SDFGState, sdfg: SDFG) -> SDFG:
+        k = _trilu_k(node, state, sdfg)
+        steps = node_builder(node, state, sdfg, drop=("k",) if input_edge(node, state, "k") is not None else ())
+        shape = onnx_shape(steps.desc("input"))
+        if math.prod(shape) == 0:
+            return steps.sdfg
+        dtype = steps.desc("output").dtype
+        params = index_params(len(shape))
+        row, column = params[-2:]
+        kept = f"{column} - {row} {'>=' if node.upper else '<='} {k}"
+        steps.flat_map(
+            "trilu",
+            index_ranges(params, shape),
+            {"v": Memlet(f"input[{subscript(params)}]")},
+            f"out = v if {kept} else {literal(0, dtype)}",
+            {"out": Memlet(f"output[{subscript(params)}]")},
+        )
+        return steps.sdfg
+
+
+class CanonicalEyeLike(CanonicalForward):
+    """Canonical EyeLike: a matrix shaped like ``input`` (its values are not read: the input is disconnected)
+    with ones on the diagonal ``k`` (``output[i, j] = 1`` where ``j - i == k``) and zeros elsewhere, of
+    ``dtype`` (default: the input's). One flat map writes the output, row-major.
+    """
+
+    @staticmethod
+    def check(node, state: SDFGState, sdfg: SDFG) -> None:
+        rank = len(input_shape(node, state, sdfg, "input"))
+        if rank != 2:
+            raise unsupported(node, f"input rank {rank} (a matrix)")
+
+    @staticmethod
+    def forward(node, state: SDFGState, sdfg: SDFG) -> SDFG:
+        steps = node_builder(node, state, sdfg, drop=("input",))
+        desc = steps.desc("output")
+        shape = onnx_shape(desc)
+        if math.prod(shape) == 0:
+            return steps.sdfg
+        row, column = index_params(2)
+        one, zero = literal(1, desc.dtype), literal(0, desc.dtype)
+        steps.flat_map(
+            "eye",
+            index_ranges([row, column], shape),
+            {},
+            f"out = {one} if {column} - {row} == {int(node.k)} else {zero}",
+            {"out": Memlet(f"output[{row}, {column}]")},
+        )
+        return steps.sdfg
+
+
+def _block_size(node, state: SDFGState, sdfg: SDFG, data: str, divided: int) -> int:
+    """The ``blocksize`` of DepthToSpace or SpaceToDepth, checked against the N x C x H x W ``data``: the channels
+    (DepthToSpace, ``divided`` 1) or the height and width (SpaceToDepth, ``divided`` 2 and 3) must divide by
+    it (by its square for the channels)."""
+    shape = input_shape(node, state, sdfg, data)
+    block = int(node.blocksize)
+    if len(shape) != 4 or block < 1:
+        raise unsupported(node, f"input {list(shape)}, blocksize {block} (N x C x H x W, a positive block)")
+    sizes = [shape[1] % (block * block)] if divided == 1 else [shape[2] % block, shape[3] % block]
+    if any(sizes):
+        raise unsupported(node, f"blocksize {block} does not divide the input {list(shape)}")
+    return block
+
+
+def _rearranged(steps: ExpansionBuilder, label: str, source: str, ranges: dict, read: list, written: list) -> None:
+    """One flat map over ``ranges`` copying ``source[read]`` to ``output[written]`` (the output produced in the
+    order of ``ranges``), reading an input another task produces from a REORDER buffer."""
+    operand = steps.operand(source, reused=True, reason=BufferReason.REORDER)
+    steps.flat_map(
+        label,
+        ranges,
+        {"v": Memlet(f"{operand}[{subscript(read)}]")},
+        "out = v",
+        {"out": Memlet(f"output[{subscript(written)}]")},
+    )
+
+
+class CanonicalDepthToSpace(CanonicalForward):
+    """Canonical DepthToSpace (``blocksize`` b, ``mode`` DCR or CRD) of an N x C x H x W input into N x C/b² x
+    H·b x W·b: ``output[n, c, h·b + i, w·b + j] = input[n, (i·b + j)·C/b² + c, h, w]`` (DCR, the default) or
+    ``input[n, c·b² + i·b + j, h, w]`` (CRD).
+
+    One flat map over (n, c, h, i, w, j): the output produced row-major, the input read in permuted order
+    (a REORDER buffer if another task produces it).
+    """
+
+    @staticmethod
+    def check(node, state: SDFGState, sdfg: SDFG) -> None:
+        _block_size(node, state, sdfg, "input", 1)
+        if (getattr(node, "mode", None) or "DCR") not in ("DCR", "CRD"):
+            raise unsupported(node, f"mode='{node.mode}'")
+
+    @staticmethod
+    def forward(node, state: SDFGState, sdfg: SDFG) -> SDFG:
+        block = _block_size(node, state, sdfg, "input", 1)
+        steps = node_builder(node, state, sdfg)
+        batch, channels, height, width = onnx_shape(steps.desc("input"))
+        if batch * channels * height * width == 0:
+            return steps.sdfg
+        out_channels = channels // (block * block)
+        n, c, h, i, w, j = index_params(6)
+        ranges = index_ranges([n, c, h, i, w, j], [batch, out_channels, height, block, width, block])
+        if (getattr(node, "mode", None) or "DCR") == "DCR":
+            channel = f"({i} * {block} + {j}) * {out_channels} + {c}"
+        else:
+            channel = f"{c} * {block * block} + {i} * {block} + {j}"
+        written = [n, c, f"{h} * {block} + {i}", f"{w} * {block} + {j}"]
+        _rearranged(steps, "depth_to_space", "input", ranges, [n, channel, h, w], written)
+        return steps.sdfg
+
+
+class CanonicalSpaceToDepth(CanonicalForward):
+    """Canonical SpaceToDepth (``blocksize`` b, ``mode`` DCR or CRD) of an N x C x H x W input into N x C·b² x
+    H/b x W/b: ``output[n, (i·b + j)·C + c, h, w]`` (DCR, the default) or ``output[n, c·b² + i·b + j, h, w]``
+    (CRD) ``= input[n, c, h·b + i, w·b + j]``.
+
+    One flat map over (n, i, j, c, h, w) (DCR) or (n, c, i, j, h, w) (CRD): the output produced row-major, the
+    input read in permuted order (a REORDER buffer if another task produces it).
+    """
+
+    @staticmethod
+    def check(node, state: SDFGState, sdfg: SDFG) -> None:
+        _block_size(node, state, sdfg, "input", 2)
+        if (getattr(node, "mode", None) or "DCR") not in ("DCR", "CRD"):
+            raise unsupported(node, f"mode='{node.mode}'")
+
+    @staticmethod
+    def forward(node, state: SDFGState, sdfg: SDFG) -> SDFG:
+        block = _block_size(node, state, sdfg, "input", 2)
+        steps = node_builder(node, state, sdfg)
+        batch, channels, height, width = onnx_shape(steps.desc("input"))
+        if batch * channels * height * width == 0:
+            return steps.sdfg
+        n, i, j, c, h, w = index_params(6)
+        if (getattr(node, "mode", None) or "DCR") == "DCR":
+            order, sizes = [n, i, j, c, h, w], [batch, block, block, channels]
+            channel = f"({i} * {block} + {j}) * {channels} + {c}"
+        else:
+            order, sizes = [n, c, i, j, h, w], [batch, channels, block, block]
+            channel = f"{c} * {block * block} + {i} * {block} + {j}"
+        ranges = index_ranges(order, [*sizes, height // block, width // block])
+        read = [n, c, f"{h} * {block} + {i}", f"{w} * {block} + {j}"]
+        _rearranged(steps, "space_to_depth", "input", ranges, read, [n, channel, h, w])
+        return steps.sdfg
+
+
 IMPLEMENTATIONS = (
     _copy_implementation("Reshape", "data", "reshaped", ("shape",)),
     _copy_implementation("Flatten", "input", "output", ()),
@@ -667,4 +840,8 @@ IMPLEMENTATIONS = (
     Implementation("Shape", CANONICAL, CanonicalShape),
     Implementation("Size", CANONICAL, CanonicalSize),
     Implementation("ConstantOfShape", CANONICAL, CanonicalConstantOfShape),
+    Implementation("Trilu", CANONICAL, CanonicalTrilu),
+    Implementation("EyeLike", CANONICAL, CanonicalEyeLike),
+    Implementation("DepthToSpace", CANONICAL, CanonicalDepthToSpace),
+    Implementation("SpaceToDepth", CANONICAL, CanonicalSpaceToDepth),
 )
