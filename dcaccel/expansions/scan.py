@@ -1,6 +1,6 @@
-"""Canonical ops over the lines of an axis, as maps: TopK and CumSum.
+"""Canonical ops over the lines of an axis, as maps: TopK, CumSum and CumProd.
 
-Both compare or combine every pair of positions along their axis in one flat map (a square of ``n²``
+They compare or combine every pair of positions along their axis in one flat map (a square of ``n²``
 iterations per line of the axis, masked by a condition on the two positions) and accumulate with WCR, as
 the reductions do (:mod:`dcaccel.expansions.reduce`): no step depends on the result of another iteration of
 its own map, at the price of ``n²`` instead of ``n log n`` or ``n`` operations per line.
@@ -24,6 +24,7 @@ from dcaccel.expansions.node import (
     onnx_shape,
     unsupported,
 )
+from dcaccel.expansions.reduce import WCR_PRODUCT
 
 
 def _constant_axis_input(node, state: SDFGState, sdfg: SDFG, connector: str, what: str) -> int:
@@ -128,60 +129,69 @@ class CanonicalTopK(CanonicalForward):
         return steps.sdfg
 
 
-class CanonicalCumSum(CanonicalForward):
-    """Canonical CumSum along the constant ``axis``: ``y[i] = sum of x[j]`` over the positions ``j`` along the
-    axis up to ``i`` (``j <= i``; ``j < i`` if ``exclusive``; ``j >= i`` or ``j > i`` if ``reverse``). Two flat
-    map steps, with ``i``, ``j`` positions along the axis:
+def _cumulative_implementation(op: str, wcr: str, neutral: int, word: str) -> Implementation:
+    """The canonical implementation of a cumulative ``op`` (CumSum, CumProd): ``wcr`` combines into a buffer named
+    ``word``, ``neutral`` is what a position that is not included contributes (and where the buffer starts)."""
+    label = op.lower()
 
-    1. ``cumsum``: ``sum[i] += x[j] if j is summed into i else 0`` over the ``n × n`` pairs of every line,
-       ``j`` innermost after ``i`` (WCR sum from 0 into an ACCUMULATE buffer);
-    2. ``output``: ``y = sum``, produced row-major.
+    class Forward(CanonicalForward):
+        @staticmethod
+        def check(node, state: SDFGState, sdfg: SDFG) -> None:
+            for flag in ("exclusive", "reverse"):  # ONNX: 0 or 1 (onnxruntime refuses 5; read as true, it ran)
+                if getattr(node, flag) not in (0, 1):
+                    raise unsupported(node, f"{flag}={getattr(node, flag)} (0 or 1)")
+            shape = axis_input_shape(node, state, sdfg, "x")
+            axis = _constant_axis_input(node, state, sdfg, "axis", "the axis to combine along")
+            normalize_axis(axis, len(shape), node)
+
+        @staticmethod
+        def forward(node, state: SDFGState, sdfg: SDFG) -> SDFG:
+            axis_value = _constant_axis_input(node, state, sdfg, "axis", "the axis to combine along")
+            steps = node_builder(node, state, sdfg, drop=["axis"])
+            shape = onnx_shape(steps.desc("x"))
+            if math.prod(shape) == 0:
+                return steps.sdfg
+            axis = normalize_axis(axis_value, len(shape), node)
+            dtype = steps.desc("y").dtype
+            params = index_params(len(shape))
+            i, j = params[axis], "__j"
+            order = ">" if node.reverse else "<"
+            included = f"{j} {order}{'' if node.exclusive else '='} {i}"
+            source = steps.operand("x", reused=True)
+            accumulator = steps.transient(word, shape, dtype, BufferReason.ACCUMULATE)
+            steps.init(accumulator, literal(neutral, dtype))
+            steps.flat_map(
+                label,
+                index_ranges([*params[: axis + 1], j, *params[axis + 1 :]], [*shape[: axis + 1], *shape[axis:]]),
+                {"v": Memlet(f"{source}[{_with(params, axis, j)}]")},
+                f"s = v if {included} else {literal(neutral, dtype)}",
+                {"s": Memlet(f"{accumulator}[{subscript(params)}]", wcr=wcr)},
+            )
+            steps.flat_map(
+                "output",
+                index_ranges(params, shape),
+                {"s": Memlet(f"{accumulator}[{subscript(params)}]")},
+                "out = s",
+                {"out": Memlet(f"y[{subscript(params)}]")},
+            )
+            return steps.sdfg
+
+    Forward.__name__ = Forward.__qualname__ = f"Canonical{op}"
+    Forward.__doc__ = f"""Canonical {op} along the constant ``axis``: ``y[i] = the {word} of x[j]`` over the
+    positions ``j`` along the axis up to ``i`` (``j <= i``; ``j < i`` if ``exclusive``, where none gives {neutral};
+    ``j >= i`` or ``j > i`` if ``reverse``). Two flat map steps, with ``i``, ``j`` positions along the axis:
+
+    1. ``{label}``: ``{word}[i]`` combines (``{wcr}``) ``x[j] if j is included in i else {neutral}`` over the
+       ``n × n`` pairs of every line, ``j`` innermost after ``i`` (WCR from {neutral} into an ACCUMULATE buffer);
+    2. ``output``: ``y = {word}``, produced row-major.
 
     x is read ``n`` times, out of order: an x another task produces is copied into a REUSE buffer first.
     """
-
-    @staticmethod
-    def check(node, state: SDFGState, sdfg: SDFG) -> None:
-        for flag in ("exclusive", "reverse"):  # ONNX: 0 or 1 (onnxruntime refuses 5; read as true, it ran)
-            if getattr(node, flag) not in (0, 1):
-                raise unsupported(node, f"{flag}={getattr(node, flag)} (0 or 1)")
-        shape = axis_input_shape(node, state, sdfg, "x")
-        normalize_axis(_constant_axis_input(node, state, sdfg, "axis", "the axis to sum along"), len(shape), node)
-
-    @staticmethod
-    def forward(node, state: SDFGState, sdfg: SDFG) -> SDFG:
-        axis_value = _constant_axis_input(node, state, sdfg, "axis", "the axis to sum along")
-        steps = node_builder(node, state, sdfg, drop=["axis"])
-        shape = onnx_shape(steps.desc("x"))
-        if math.prod(shape) == 0:
-            return steps.sdfg
-        axis = normalize_axis(axis_value, len(shape), node)
-        dtype = steps.desc("y").dtype
-        params = index_params(len(shape))
-        i, j = params[axis], "__j"
-        order = ">" if node.reverse else "<"
-        summed = f"{j} {order}{'' if node.exclusive else '='} {i}"
-        source = steps.operand("x", reused=True)
-        accumulator = steps.transient("sum", shape, dtype, BufferReason.ACCUMULATE)
-        steps.init(accumulator, literal(0, dtype))
-        steps.flat_map(
-            "cumsum",
-            index_ranges([*params[: axis + 1], j, *params[axis + 1 :]], [*shape[: axis + 1], *shape[axis:]]),
-            {"v": Memlet(f"{source}[{_with(params, axis, j)}]")},
-            f"s = v if {summed} else {literal(0, dtype)}",
-            {"s": Memlet(f"{accumulator}[{subscript(params)}]", wcr=WCR_SUM)},
-        )
-        steps.flat_map(
-            "output",
-            index_ranges(params, shape),
-            {"s": Memlet(f"{accumulator}[{subscript(params)}]")},
-            "out = s",
-            {"out": Memlet(f"y[{subscript(params)}]")},
-        )
-        return steps.sdfg
+    return Implementation(op, CANONICAL, Forward)
 
 
 IMPLEMENTATIONS = (
     Implementation("TopK", CANONICAL, CanonicalTopK),
-    Implementation("CumSum", CANONICAL, CanonicalCumSum),
+    _cumulative_implementation("CumSum", WCR_SUM, 0, "sum"),
+    _cumulative_implementation("CumProd", WCR_PRODUCT, 1, "product"),
 )

@@ -1,6 +1,6 @@
-"""Canonical TopK and CumSum: values against onnxruntime (one compile; TopK-1 at opset 9 in a second), over
-axes (negative ones included), size-1 axes, ties, largest and smallest, exclusive and reverse sums; task
-DAGs (one task per step, none opaque) and rejections.
+"""Canonical TopK, CumSum and CumProd: values against onnxruntime (one compile; TopK-1 at opset 9 in a second),
+over axes (negative ones included), size-1 axes, ties, largest and smallest, exclusive and reverse sums and
+products; task DAGs (one task per step, none opaque) and rejections.
 """
 
 import numpy as np
@@ -30,8 +30,12 @@ def _topk(name, shape, k, dtype=np.float32, constant=None, **attributes) -> OpCa
     return OpCase(name, "TopK", ["x", "k"], inputs, constants, attributes, TOPK_OUTPUTS, dtype)
 
 
-def _cumsum(name, shape, axis, dtype=np.float32, **attributes) -> OpCase:
-    return OpCase(name, "CumSum", ["x", "axis"], {"x": shape}, {"axis": np.array(axis, I64)}, attributes, dtype=dtype)
+def _cumsum(name, shape, axis, dtype=np.float32, op="CumSum", **attributes) -> OpCase:
+    return OpCase(name, op, ["x", "axis"], {"x": shape}, {"axis": np.array(axis, I64)}, attributes, dtype=dtype)
+
+
+def _cumprod(name, shape, axis, dtype=np.float32, **attributes) -> OpCase:
+    return _cumsum(name, shape, axis, dtype, "CumProd", **attributes)
 
 
 CASES = [
@@ -53,6 +57,16 @@ CASES = [
     _cumsum("cumsum_size_one", (3, 1), 1, exclusive=1),
     _cumsum("cumsum_1d_int", (7,), 0, I64),
 ]
+CUMPROD = [
+    _cumprod("cumprod_last_axis", (3, 4), 1),
+    _cumprod("cumprod_exclusive", (2, 5), -1, exclusive=1),
+    _cumprod("cumprod_reverse", (2, 3, 4), -2, reverse=1),
+    _cumprod("cumprod_reverse_exclusive", (2, 3, 4), 0, reverse=1, exclusive=1),
+    _cumprod("cumprod_size_one", (3, 1), 1, exclusive=1),
+    _cumprod("cumprod_1d_int", (7,), 0, I64),
+    _cumprod("cumprod_empty", (0, 3), 1),
+]
+"""CumProd (opset 26 on)."""
 TOPK_1 = [OpCase("topk1", "TopK", ["x"], {"x": (2, 4)}, {}, {"k": 2, "axis": -1}, TOPK_OUTPUTS)]
 """TopK-1 (opset 9): ``k`` is an attribute."""
 
@@ -61,7 +75,8 @@ TOPK_1 = [OpCase("topk1", "TopK", ["x"], {"x": (2, 4)}, {}, {"k": 2, "axis": -1}
 def results():
     """Outputs of every case, from onnxruntime and from the canonical implementations (one compile per opset)."""
     reference, canonical = {}, {}
-    for cases, opset, name in ((CASES, 18, "test_scan"), (TOPK_1, 9, "test_scan_topk1")):
+    models = ((CASES, 18, "test_scan"), (CUMPROD, 26, "test_scan_cumprod"), (TOPK_1, 9, "test_scan_topk1"))
+    for cases, opset, name in models:
         model = build_model(cases, opset=opset)
         feed = random_feed(cases)
         reference.update(run_reference(model, feed))
@@ -72,7 +87,7 @@ def results():
 @pytest.mark.slow
 @pytest.mark.parametrize(
     ("case", "output"),
-    [(c, o) for c in CASES + TOPK_1 for o in c.outputs],
+    [(c, o) for c in CASES + CUMPROD + TOPK_1 for o in c.outputs],
     ids=lambda v: v.name if isinstance(v, OpCase) else v,
 )
 def test_matches_onnxruntime(case, output, results):
@@ -97,7 +112,9 @@ STEPS = {"TopK": ["output", "rank", "select"], "CumSum": ["cumsum", "output"]}
 
 
 @pytest.mark.slow
-@pytest.mark.parametrize("case", [c for c in CASES if c.name != "topk_none"], ids=lambda c: c.name)
+@pytest.mark.parametrize(
+    "case", [c for c in CASES if c.name not in ("topk_none", "cumprod_empty")], ids=lambda c: c.name
+)
 def test_one_task_per_step_none_opaque(case, dags):
     from dcaccel.dag.metrics import opaque_work
 
@@ -131,6 +148,20 @@ def test_every_task_is_one_flat_map():
     expected = [f"topk_axis0_smallest_{s}_map" for s in steps]
     expected += [f"cumsum_reverse_{s}_map" for s in ("init_sum", "cumsum", "output")]
     assert sorted(s.label for s in scopes) == sorted(expected)
+
+
+def test_cumprod_lowers_to_its_steps_none_opaque():
+    """cumprod_reverse: the product buffer's initialisation, the n x n product and the output, none opaque."""
+    from dace.ml import ONNXModel
+
+    from dcaccel.dag import extract
+    from dcaccel.transforms.lower import lower
+
+    (case,) = [c for c in CUMPROD if c.name == "cumprod_reverse"]
+    dag = extract(lower(ONNXModel("scan_cumprod_dag", build_model([case], opset=26), onnx_simplify=False).sdfg))
+    assert not any(dag.info(t).opaque for t in dag.tasks)
+    steps = ("init_product", "cumprod", "output")
+    assert sorted(dag.label(t) for t in dag.tasks) == sorted(f"cumprod_reverse_{s}_map" for s in steps)
 
 
 def test_an_axis_that_is_data_is_rejected():
