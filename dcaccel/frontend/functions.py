@@ -7,15 +7,17 @@ one body per opset (``has_function``) or one built for the node's attributes and
 dcaccel does not implement (``dcaccel.expansions.supported_ops()``) by the body of the op's schema at the
 model's opset, as ONNX's own ``_expanded`` backend test cases do: the body's inputs and outputs become the
 node's, its attributes take the node's values (else the schema's defaults), its internal tensors and nodes are
-named after the node (``<node>/<op>/<tensor>``, ``<node>/<op>_<body op>_<k>``, so a lowered task says which op
-it came from). Bodies whose ops are functions without an implementation themselves are expanded in turn. The
+named after the node and op (``<node>/<op>/<tensor>``, ``<node>/<op>/<body op>_<k>``; ``<node>/...`` when the
+node's name ends with its op, as PyTorch's ``/norm/RMSNormalization`` does), so a lowered task says which op
+it came from. Bodies whose ops are functions without an implementation themselves are expanded in turn. The
 body's ops then lower canonically like any other; what the body computes from shapes (``Shape`` → ``Slice`` →
-``Range``) is folded by the preparation step that calls this one.
+``Range``) is folded by the preparation steps after this one.
 
 A node stays as written (and runs through lowering's host fallback) when its op has no body at the model's
-opset, when its body was written for an opset under which one of its ops means something else than under the
-model's (the op's definition changed between the two), or when the shape inference cannot type its inputs;
-why is a debug record of the ``dcaccel`` logger. Every replacement is an info record.
+opset, when its body was written for an older opset under which one of its nodes means something else than
+under the model's (:func:`_reads_the_same`), or when the shape inference cannot type the inputs of a body built
+for them; why is a debug record of the ``dcaccel`` logger. Every replacement is an info record.
+:func:`kept_as_written` turns the replacement off.
 """
 
 import contextlib
@@ -120,7 +122,8 @@ def _body(
     renamed = {name: node.input[i] if i < len(node.input) else "" for i, name in enumerate(function.input)}
     renamed.update({name: node.output[i] for i, name in enumerate(function.output) if i < len(node.output)})
     renamed = {name: value for name, value in renamed.items() if name not in function.output or value}
-    prefix = f"{label}/{node.op_type}"
+    # PyTorch names a node by its module path and op ("/norm/RMSNormalization"): the op is not repeated
+    prefix = label if label.rpartition("/")[2].startswith(node.op_type) else f"{label}/{node.op_type}"
 
     def rename(name: str) -> str:
         if name and name not in renamed:
@@ -128,7 +131,7 @@ def _body(
         return renamed.get(name, "")
 
     return [
-        _renamed(inner, f"{prefix}_{inner.op_type}_{k}", rename, attributes, taken)
+        _renamed(inner, f"{prefix}/{inner.op_type}_{k}", rename, attributes, taken)
         for k, inner in enumerate(function.node)
     ]
 

@@ -68,14 +68,27 @@ def test_the_body_computes_what_the_op_does(build, shapes):
     np.testing.assert_allclose(actual["y"], expected["y"], rtol=1e-6, atol=1e-6)
 
 
-def test_body_nodes_and_tensors_are_named_after_the_node_and_op(caplog):
+@pytest.mark.parametrize(
+    ("name", "prefix"),
+    [
+        ("/norm/RMS", "/norm/RMS/RMSNormalization/"),
+        ("/norm/RMSNormalization", "/norm/RMSNormalization/"),
+        ("", "RMSNormalization_0/"),
+    ],
+    ids=["named", "named_after_the_op", "unnamed"],
+)
+def test_body_nodes_and_tensors_are_named_after_the_node_and_op(caplog, name, prefix):
+    """``<node>/<op>/...``, or ``<node>/...`` when the node's name ends with its op (PyTorch's names), unique."""
+    model = _rms()
+    model.graph.node[0].name = name
     with caplog.at_level(logging.INFO, logger=functions.__name__):
-        expanded = functions.with_function_bodies(_rms(), "model 'm'", IMPLEMENTED)
+        expanded = functions.with_function_bodies(model, "model 'm'", IMPLEMENTED)
     names = [node.name for node in expanded.graph.node]
-    assert all(name.startswith("/norm/RMS/RMSNormalization_") for name in names), names
+    assert all(name.startswith(prefix) for name in names), names
+    assert "ReduceMean" in {name.removeprefix(prefix).rpartition("_")[0] for name in names}
     assert len(set(names)) == len(names)
     internal = {name for node in expanded.graph.node for name in node.output} - {"y"}
-    assert all(name.startswith("/norm/RMS/RMSNormalization/") for name in internal), internal
+    assert all(name.startswith(prefix) for name in internal), internal
     assert caplog.messages == [
         "model 'm': 1 RMSNormalization node(s) replaced by the ONNX function body of RMSNormalization-23"
     ]
