@@ -97,14 +97,26 @@ def _select(pick: str) -> Callable[[Operands, str, object], str]:
     return formula
 
 
-def _cast(x: Operands, T: str, node) -> str:
-    """Cast is the tasklet's conversion on assignment (C++: truncation towards zero from float to int,
-    non-zero to true for bool); only targets DaCe has a type for."""
+def _check_target_type(node) -> None:
+    """Raise :class:`UnsupportedOpError` unless DaCe has a type for the attribute ``to`` (Cast, BitCast)."""
     try:
         onnx_tensor_type_to_typeclass(node.to)
     except ValueError:
         raise unsupported(node, f"to={onnx.TensorProto.DataType.Name(node.to)} (no DaCe type)") from None
+
+
+def _cast(x: Operands, T: str, node) -> str:
+    """Cast is the tasklet's conversion on assignment (C++: truncation towards zero from float to int,
+    non-zero to true for bool); only targets DaCe has a type for."""
+    _check_target_type(node)
     return x["input"]
+
+
+def _bit_cast(x: Operands, T: str, node) -> str:
+    """BitCast reinterprets the bits of each element as the type ``to`` of the same width (GCC's and Clang's
+    ``__builtin_bit_cast``, what C++20's ``std::bit_cast`` is built on); only targets DaCe has a type for."""
+    _check_target_type(node)
+    return f"__builtin_bit_cast({T}, {x['input']})"
 
 
 def _leaky(value: str, slope: str, T: str) -> str:
@@ -198,13 +210,17 @@ def _sign(x: Operands, T: str, node) -> str:
     return f"({T}(1) if {v} > {zero} else {negative})"
 
 
-def _dropout_inference(node, state: SDFGState, sdfg: SDFG) -> None:
-    """Dropout is the identity in inference mode only: ``training_mode`` absent or a constant false."""
+def _dropout_is_identity(node, state: SDFGState, sdfg: SDFG) -> None:
+    """Dropout is the identity (its mask all true) in inference mode, ``training_mode`` absent or a constant false,
+    and in training mode with a constant ``ratio`` of 0; refused otherwise."""
     if input_edge(node, state, "training_mode") is None:
         return
     training = constant_input(node, state, sdfg, "training_mode")
-    if training is None or training.any():
-        raise unsupported(node, "training_mode (only inference: absent or a constant false)")
+    if training is None:
+        raise unsupported(node, "training_mode not a constant (only inference, or a ratio of 0)")
+    ratio = constant_input(node, state, sdfg, "ratio") if input_edge(node, state, "ratio") else None
+    if training.any() and (ratio is None or ratio.any()):
+        raise unsupported(node, "training_mode=True with a ratio other than a constant 0 (random)")
 
 
 def _mean(x: Operands, T: str, node) -> str:
@@ -238,6 +254,7 @@ ELEMENTWISE_OPS = (
     ElementwiseOp("Mish", lambda x, T, n: f"{x['X']} * tanh({_softplus(x['X'], T)})", "Y = X tanh(log(1 + exp(X)))"),
     ElementwiseOp("Identity", lambda x, T, n: x["input"], "output = input (a copy task)"),
     ElementwiseOp("Cast", _cast, "output = input converted to the type `to`"),
+    ElementwiseOp("BitCast", _bit_cast, "output = the bits of input read as the type `to` (of the same width)"),
     ElementwiseOp("Clip", _clip, "output = min(max(input, min), max)"),
     ElementwiseOp("Gelu", _gelu, "Y = X/2 (1 + erf(X/sqrt 2)), or the tanh approximation"),
     ElementwiseOp("Add", lambda x, T, n: f"{x['A']} + {x['B']}", "C = A + B"),
@@ -308,10 +325,10 @@ ELEMENTWISE_OPS = (
     ElementwiseOp(
         "Dropout",
         lambda x, T, n: x["data"],
-        "output = data (inference), mask all true",
+        "output = data, mask all true (inference, or a ratio of 0)",
         ("ratio", "training_mode"),
         {"mask": "True"},
-        _dropout_inference,
+        _dropout_is_identity,
     ),
 )
 

@@ -1,9 +1,10 @@
 """Canonical element-wise math ops: the inverse and hyperbolic trigonometric functions, Tan, Ceil, Floor, Round,
-Sign, IsInf, IsNaN, Mod, the exponential activations (Celu, Elu, Selu), ThresholdedRelu, Shrink, Swish, Softsign
-and Dropout in inference mode.
+Sign, IsInf, IsNaN, Mod, the exponential activations (Celu, Elu, Selu), ThresholdedRelu, Shrink, Swish, Softsign,
+Dropout in inference mode and BitCast.
 
-Values against onnxruntime (all cases in one compiled SDFG, opset 24 for Swish); Mod with ``fmod=0`` on floats,
-which onnxruntime refuses before opset 28, against numpy's ``mod`` (the reference of ONNX's backend tests).
+Values against onnxruntime (all cases in one compiled SDFG at opset 26, BitCast's first; onnxruntime runs them at
+opset 24, Swish's first, as it lacks kernels at 26), or ONNX's reference implementation where onnxruntime has no
+kernel (:data:`ONNX_REFERENCE`).
 Structure without compiling: each op lowers to one task of the task DAG, which reads its data input once per
 output element and writes every output element once.
 """
@@ -11,7 +12,9 @@ output element and writes every output element once.
 import math
 
 import numpy as np
+import onnx
 import pytest
+from onnx import helper
 
 from tests.expansions.canonical_onnx import (
     OpCase,
@@ -22,8 +25,14 @@ from tests.expansions.canonical_onnx import (
     run_reference,
 )
 
-F16, F32, F64, I8, I32, I64, U8 = np.float16, np.float32, np.float64, np.int8, np.int32, np.int64, np.uint8
-OPSET = 24  # Swish's first opset
+F16, F32, F64, U8 = np.float16, np.float32, np.float64, np.uint8
+I8, I16, I32, I64 = np.int8, np.int16, np.int32, np.int64
+TO = {"FLOAT": 1, "UINT8": 2, "INT16": 5, "INT32": 6, "INT64": 7, "FLOAT16": 10, "DOUBLE": 11}
+"""ONNX element types (``TensorProto.DataType``) used as BitCast's ``to``."""
+OPSET = 26  # BitCast's first opset
+ONNXRUNTIME_OPSET = 24  # Swish's first opset
+LATE = ("Swish", "BitCast")
+"""The ops of the newest opsets, lowered at :data:`OPSET` (the other task DAGs are lowered at opset 20)."""
 
 FUNCTIONS = ("Acos", "Acosh", "Asin", "Asinh", "Atan", "Atanh", "Cosh", "Sinh", "Tan")
 ROUNDING = ("Ceil", "Floor", "Round")
@@ -50,17 +59,6 @@ DIVISORS = np.array([2, -3, 8, -2, 3, 5, -4, -9], I32)
 EDGE_DIVIDENDS = np.array([0, -0.0, -3, 3, -1, 1, np.inf, -np.inf, 1, 1, np.nan, 1, 5.5, -5.5])
 EDGE_DIVISORS = np.array([-2, 2, np.inf, np.inf, -np.inf, -np.inf, 2, 2, 0, -0.0, 2, np.nan, -2, 2])
 """The edge cases of ONNX's backend test of Mod: zeros, infinite divisors (``mod(-3, inf)`` is ``inf``), NaN."""
-ONNX_REFERENCE = {
-    *(f"{op}_double" for op in (*FUNCTIONS, "Elu", "Selu", "ThresholdedRelu", "Softsign", "Shrink")),
-    "Mod_float32_fmod0",
-    "Mod_float16_fmod0",
-    "Mod_float64_edges_fmod0",
-}
-"""Cases onnxruntime has no kernel for (double; Mod's fmod=0 on floats before opset 28), or a lossy one (its double
-Shrink rounds its result to float): ONNX's reference implementation (``onnx.reference``, numpy) is their reference.
-(Celu takes float only before opset 28: its float16 and double cases are the backend tests'.)"""
-
-
 CASES = [
     *(OpCase(f"{op}_{label}", op, ["x"], {"x": shape}) for op in UNARY for label, shape in SHAPES.items()),
     *(OpCase(f"{op}_float16", op, ["x"], {"x": (3, 4)}, dtype=F16) for op in UNARY if op != "Celu"),
@@ -134,9 +132,61 @@ CASES = [
         {"r": np.array(0.5, F32), "t": np.array(False)},
         outputs=("y", "mask"),
     ),
+    OpCase(
+        "Dropout_training_zero_ratio",
+        "Dropout",
+        ["x", "r", "t"],
+        {"x": (3, 4)},
+        {"r": np.array(0, F32), "t": np.array(True)},
+        outputs=("y", "mask"),
+    ),
     OpCase("Dropout_ratio_data", "Dropout", ["x", "r"], {"x": (2, 5), "r": ()}, outputs=("y", "mask")),
     OpCase("Dropout_float16", "Dropout", ["x"], {"x": (2, 3)}, outputs=("y", "mask"), dtype=F16),
+    *(
+        OpCase(
+            f"BitCast_{source.__name__}_to_{to}_rank{len(shape)}",
+            "BitCast",
+            ["x"],
+            {"x": shape},
+            attributes={"to": TO[to]},
+            dtype=source,
+        )
+        for source, to, shape in (
+            (F32, "INT32", (2, 3)),
+            (F32, "INT32", ()),
+            (I32, "FLOAT", (4,)),
+            (F64, "INT64", (3,)),
+            (I64, "DOUBLE", (3,)),
+            (F16, "INT16", (2, 2)),
+            (I16, "FLOAT16", (5,)),
+            (I8, "UINT8", (6,)),
+            (np.bool_, "UINT8", (4,)),
+        )
+    ),
 ]
+
+
+ONNX_REFERENCE = {
+    *(f"{op}_double" for op in (*FUNCTIONS, "Elu", "Selu", "ThresholdedRelu", "Softsign", "Shrink")),
+    "Mod_float32_fmod0",
+    "Mod_float16_fmod0",
+    "Mod_float64_edges_fmod0",
+    *(c.name for c in CASES if c.op_type == "BitCast"),
+}
+"""Cases onnxruntime has no kernel for (double; Mod's fmod=0 on floats before opset 28; BitCast), or a lossy one
+(its double Shrink rounds its result to float): ONNX's reference implementation (``onnx.reference``, numpy) is
+their reference.
+(Celu takes float only before opset 28: its float16 and double cases are the backend tests'.)"""
+
+
+def model(cases) -> onnx.ModelProto:
+    """:func:`build_model` at :data:`OPSET`, with BitCast's output typed (ONNX's shape inference leaves it untyped)."""
+    built = build_model(cases, OPSET)
+    for case in cases:
+        if case.op_type == "BitCast":
+            (output,) = [o for o in built.graph.output if o.name == case.tensor("y")]
+            output.CopyFrom(helper.make_tensor_value_info(output.name, case.attributes["to"], case.inputs["x"]))
+    return built
 
 
 def feed(cases, seed: int = 0) -> dict[str, np.ndarray]:
@@ -156,15 +206,14 @@ def results():
     from onnx.reference import ReferenceEvaluator
 
     inputs = feed(CASES)
-    by_onnxruntime, by_onnx = (
-        build_model([c for c in CASES if (c.name in ONNX_REFERENCE) == k], OPSET) for k in (0, 1)
-    )
+    by_onnxruntime = build_model([c for c in CASES if c.name not in ONNX_REFERENCE], ONNXRUNTIME_OPSET)
+    by_onnx = model([c for c in CASES if c.name in ONNX_REFERENCE])
     reference = run_reference(by_onnxruntime, {i.name: inputs[i.name] for i in by_onnxruntime.graph.input})
     names = [o.name for o in by_onnx.graph.output]
     with np.errstate(divide="ignore", invalid="ignore"):
         values = ReferenceEvaluator(by_onnx).run(names, {i.name: inputs[i.name] for i in by_onnx.graph.input})
     reference |= dict(zip(names, values, strict=True))
-    return reference, run_canonical(build_model(CASES, OPSET), inputs, "test_elementwise_math")
+    return reference, run_canonical(model(CASES), inputs, "test_elementwise_math")
 
 
 TOLERANCE = {F16: (2e-3, 1e-3), F32: (1e-5, 1e-6), F64: (1e-12, 1e-14)}
@@ -204,17 +253,18 @@ def _output_size(case: OpCase) -> int:
 
 
 #: The fast subset's cases of the task-DAG test: one per op, the one reading the most inputs as data and writing
-#: the most outputs (lowered together); the full suite checks every case. Swish (opset 24) is checked on its own.
+#: the most outputs; the full suite checks every case.
 FAST_CASES = {
     max((c for c in CASES if c.op_type == op), key=lambda c: (len(_data_inputs(c)), len(c.outputs))).name
     for op in dict.fromkeys(c.op_type for c in CASES)
 }
-AT_OPSET_20 = [c for c in CASES if c.op_type != "Swish"]
+AT_OPSET_20 = [c for c in CASES if c.op_type not in LATE]
 
 
 @pytest.fixture(scope="module")
 def dags():
-    """The task DAG of every case but Swish's lowered canonically (symbolic: nothing compiled), by case name."""
+    """The task DAG of every case but those of :data:`LATE` lowered canonically (symbolic: nothing compiled), by case
+    name, one case at a time."""
     return lowered_dags(AT_OPSET_20, "elementwise_math_dag", group=1)
 
 
@@ -244,25 +294,29 @@ def test_one_task_per_op_with_the_volumes_of_a_flat_map(case, dags):
     assert_one_flat_map_task(dags[case.name], case)
 
 
-def test_swish_is_one_flat_map_task():
+@pytest.mark.parametrize("case", [c for c in CASES if c.name in FAST_CASES and c.op_type in LATE], ids=lambda c: c.name)
+def test_one_task_per_op_of_the_newest_opsets(case):
     from dace.ml import ONNXModel
 
     from dcaccel.dag import extract
     from dcaccel.transforms.lower import lower
 
-    (case,) = [c for c in CASES if c.name in FAST_CASES and c.op_type == "Swish"]
-    model = ONNXModel("elementwise_math_swish", build_model([case], OPSET), onnx_simplify=False)
-    assert_one_flat_map_task(extract(lower(model.sdfg)), case)
+    imported = ONNXModel(f"elementwise_math_{case.name}", model([case]), onnx_simplify=False)
+    assert_one_flat_map_task(extract(lower(imported.sdfg)), case)
 
 
 REFUSED = [
     (
-        OpCase("Dropout_training", "Dropout", ["x", "r", "t"], {"x": (3,)}, {"r": HALVES[6], "t": np.array(True)}),
-        "training_mode",
+        OpCase("Dropout_training", "Dropout", ["x", "r", "t"], {"x": (3,)}, {"r": HALVES[3], "t": np.array(True)}),
+        "training_mode=True with a ratio other than a constant 0",
+    ),
+    (
+        OpCase("Dropout_training_default_ratio", "Dropout", ["x", "", "t"], {"x": (3,)}, {"t": np.array(True)}),
+        "training_mode=True with a ratio other than a constant 0",
     ),
     (
         OpCase("Dropout_training_data", "Dropout", ["x", "", "t"], {"t": ()}, {"x": HALVES}, dtype=np.bool_),
-        "training_mode",
+        "training_mode not a constant",
     ),
     (OpCase("Mod_fmod2", "Mod", ["a", "b"], {"a": (3,), "b": (3,)}, attributes={"fmod": 2}, dtype=I32), "fmod=2"),
 ]
@@ -279,8 +333,8 @@ def test_refused_in_one_line_before_expansion(case, named):
     from dcaccel.expansions.registry import implementation_of
 
     register()
-    model = ONNXModel(f"refused_{case.name}", build_model([case], OPSET), onnx_simplify=False)
-    ((node, state),) = [(n, s) for n, s in model.sdfg.all_nodes_recursive() if isinstance(n, ONNXOp)]
+    imported = ONNXModel(f"refused_{case.name}", model([case]), onnx_simplify=False)
+    ((node, state),) = [(n, s) for n, s in imported.sdfg.all_nodes_recursive() if isinstance(n, ONNXOp)]
     with pytest.raises(UnsupportedOpError, match=f"{case.op_type} \\(node '{case.name}'\\): {named}") as refusal:
         implementation_of(node, "canonical").expansion.check(node, state, state.sdfg)
     assert "\n" not in str(refusal.value)
@@ -290,5 +344,5 @@ def test_every_op_has_a_canonical_implementation():
     import dcaccel.expansions
 
     ops = {c.op_type for c in CASES}
-    assert len(ops) == 24
+    assert len(ops) == 25
     assert {op: dcaccel.expansions.implementations(op) for op in ops} == {op: ["canonical"] for op in ops}
