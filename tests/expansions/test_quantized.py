@@ -1,16 +1,19 @@
-"""Quantized and integer ops (``dcaccel.expansions.quantized``): QuantizeLinear, DequantizeLinear, MatMulInteger,
-QLinearMatMul, ConvInteger, QLinearConv.
+"""Quantized and integer ops (``dcaccel.expansions.quantized``): QuantizeLinear, DequantizeLinear,
+DynamicQuantizeLinear, MatMulInteger, QLinearMatMul, ConvInteger, QLinearConv.
 
 Values: every case in one model at opset 21, compiled once with the canonical implementations (the products
-under the MMM shape each case names), against onnxruntime; where onnxruntime has no kernel for the case (a
-per-channel ConvInteger weight zero point, a per-row MatMulInteger zero point of A: ``IsScalarOr1ElementVector``
-fails) against onnx's reference implementation, and where neither implements the schema (the per-row zero point
-of A) against numpy. Structure without compiling: every op lowers with no opaque task, its tasks named after the
-steps of the module docstring, the product one MMM in the chosen shape.
+under the MMM shape each case names), against onnxruntime; against onnx's reference implementation where
+onnxruntime has no kernel (a per-channel ConvInteger weight zero point: ``IsScalarOr1ElementVector`` fails), and
+against numpy where neither implements the schema (a per-row MatMulInteger zero point of A) or onnxruntime's
+uint8 · int8 kernel saturates (:data:`NUMPY_REFERENCE`). Structure without compiling: every op lowers with no opaque task, its tasks named after the
+steps of the module docstring, the product one MMM in the chosen shape. End to end: a QDQ network loaded with
+``dcaccel.load``, lowered under each shape and verified exactly.
 """
 
 import numpy as np
+import onnx
 import pytest
+from onnx import helper, numpy_helper
 
 from dcaccel.errors import UnsupportedOpError
 from tests.expansions.canonical_onnx import OpCase, build_model, run_canonical, run_reference
@@ -345,3 +348,61 @@ def test_refused_in_one_line(name, refused_model):
         implementation.expansion.check(node, state, refused_model)
     op = REFUSED[name][0].op_type
     assert str(refusal.value) == f"unsupported op {op} (node '{name}'): {REFUSED[name][1]}"
+
+
+def _quantized_network() -> onnx.ModelProto:
+    """x → QuantizeLinear → QLinearConv (3 → 4 channels, 3 × 3, padded, per-channel w_scale, int32 bias) →
+    Reshape → QLinearMatMul (144 → 5) → DequantizeLinear: a network as a QDQ export leaves it, opset 13."""
+    rng = np.random.default_rng(7)
+    constants = {
+        "xs": np.array(0.05, F32),
+        "xz": np.array(128, U8),
+        "w": rng.integers(0, 256, (4, 3, 3, 3), dtype=U8),
+        "ws": np.array([0.01, 0.02, 0.03, 0.04], F32),
+        "wz": np.array(127, U8),
+        "ys": np.array(0.5, F32),
+        "yz": np.array(100, U8),
+        "B": np.array([10, -10, 0, 500], I32),
+        "m": rng.integers(0, 256, (4 * 6 * 6, 5), dtype=U8),
+        "ms": np.array(0.02, F32),
+        "mz": np.array(120, U8),
+        "os": np.array(0.3, F32),
+        "oz": np.array(128, U8),
+        "shape": np.array([1, -1], np.int64),
+    }
+    nodes = [
+        helper.make_node("QuantizeLinear", ["x", "xs", "xz"], ["xq"], name="quantize"),
+        helper.make_node(
+            "QLinearConv", ["xq", "xs", "xz", "w", "ws", "wz", "ys", "yz", "B"], ["yq"], name="qconv", pads=[1] * 4
+        ),
+        helper.make_node("Reshape", ["yq", "shape"], ["flat"], name="flatten"),
+        helper.make_node("QLinearMatMul", ["flat", "ys", "yz", "m", "ms", "mz", "os", "oz"], ["oq"], name="qmm"),
+        helper.make_node("DequantizeLinear", ["oq", "os", "oz"], ["out"], name="dequantize"),
+    ]
+    graph = helper.make_graph(
+        nodes,
+        "qdq",
+        [helper.make_tensor_value_info("x", onnx.TensorProto.FLOAT, (1, 3, 6, 6))],
+        [helper.make_tensor_value_info("out", onnx.TensorProto.FLOAT, (1, 5))],
+        [numpy_helper.from_array(value, name) for name, value in constants.items()],
+    )
+    return helper.make_model(graph, opset_imports=[helper.make_opsetid("", 13)], ir_version=9)
+
+
+@pytest.mark.slow
+def test_quantized_network_lowers_under_every_shape_and_verifies_exactly():
+    """Loaded as a model (constants folded), lowered under each MMM shape with no opaque task, the ``mv`` lowering
+    compiled: its output equals onnxruntime's exactly."""
+    import dcaccel
+    from dcaccel.dag import extract
+    from dcaccel.transforms.lower import lower
+
+    workload = dcaccel.load(_quantized_network())
+    lowered = {shape: lower(workload, {"QLinearConv": shape, "QLinearMatMul": shape}) for shape in SHAPES}
+    for shape, program in lowered.items():
+        dag = extract(program)
+        assert not program.opaque
+        assert {dag.info(t).implementation for t in dag.tasks if dag.info(t).node in ("qconv", "qmm")} == {shape}
+    inputs = {"x": (3 * np.random.default_rng(0).standard_normal((1, 3, 6, 6))).astype(F32)}
+    report = dcaccel.verify(workload, lowered["mv"], inputs=inputs, rtol=0, atol=0)
+    assert all(check.passed for check in report.outputs)
