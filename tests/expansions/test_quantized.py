@@ -5,9 +5,9 @@ Values: every case in one model at opset 21, compiled once with the canonical im
 under the MMM shape each case names), against onnxruntime; against onnx's reference implementation where
 onnxruntime has no kernel (a per-channel ConvInteger weight zero point: ``IsScalarOr1ElementVector`` fails), and
 against numpy where neither implements the schema (a per-row MatMulInteger zero point of A) or onnxruntime's
-uint8 · int8 kernel saturates (:data:`NUMPY_REFERENCE`). Structure without compiling: every op lowers with no opaque task, its tasks named after the
-steps of the module docstring, the product one MMM in the chosen shape. End to end: a QDQ network loaded with
-``dcaccel.load``, lowered under each shape and verified exactly.
+uint8 · int8 kernel saturates (:data:`NUMPY_REFERENCE`). Structure without compiling: every op lowers with no
+opaque task, its tasks named after the steps of the module docstring, the product one MMM in the chosen shape.
+End to end: a QDQ network loaded with ``dcaccel.load``, lowered under each shape and verified exactly.
 """
 
 import numpy as np
