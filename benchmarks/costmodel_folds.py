@@ -6,8 +6,12 @@ their rows to OUT.jsonl; the shipped set ``dcaccel/costmodel/data/rows.jsonl`` w
 ``OMP_NUM_THREADS=1``.
 
 ``python benchmarks/costmodel_folds.py folds ROWS.jsonl`` prints the fold table: for each family held
-out (:data:`dcaccel.costmodel.folds.FAMILIES`), the models trained on the others and tested on it
-(``dcaccel costmodel eval ROWS.jsonl --folds`` prints the same table).
+out (:data:`dcaccel.costmodel.evaluate.FAMILIES`), the models trained on the others and tested on it, and
+the means over the folds (``dcaccel costmodel eval ROWS.jsonl`` prints the same).
+
+``python benchmarks/costmodel_folds.py refeature ROWS.jsonl OUT.jsonl`` reads the features and tokens of
+every row again from its program, lowered anew (nothing compiled or run): the dataset follows a change of
+``dcaccel/costmodel/features.py`` without measuring again (the shipped set was so renewed).
 
 ``python benchmarks/costmodel_folds.py noise A.jsonl B.jsonl`` compares two measurements of the same
 programs (taken in two processes): the noise floor of the task times.
@@ -15,6 +19,7 @@ programs (taken in two processes): the noise floor of the task times.
 
 import argparse
 import itertools
+import json
 import sys
 import time
 from pathlib import Path
@@ -23,7 +28,7 @@ import torch
 from tqdm import tqdm
 
 import dcaccel
-from dcaccel.costmodel.measure import measure, read_rows, write_rows
+from dcaccel.costmodel.measure import measure, read_rows, refeature, write_rows
 from dcaccel.transforms.lower import lower
 from dcaccel.workloads import conv_seed, lenet, mmm, mobilenetv2_block, resnet18, transformer_encoder
 
@@ -85,6 +90,35 @@ def run_measure(args) -> None:
             tqdm.write(f"{workload.name} {choices}: {len(rows)} rows, {time.perf_counter() - start:.1f} s", sys.stderr)
 
 
+def _key(family: str, program: str, sizes: dict, assignment: dict) -> tuple[str, ...]:
+    """A measured program: its family, workload, sizes and assignment."""
+    return family, program, json.dumps(sizes, sort_keys=True), json.dumps(assignment, sort_keys=True)
+
+
+def run_refeature(args) -> None:
+    rows = read_rows(args.rows)
+    groups: dict[tuple, list[int]] = {}
+    for index, row in enumerate(rows):
+        groups.setdefault(_key(row.family, row.program, row.sizes, row.assignment), []).append(index)
+    renewed = list(rows)
+    for family, build, assignments in catalogue():
+        if not any(key[0] == family for key in groups):
+            continue
+        workload = build()
+        sizes = workload.bind_symbols(workload.random_inputs(0))
+        for choices in tqdm(assignments, desc=f"{family} {workload.name}", file=sys.stderr):
+            if not any(key[:3] == _key(family, workload.name, sizes, {})[:3] for key in groups):
+                break  # every measured assignment of the workload renewed
+            lowered = lower(workload, choices)
+            indices = groups.pop(_key(family, workload.name, sizes, lowered.implementations), [])
+            for index, row in zip(indices, refeature(lowered, [rows[i] for i in indices]), strict=True):
+                renewed[index] = row
+    if groups:
+        family, program, sizes, assignment = next(iter(groups))
+        sys.exit(f"costmodel refeature: rows of {family} {program} {sizes} {assignment} are of no program measured")
+    write_rows(renewed, args.out, append=False)
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     sub = parser.add_subparsers(dest="command", required=True)
@@ -94,17 +128,22 @@ def main() -> None:
     m.add_argument("--repeat", type=int, default=20)
     f = sub.add_parser("folds")
     f.add_argument("rows")
+    r = sub.add_parser("refeature")
+    r.add_argument("rows")
+    r.add_argument("out")
     n = sub.add_parser("noise")
     n.add_argument("first")
     n.add_argument("second")
     args = parser.parse_args()
-    if args.command == "measure":
-        run_measure(args)
+    if args.command in ("measure", "refeature"):
+        (run_measure if args.command == "measure" else run_refeature)(args)
         return
-    from dcaccel.costmodel.evaluate import fold_table, noise_floor
+    from dcaccel.costmodel.evaluate import fold_means, fold_table, noise_floor
 
     if args.command == "folds":
-        print(fold_table(read_rows(args.rows)).to_string(index=False))
+        table = fold_table(read_rows(args.rows))
+        print(table.to_string(index=False, float_format="%.3f"))
+        print("\nmean over folds\n" + fold_means(table).to_string(index=False, float_format="%.3f"))
     else:
         print(noise_floor(read_rows(args.first), read_rows(args.second)))
 

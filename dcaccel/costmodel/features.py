@@ -5,13 +5,16 @@ or a copy between two containers (a DAG edge). Its features come from the step a
 :mod:`dcaccel.dag.scopes` reads it (memlet volumes in and out of the whole scope, MACs and other operations
 counted from the tasklets by :mod:`dcaccel.dag.arithmetic`, which containers are buffers) and from the map
 scope in the SDFG (iterations of the outermost map, nesting depth, element types, how many innermost
-accesses run along the innermost map parameter, i.e. at unit stride). All are numbers (:data:`NUMERIC`)
-except the op and the implementation (:data:`CATEGORICAL`).
+accesses run along the innermost map parameter, i.e. at unit stride, the largest stride in bytes and the
+power of two in it, whether a copy's two containers have one shape). All are numbers (:data:`NUMERIC`)
+except the op and the implementation (:data:`CATEGORICAL`); the models also read ratios of them
+(:data:`DERIVED`).
 
 The tokens are the scope as text, the seed paper's view of the IR: every map (``MAP``, its dimensions,
-its range sizes as powers of two), every memlet (``MEM``, the kind of its container, its volume as a power
-of two, ``WCR``), every tasklet's code with the names normalised (its inputs ``IN``, outputs ``OUT``, other
-names ``VAR``; calls keep their name: ``exp``, ``max``), in DaCe's topological order of the scope.
+its range sizes as powers of two), every memlet (``MEM``, the kind of its container, its volume and the
+stride in bytes of its access as powers of two, ``WCR``), every tasklet's code with the names normalised
+(its inputs ``IN``, outputs ``OUT``, other names ``VAR``; calls keep their name: ``exp``, ``max``), in
+DaCe's topological order of the scope.
 """
 
 from __future__ import annotations
@@ -24,10 +27,12 @@ from dataclasses import dataclass
 
 import dace
 import numpy as np
+import sympy
 from dace.sdfg import nodes as dnodes
 
 from dcaccel.dag import volume as vol
 from dcaccel.dag.scopes import Access, Container, Copy, TaskScope
+from dcaccel.errors import DcaccelError
 
 #: Features that are names (encoded by the models, never ordered).
 CATEGORICAL = ("kind", "op", "implementation")
@@ -52,6 +57,24 @@ NUMERIC = (
     "itemsize",
     "unit_stride",
     "tasklets",
+    "stride_bytes",
+    "stride_twos",
+    "same_shape",
+)
+#: Ratios of the numeric features the models also read (a tree splits on one feature at a time and cannot
+#: form them): arithmetic and iterations per element of work, distinct elements per access in and out
+#: (reuse), bytes moved and distinct bytes touched (footprint), and accesses per iteration.
+DERIVED = (
+    "macs_per_work",
+    "ops_per_work",
+    "iterations_per_work",
+    "reuse_in",
+    "reuse_out",
+    "bytes_per_work",
+    "footprint",
+    "work_per_iteration",
+    "in_per_iteration",
+    "out_per_iteration",
 )
 #: Longest token sequence kept of a scope (the rest is cut).
 MAX_TOKENS = 256
@@ -125,10 +148,12 @@ def step_features(step: TaskScope | Copy, place: StepPlace) -> dict[str, float |
             "buffers_out": _buffers((step.dst,), containers),
             "itemsize": float(itemsize),
             "unit_stride": float(_contiguous(step.src, place) and _contiguous(step.dst, place)),
+            **_stride_features([_copy_stride(access, place) for access in (step.src, step.dst)]),
+            "same_shape": float(_shape(step.src.data, place) == _shape(step.dst.data, place)),
         }
     reads, writes = step.whole_reads, step.whole_writes
     volume_in, volume_out = _sum(reads, "volume"), _sum(writes, "volume")
-    depth, tasklets, unit, accesses = _scope_shape(place.state, place.scope)
+    depth, tasklets, unit, accesses, strides = _scope_shape(place)
     return {
         "kind": "map",
         "op": step.info.op or "none",
@@ -152,6 +177,8 @@ def step_features(step: TaskScope | Copy, place: StepPlace) -> dict[str, float |
         "itemsize": float(max((sdfg.arrays[a.data].dtype.bytes for a in (*reads, *writes)), default=0)),
         "unit_stride": unit / accesses if accesses else 0.0,
         "tasklets": float(tasklets),
+        **_stride_features(strides),
+        "same_shape": 0.0,
     }
 
 
@@ -161,11 +188,13 @@ def _contiguous(access: Access, place: StepPlace) -> bool:
     return len(shape) <= 1 or _number(access.end[-1] - access.begin[-1] + 1) == place.size(shape[-1])
 
 
-def _scope_shape(state: dace.SDFGState, entry: dnodes.MapEntry) -> tuple[int, int, int, int]:
-    """The nesting depth of the maps of ``entry``'s scope, its tasklets, and of its tasklets' accesses those
-    whose innermost index moves with the innermost enclosing map parameter, and all of them."""
+def _scope_shape(place: StepPlace) -> tuple[int, int, int, int, list[float | None]]:
+    """The nesting depth of the maps of the place's scope, its tasklets, and of its tasklets' accesses those
+    whose innermost index moves with the innermost enclosing map parameter, all of them, and each one's
+    stride in bytes (:func:`_access_stride`)."""
+    state, entry = place.state, place.scope
     scope_dict = state.scope_dict()
-    depth, tasklets, unit, accesses = 1, 0, 0, 0
+    depth, tasklets, unit, accesses, strides = 1, 0, 0, 0, []
     for node in state.scope_subgraph(entry).nodes():
         enclosing = _enclosing_maps(scope_dict, node)
         if isinstance(node, dnodes.MapEntry):
@@ -180,7 +209,57 @@ def _scope_shape(state: dace.SDFGState, entry: dnodes.MapEntry) -> tuple[int, in
             accesses += 1
             last = edge.data.subset.ranges[-1][0]
             unit += innermost is not None and innermost in {str(s) for s in dace.symbolic.symlist(last)}
-    return depth, tasklets, unit, accesses
+            strides.append(_access_stride(edge.data, innermost, place))
+    return depth, tasklets, unit, accesses, strides
+
+
+def _shape(data: str, place: StepPlace) -> tuple[float | None, ...]:
+    return tuple(place.size(size) for size in place.sdfg.arrays[data].shape)
+
+
+def _access_stride(memlet: dace.Memlet, innermost: str | None, place: StepPlace) -> float | None:
+    """The distance in bytes between neighbouring elements of a tasklet's access: along the innermost
+    dimension of the subset with more than one element, else (one element per iteration) between the
+    elements of consecutive values of the innermost map parameter; None when it is not a constant."""
+    desc = place.sdfg.arrays[memlet.data]
+    ranges = memlet.subset.ranges
+    wide = [d for d, size in enumerate(memlet.subset.size()) if place.size(size) != 1]
+    if wide:
+        elements = vol.as_expr(desc.strides[wide[-1]]) * vol.as_expr(ranges[wide[-1]][2])
+    elif innermost is None:
+        return 0.0
+    else:
+        parameter = dace.symbolic.symbol(innermost)
+        elements = sum(
+            (
+                vol.as_expr(begin).diff(parameter) * vol.as_expr(stride)
+                for (begin, _, _), stride in zip(ranges, desc.strides, strict=True)
+            ),
+            sympy.Integer(0),
+        )
+    elements = place.size(elements)
+    return None if elements is None else abs(elements) * desc.dtype.bytes
+
+
+def _copy_stride(access: Access, place: StepPlace) -> float | None:
+    """The distance in bytes between neighbouring elements of a copy's side (innermost dimension of more than
+    one element)."""
+    desc = place.sdfg.arrays[access.data]
+    wide = [d for d, (b, e) in enumerate(zip(access.begin, access.end, strict=True)) if _number(e - b) != 0]
+    if not wide:
+        return 0.0
+    elements = place.size(desc.strides[wide[-1]])
+    return None if elements is None else elements * desc.dtype.bytes
+
+
+def _stride_features(strides: list[float | None]) -> dict[str, float]:
+    """``stride_bytes``, the largest constant stride of the accesses, and ``stride_twos``, how many times 2
+    divides it (a large power of two puts the accessed elements into the same cache sets)."""
+    largest = int(max((s for s in strides if s is not None), default=0))
+    return {
+        "stride_bytes": float(largest),
+        "stride_twos": float((largest & -largest).bit_length() - 1 if largest else 0),
+    }
 
 
 def _enclosing_maps(scope_dict, node) -> list[dnodes.MapEntry]:
@@ -236,8 +315,11 @@ def step_tokens(step: TaskScope | Copy, place: StepPlace) -> list[str]:
             _container_token(sdfg, step.dst.data, containers),
             f"V{bucket(_number(step.dst.volume))}",
             f"D{len(step.dst.begin)}",
+            *(_size_token("S", _copy_stride(access, place)) for access in (step.src, step.dst)),
+            "SAME" if _shape(step.src.data, place) == _shape(step.dst.data, place) else "RESHAPE",
         ]
     subgraph = place.state.scope_subgraph(place.scope)
+    scope_dict = place.state.scope_dict()
     tokens: list[str] = []
     for node in dace.sdfg.utils.dfs_topological_sort(subgraph):
         if isinstance(node, dnodes.MapEntry):
@@ -247,11 +329,15 @@ def step_tokens(step: TaskScope | Copy, place: StepPlace) -> list[str]:
             tokens.append("END")
         elif isinstance(node, dnodes.Tasklet):
             tokens += ["TASKLET", *_code_tokens(node)]
+            enclosing = _enclosing_maps(scope_dict, node)
+            innermost = enclosing[0].map.params[-1] if enclosing else None
             for edge in (*subgraph.in_edges(node), *subgraph.out_edges(node)):
                 if edge.data.is_empty() or edge.data.data is None:
                     continue
                 tokens += ["MEM", _container_token(sdfg, edge.data.data, containers)]
                 tokens.append(_size_token("V", place.size(edge.data.volume)))
+                if edge.data.subset is not None:
+                    tokens.append(_size_token("S", _access_stride(edge.data, innermost, place)))
                 if edge.data.wcr is not None:
                     tokens.append("WCR")
         if len(tokens) >= MAX_TOKENS:
@@ -260,20 +346,42 @@ def step_tokens(step: TaskScope | Copy, place: StepPlace) -> list[str]:
 
 
 def _size_token(prefix: str, size: float | None) -> str:
-    """A size as a token: its power of two, or ``?`` when it moves with an enclosing map (a triangular range)."""
+    """A size as a token: its power of two, or ``?`` when it is not a constant (a triangular range moves with
+    an enclosing map)."""
     return f"{prefix}?" if size is None else f"{prefix}{bucket(size)}"
 
 
 def feature_matrix(features: list[Mapping[str, float | str]], categories: Mapping[str, list[str]]) -> np.ndarray:
-    """The numeric features (logarithms of counts) and one code per categorical feature, one row per step;
-    a category not in ``categories`` (unseen in training) is coded -1."""
+    """The numeric features (logarithms of counts), their ratios (:data:`DERIVED`, logarithms) and one code
+    per categorical feature, one row per step; a category not in ``categories`` (unseen in training) is
+    coded -1. Rows read before a feature existed are refused in one line (renew them with
+    ``benchmarks/costmodel_folds.py refeature``)."""
+    missing = next((name for f in features for name in (*NUMERIC, *CATEGORICAL) if name not in f), None)
+    if missing is not None:
+        raise DcaccelError(f"costmodel: a row has no feature '{missing}' (rows of an older dcaccel: refeature them)")
     numeric = np.array([[float(f[name]) for name in NUMERIC] for f in features], dtype=np.float64).reshape(
         -1, len(NUMERIC)
     )
+    counts = dict(zip(NUMERIC, np.maximum(numeric, 0.0).T, strict=True))
+    work, iterations = np.maximum(counts["work"], 1.0), np.maximum(counts["iterations"], 1.0)
+    ratios = np.column_stack(
+        [
+            (counts["macs"] + 1) / work,
+            (counts["ops"] + 1) / work,
+            iterations / work,
+            (counts["elements_in"] + 1) / (counts["volume_in"] + 1),
+            (counts["elements_out"] + 1) / (counts["volume_out"] + 1),
+            (counts["bytes_in"] + counts["bytes_out"] + 1) / work,
+            (counts["elements_in"] + counts["elements_out"]) * counts["itemsize"] + 1,
+            work / iterations,
+            counts["volume_in"] / iterations + 1,
+            counts["volume_out"] / iterations + 1,
+        ]
+    ).reshape(-1, len(DERIVED))
     codes = np.array(
         [[_code(categories[name], str(f[name])) for name in CATEGORICAL] for f in features], dtype=np.float64
     ).reshape(-1, len(CATEGORICAL))
-    return np.hstack([np.log1p(np.maximum(numeric, 0.0)), codes])
+    return np.hstack([np.log1p(np.maximum(numeric, 0.0)), np.log(ratios), codes])
 
 
 def _code(known: list[str], value: str) -> int:

@@ -21,7 +21,7 @@ import os
 import platform
 import warnings
 from collections.abc import Callable, Mapping
-from dataclasses import asdict, dataclass, field
+from dataclasses import asdict, dataclass, field, replace
 from pathlib import Path
 
 import dace
@@ -239,36 +239,58 @@ def measure(
         machine=f"{platform.node()} {platform.machine()} {platform.processor() or platform.system()}",
         threads=threads(),
     )
-    rows = []
+    return [
+        Row(
+            program=workload.name,
+            family=family,
+            assignment=dict(sorted(lowered.implementations.items())),
+            sizes=dict(sorted(symbols.items())),
+            step=event,
+            label=label,
+            features=features,
+            tokens=tokens,
+            timing=Timing.of(samples[event]),
+            provenance=provenance,
+            analytic=float(features["work"]),
+        )
+        for event, label, features, tokens in _events(steps, places, maps, copies)
+        if event in samples  # a copy DaCe generates without the copy hooks (e.g. a view) is not timed
+    ]
+
+
+def _events(steps: LoweredProgram, places: list, maps: dict, copies: dict):
+    """Per step that :func:`instrument` timed: its event, label, features and tokens."""
     pending = {key: list(events) for key, events in copies.items()}
     for step, (place, features, tokens) in zip(steps.steps, places, strict=True):
         if isinstance(step, TaskScope) and place.scope is not None:
-            event, label = maps[place.scope.guid], step.label
+            yield maps[place.scope.guid], step.label, features, tokens
         elif isinstance(step, Copy) and pending.get((step.state, step.src.data, step.dst.data)):
-            event, label = (
-                pending[(step.state, step.src.data, step.dst.data)].pop(0),
-                f"{step.src.data}->{step.dst.data}",
-            )
-        else:
-            continue
-        if event not in samples:  # a copy DaCe generates without the copy hooks (e.g. a view), not timed
-            continue
-        rows.append(
-            Row(
-                program=workload.name,
-                family=family,
-                assignment=dict(sorted(lowered.implementations.items())),
-                sizes=dict(sorted(symbols.items())),
-                step=event,
-                label=label,
-                features=features,
-                tokens=tokens,
-                timing=Timing.of(samples[event]),
-                provenance=provenance,
-                analytic=float(features["work"]),
-            )
-        )
-    return rows
+            event = pending[(step.state, step.src.data, step.dst.data)].pop(0)
+            yield event, f"{step.src.data}->{step.dst.data}", features, tokens
+
+
+def refeature(lowered, rows: list[Row], seed: int = 0) -> list[Row]:
+    """``rows`` measured of ``lowered`` with their features, tokens and analytic time read again from the
+    program (nothing compiled or run): a dataset follows a change of :mod:`~dcaccel.costmodel.features`
+    without measuring again. A row of another program, or a step the program does not have under the
+    same label, is refused in one line."""
+    workload = lowered.workload
+    fingerprint = f"{workload.sdfg.hash_sdfg()[:16]}"
+    sdfg = copying.deepcopy(lowered.sdfg)
+    symbols = workload.bind_symbols(workload.random_inputs(seed))
+    steps = read_steps(lowered, sdfg, symbols)
+    places = step_places(sdfg, steps, symbols)
+    maps, copies = instrument(sdfg)
+    read = {event: (label, features, tokens) for event, label, features, tokens in _events(steps, places, maps, copies)}
+    renewed = []
+    for row in rows:
+        if row.provenance.fingerprint != fingerprint or row.sizes != dict(sorted(symbols.items())):
+            raise DcaccelError(f"costmodel refeature {row.program} {row.step}: measured of another program or sizes")
+        label, features, tokens = read.get(row.step, (None, None, None))
+        if label != row.label:
+            raise DcaccelError(f"costmodel refeature {row.program} {row.step}: the program has no step {row.label}")
+        renewed.append(replace(row, features=features, tokens=tokens, analytic=float(features["work"])))
+    return renewed
 
 
 def read_steps(lowered, sdfg: dace.SDFG, symbols: Mapping[str, int]) -> LoweredProgram:

@@ -27,13 +27,13 @@ from pathlib import Path
 
 import numpy as np
 
-from dcaccel.costmodel.features import CATEGORICAL, NUMERIC, feature_matrix
+from dcaccel.costmodel.features import CATEGORICAL, DERIVED, NUMERIC, feature_matrix
 from dcaccel.costmodel.measure import Row
 from dcaccel.errors import DcaccelError
 
 #: The model file's format name and version (a file of another format or version is refused).
 FORMAT = "dcaccel-costmodel"
-VERSION = 1
+VERSION = 2
 #: The learned models a file holds, by name.
 KINDS = ("boosted", "sequence")
 #: Largest model file read.
@@ -61,31 +61,69 @@ def _work(rows: Sequence[Row]) -> np.ndarray:
     return np.maximum(np.array([row.analytic for row in rows], dtype=np.float64), 1.0)
 
 
+def _copies(rows: Sequence[Row]) -> np.ndarray:
+    return np.array([row.features["kind"] == "copy" for row in rows], dtype=bool)
+
+
+def units(rows: Sequence[Row]) -> np.ndarray:
+    """What a step's time is predicted per: its work ``max(I, O)`` (elements) for a map, the bytes it writes
+    for a copy (at least 1)."""
+    moved = np.array([float(row.features.get("bytes_out", 0.0)) for row in rows], dtype=np.float64)
+    return np.maximum(np.where(_copies(rows), moved, _work(rows)), 1.0)
+
+
+#: What a learned model predicts (the logarithm of): the time, or the time per unit of work (:func:`units`).
+TARGETS = ("time", "per-unit")
+
+
+def _scale(rows: Sequence[Row], target: str) -> np.ndarray:
+    """The factor a model's target is multiplied by to give the time."""
+    return units(rows) if target == "per-unit" else np.ones(len(rows))
+
+
+def _target(data: dict) -> str:
+    target = str(data["target"])
+    if target not in TARGETS:
+        raise DcaccelError(f"costmodel model: the target is '{target}', expected one of {', '.join(TARGETS)}")
+    return target
+
+
 @dataclass
 class AnalyticModel:
-    """The analytic time of a step (its work, ``max(I, O)`` elements) times one fitted factor (ns per element)."""
+    """The analytic time of a step, scaled as the learned models' target: a map's work (``max(I, O)``
+    elements) times one fitted factor (ns per element), a copy's bytes (:func:`units`) times another (ns per
+    byte); each factor the geometric mean over the training rows of their kind (the factor of maps where
+    there are no copies)."""
 
     factor: float = 1.0
+    copy_factor: float = 1.0
 
     def fit(self, rows: Sequence[Row]) -> AnalyticModel:
-        self.factor = float(np.exp(np.mean(np.log(times(rows)) - np.log(_work(rows)))))
+        per_unit, copies = np.log(times(rows)) - np.log(units(rows)), _copies(rows)
+        self.factor = float(np.exp(np.mean(per_unit[~copies]))) if (~copies).any() else 1.0
+        self.copy_factor = float(np.exp(np.mean(per_unit[copies]))) if copies.any() else self.factor
         return self
 
     def predict(self, rows: Sequence[Row]) -> np.ndarray:
-        return self.factor * _work(rows)
+        return np.where(_copies(rows), self.copy_factor, self.factor) * units(rows)
 
     def to_json(self) -> dict:
-        return {"factor": self.factor}
+        return {"factor": self.factor, "copy_factor": self.copy_factor}
 
     @classmethod
     def from_json(cls, data: dict) -> AnalyticModel:
-        return cls(_finite(data["factor"], "analytic factor", positive=True))
+        return cls(
+            _finite(data["factor"], "analytic factor", positive=True),
+            _finite(data["copy_factor"], "analytic copy factor", positive=True),
+        )
 
 
 @dataclass
 class BoostedModel:
-    """Gradient-boosted regression trees on the hand features, predicting the logarithm of the time."""
+    """Gradient-boosted regression trees on the hand features, predicting the logarithm of the time or of the
+    time per unit of work (``target``, :data:`TARGETS`)."""
 
+    target: str = "per-unit"
     categories: dict[str, list[str]] = field(default_factory=dict)
     baseline: float = 0.0
     trees: list[dict[str, list]] = field(default_factory=list)  # per tree: feature, threshold, left, right, value
@@ -102,7 +140,7 @@ class BoostedModel:
             max_iter=self.iterations, learning_rate=0.05, max_leaf_nodes=15, min_samples_leaf=5, random_state=self.seed
         )
         with threadpool_limits(1, user_api="openmp"):  # a shared machine: OpenMP threads spin-wait for cores
-            regressor.fit(features, np.log(times(rows)))
+            regressor.fit(features, np.log(times(rows) / _scale(rows, self.target)))
         self.baseline = float(np.ravel(regressor._baseline_prediction)[0])
         self.trees = [_tree_json(predictors[0].nodes) for predictors in regressor._predictors]
         return self
@@ -112,10 +150,10 @@ class BoostedModel:
         log_time = np.full(len(rows), self.baseline)
         for tree in self.trees:
             log_time += _evaluate_tree(tree, features)
-        return np.exp(log_time)
+        return np.exp(log_time) * _scale(rows, self.target)
 
     def to_json(self) -> dict:
-        return {"categories": self.categories, "baseline": self.baseline, "trees": self.trees}
+        return {"target": self.target, "categories": self.categories, "baseline": self.baseline, "trees": self.trees}
 
     @classmethod
     def from_json(cls, data: dict) -> BoostedModel:
@@ -125,7 +163,7 @@ class BoostedModel:
             checked = {key: [float(v) for v in tree[key]] for key in ("threshold", "value")}
             checked.update({key: [int(v) for v in tree[key]] for key in ("feature", "left", "right", "missing_left")})
             sizes = {len(values) for values in checked.values()}
-            width = len(NUMERIC) + len(CATEGORICAL)
+            width = len(NUMERIC) + len(DERIVED) + len(CATEGORICAL)
             inner = [node for node, f in enumerate(checked["feature"]) if f >= 0]
             if (
                 len(sizes) != 1
@@ -137,7 +175,7 @@ class BoostedModel:
             ):
                 raise DcaccelError("costmodel model: a tree of the boosted model is malformed")
             trees.append(checked)
-        return cls(categories, _finite(data["baseline"], "boosted baseline"), trees)
+        return cls(_target(data), categories, _finite(data["baseline"], "boosted baseline"), trees)
 
 
 def _tree_json(nodes: np.ndarray) -> dict[str, list]:
@@ -177,8 +215,9 @@ PAD, UNKNOWN = 0, 1
 @dataclass
 class SequenceModel:
     """A convolutional encoder of a step's IR tokens with the logarithm of its analytic work, predicting the
-    logarithm of the time."""
+    logarithm of the time or of the time per unit of work (``target``, :data:`TARGETS`)."""
 
+    target: str = "per-unit"
     vocabulary: list[str] = field(default_factory=list)
     state: dict[str, dict] = field(default_factory=dict)  # the network's weights: name -> shape, values
     width: int = 32
@@ -224,7 +263,7 @@ class SequenceModel:
         self.vocabulary = sorted({token for row in rows for token in row.tokens})
         network = self._network()
         ids, lengths, work = self._inputs(rows)
-        target = torch.tensor(np.log(times(rows)), dtype=torch.float32)
+        target = torch.tensor(np.log(times(rows) / _scale(rows, self.target)), dtype=torch.float32)
         shift = float(target.mean())
         optimizer = torch.optim.Adam(network.parameters(), lr=3e-3)
         generator = torch.Generator().manual_seed(self.seed)
@@ -265,10 +304,10 @@ class SequenceModel:
         network.eval()
         with torch.no_grad():
             log_time = network(*self._inputs(rows)).numpy() + self.state["shift"]["values"][0]
-        return np.exp(log_time.astype(np.float64))
+        return np.exp(log_time.astype(np.float64)) * _scale(rows, self.target)
 
     def to_json(self) -> dict:
-        return {"vocabulary": self.vocabulary, "width": self.width, "state": self.state}
+        return {"target": self.target, "vocabulary": self.vocabulary, "width": self.width, "state": self.state}
 
     @classmethod
     def from_json(cls, data: dict) -> SequenceModel:
@@ -286,7 +325,7 @@ class SequenceModel:
         width = int(data["width"])
         if not 1 <= width <= MAX_WIDTH:
             raise DcaccelError(f"costmodel model: the sequence model's width is {width}, expected 1 to {MAX_WIDTH}")
-        return cls([str(t) for t in data["vocabulary"]], state, width)
+        return cls(_target(data), [str(t) for t in data["vocabulary"]], state, width)
 
 
 @dataclass

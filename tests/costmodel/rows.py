@@ -15,7 +15,8 @@ def row(family: str, program: str, assignment: str, step: str, work: float, ns: 
             ("iterations", "depth", "volume_in", "volume_out", "elements_in", "elements_out", "bytes_in"), work
         ),
         **dict.fromkeys(("bytes_out", "reads", "writes", "macs", "ops", "work", "buffers_in", "buffers_out"), work),
-        **dict.fromkeys(("accumulate", "itemsize", "unit_stride", "tasklets"), 1.0),
+        **dict.fromkeys(("accumulate", "itemsize", "unit_stride", "tasklets", "stride_bytes", "stride_twos"), 1.0),
+        "same_shape": 0.0,
     }
     return Row(
         program=program,

@@ -17,6 +17,7 @@ from .rows import row
 
 #: A boosted model of one tree: the root splits feature 0 at 10 into two leaves.
 BOOSTED = {
+    "target": "per-unit",
     "categories": {name: [] for name in CATEGORICAL},
     "baseline": 1.0,
     "trees": [
@@ -31,6 +32,7 @@ BOOSTED = {
     ],
 }
 SEQUENCE = {
+    "target": "per-unit",
     "vocabulary": ["MAP"],
     "width": 2,
     "state": {"head.bias": {"shape": [1], "values": [0.0]}, "shift": {"shape": [], "values": [0.5]}},
@@ -49,7 +51,7 @@ def _edited(data: dict, edit) -> dict:
 )
 def test_analytic_factor_must_be_finite_and_positive(factor, message):
     with pytest.raises(DcaccelError, match=f"the analytic factor {message}, expected a finite number > 0"):
-        AnalyticModel.from_json({"factor": factor})
+        AnalyticModel.from_json({"factor": factor, "copy_factor": 1.0})
 
 
 @pytest.mark.parametrize(
@@ -68,6 +70,11 @@ def test_malformed_tree_refused(edit):
     assert BoostedModel.from_json(BOOSTED).trees[0]["left"] == [1, 0, 0]
     with pytest.raises(DcaccelError, match="a tree of the boosted model is malformed"):
         BoostedModel.from_json(_edited(BOOSTED, edit))
+
+
+def test_unknown_target_refused():
+    with pytest.raises(DcaccelError, match="the target is 'log', expected one of time, per-unit"):
+        BoostedModel.from_json(_edited(BOOSTED, lambda d: d.update(target="log")))
 
 
 def test_nan_baseline_refused():

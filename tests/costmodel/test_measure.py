@@ -1,11 +1,13 @@
 """Measuring a lowered program (compiles: slow)."""
 
 import copy
+import dataclasses
 from pathlib import Path
 
 import pytest
 
 from dcaccel.costmodel import measure as measuring
+from dcaccel.errors import DcaccelError
 from dcaccel.frontend import execution
 
 pytestmark = pytest.mark.slow
@@ -74,3 +76,19 @@ def test_prediction_reads_the_steps_measurement_reads(lowered, rows):
     assert list(predicted["label"]) == [r.label for r in rows]
     assert list(predicted["analytic"]) == [r.analytic for r in rows]
     assert (predicted["predicted_ns"] > 0).all()
+
+
+def test_strides_of_the_accesses(rows):
+    # MV reads X_col (27 x 576) a column at a time: neighbouring elements 576 floats apart, 2,304 = 9 x 2^8 bytes;
+    # the result's copy to __return has the shape of its source
+    mv = next(r for r in rows if r.label == "MV")
+    assert (mv.features["stride_bytes"], mv.features["stride_twos"]) == (2304.0, 8.0)
+    returned = next(r for r in rows if r.label == "output->__return")
+    assert (returned.features["same_shape"], returned.features["stride_bytes"]) == (1.0, 4.0)
+
+
+def test_refeature_reads_the_measured_features_again(lowered, rows):
+    assert measuring.refeature(lowered, rows) == rows
+    renamed = [dataclasses.replace(rows[0], label="other")]
+    with pytest.raises(DcaccelError, match=f"conv-seed {rows[0].step}: the program has no step other"):
+        measuring.refeature(lowered, renamed)

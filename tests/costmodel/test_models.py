@@ -4,8 +4,9 @@ import numpy as np
 import pytest
 
 from dcaccel.costmodel.data import SHIPPED_ROWS
+from dcaccel.costmodel.features import feature_matrix
 from dcaccel.costmodel.measure import read_rows
-from dcaccel.costmodel.models import AnalyticModel, CostModel, times
+from dcaccel.costmodel.models import VERSION, AnalyticModel, BoostedModel, CostModel, times
 from dcaccel.errors import DcaccelError
 
 from .rows import row
@@ -39,6 +40,31 @@ def test_analytic_factor_is_geometric_mean():
     assert AnalyticModel().fit(rows).factor == pytest.approx(4.0)  # sqrt(2 * 8)
 
 
+def test_analytic_copies_are_scaled_per_byte():
+    copy = row("f", "w", "a", "c0", 10, 80.0)
+    copy.features.update(kind="copy", bytes_out=40.0)  # 2 ns per byte
+    model = AnalyticModel().fit([row("f", "w", "a", "t0", 10, 30.0), copy])
+    assert (model.factor, model.copy_factor) == pytest.approx((3.0, 2.0))
+    assert model.predict([copy]).tolist() == pytest.approx([80.0])
+
+
+@pytest.mark.parametrize(("target", "extrapolates"), [("per-unit", True), ("time", False)])
+def test_per_unit_target_extrapolates_in_work(target, extrapolates):
+    """Steps of 3 ns per element of work, 10 to 80 elements: trees predict a constant past the largest
+    training value, so only the per-unit target predicts a step of 8,000 elements near 24,000 ns."""
+    rows = [row("f", "w", "a", f"t{i}", work, 3.0 * work) for i, work in enumerate(range(10, 81, 5))]
+    large = row("f", "w", "a", "t", 8000, 24000.0)
+    predicted = BoostedModel(target=target, iterations=50).fit(rows).predict([large])[0]
+    assert (abs(predicted - 24000.0) / 24000.0 < 0.1) == extrapolates
+
+
+def test_rows_without_a_feature_refused(small):
+    features = dict(small[0].features)
+    features.pop("stride_bytes")
+    with pytest.raises(DcaccelError, match="a row has no feature 'stride_bytes' .*refeature"):
+        feature_matrix([features], {"kind": [], "op": [], "implementation": []})
+
+
 @pytest.mark.parametrize("kind", ["boosted", "sequence"])
 def test_learned_models_fit_their_training_rows(trained, small, kind):
     error = np.abs(trained.predict(small, kind) - times(small)) / times(small)
@@ -62,6 +88,7 @@ def test_unknown_model_kind_refused(trained, small):
     ("edit", "message"),
     [
         (lambda data: data.update(format="other"), "not a dcaccel-costmodel file"),
+        (lambda data: data.update(version=VERSION - 1), f"not a dcaccel-costmodel file of version {VERSION}$"),
         (lambda data: data["boosted"]["trees"][0].update(feature=[99]), "malformed"),
         (lambda data: data["sequence"]["state"]["shift"].update(values=[1.0, 2.0]), "malformed"),
         (lambda data: data.pop("analytic"), "'analytic' missing"),
