@@ -5,7 +5,9 @@ strides, pads and dilations under each MMM shape; task DAGs (none opaque) and re
 """
 
 import numpy as np
+import onnx
 import pytest
+from onnx import helper
 
 from tests.expansions.canonical_onnx import (
     OpCase,
@@ -195,3 +197,51 @@ def test_what_it_cannot_lower_is_refused_in_one_line(case, message):
 
     with pytest.raises(UnsupportedOpError, match=message):
         canonical_model(build_model([case]), f"sampling_{case.name}", {case.name: _shape(case)})
+
+
+def _chained_model() -> onnx.ModelProto:
+    """GridSample, DeformConv and RoiAlign reading inputs other ops produce (Relu, Tanh, Sigmoid), each followed by
+    a Relu: the operand buffers, and a task DAG whose every task reads equal volumes."""
+    rng = np.random.default_rng(1)
+
+    def value(name, shape):
+        return helper.make_tensor_value_info(name, onnx.TensorProto.FLOAT, shape)
+
+    nodes = [
+        helper.make_node("Relu", ["x"], ["xr"]),
+        helper.make_node("Tanh", ["g"], ["gt"]),
+        helper.make_node("GridSample", ["xr", "gt"], ["gs"], mode="cubic", padding_mode="reflection"),
+        helper.make_node("Relu", ["gs"], ["y1"]),
+        helper.make_node("Sigmoid", ["off"], ["offs"]),
+        helper.make_node("DeformConv", ["xr", "w", "offs", "", "m"], ["dc"], name="deform"),
+        helper.make_node("Relu", ["dc"], ["y2"]),
+        helper.make_node(
+            "RoiAlign", ["xr", "rois", "bi"], ["ra"], output_height=2, output_width=3, sampling_ratio=2, mode="max"
+        ),
+        helper.make_node("Relu", ["ra"], ["y3"]),
+    ]
+    weights = [
+        onnx.numpy_helper.from_array(rng.standard_normal((2, 3, 2, 2)).astype(np.float32), "w"),
+        onnx.numpy_helper.from_array(np.array([[0, 0, 3, 4], [1.5, 0.5, 5, 3]], np.float32), "rois"),
+        onnx.numpy_helper.from_array(np.array([1, 0], np.int64), "bi"),
+    ]
+    inputs = [value("x", [2, 3, 5, 6]), value("g", [2, 4, 3, 2]), value("off", [2, 8, 4, 5]), value("m", [2, 4, 4, 5])]
+    outputs = [value("y1", [2, 3, 4, 3]), value("y2", [2, 2, 4, 5]), value("y3", [2, 3, 2, 3])]
+    graph = helper.make_graph(nodes, "chained", inputs, outputs, weights)
+    return helper.make_model(graph, opset_imports=[helper.make_opsetid("", 20)])
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("shape", SHAPES)
+def test_produced_inputs_lower_to_a_valid_dag_and_verify(shape):
+    from dcaccel.dag import extract
+    from dcaccel.dag.metrics import opaque_work
+    from dcaccel.frontend.onnx_import import from_onnx
+    from dcaccel.transforms.lower import lower
+    from dcaccel.verification import verify
+
+    workload = from_onnx(_chained_model(), name=f"sampling_chained_{shape}")
+    lowered = lower(workload, {"deform": shape})
+    assert opaque_work(extract(lowered.sdfg))[0] == 0  # extract validates the DAG contract
+    report = verify(workload, lowered)
+    assert all(check.passed for check in report.outputs), report
