@@ -58,8 +58,9 @@ def _mmi(name, a_shape, b_shape, dtypes=(U8, U8), a_zero=None, b_zero=None) -> O
     return OpCase(name, "MatMulInteger", inputs, {"A": a_shape}, constants, dtype=dtypes[0])
 
 
-def _qmm(name, a_shape, b_shape, dtype=U8, b_scale=0.03, b_zero=None) -> OpCase:
-    """A QLinearMatMul case: a data, the rest constant (b's scale and zero point per tensor or per column)."""
+def _qmm(name, a_shape, b_shape, dtype=U8, b_scale=0.03, b_zero=None, **per_row) -> OpCase:
+    """A QLinearMatMul case: a data, the rest constant (b's scale and zero point per tensor or per column;
+    ``per_row`` replaces a's and y's scales and zero points, ``as``, ``az``, ``ys``, ``yz``)."""
     middle = 0 if dtype is I8 else 128
     constants = {
         "as": np.array(0.02, F32),
@@ -69,6 +70,7 @@ def _qmm(name, a_shape, b_shape, dtype=U8, b_scale=0.03, b_zero=None) -> OpCase:
         "bz": np.asarray(middle + 5 if b_zero is None else b_zero, dtype),
         "ys": np.array(0.4, F32),
         "yz": np.array(middle + 1, dtype),
+        **per_row,
     }
     inputs = ["a", "as", "az", "b", "bs", "bz", "ys", "yz"]
     return OpCase(name, "QLinearMatMul", inputs, {"a": a_shape}, constants, dtype=dtype)
@@ -154,6 +156,14 @@ CASES = [
     *(_qmm(f"qmm_{shape}", (4, 3), (3, 5)) for shape in SHAPES),
     _qmm("qmm_batched_int8", (2, 4, 3), (2, 3, 5), I8),
     _qmm("qmm_per_column_b", (4, 3), (3, 5), b_scale=np.linspace(0.01, 0.05, 5, dtype=F32)),
+    _qmm(
+        "qmm_per_row",
+        (4, 3),
+        (3, 5),
+        b_zero=np.array([1, 50, 100, 150, 255], U8),
+        **{"as": np.array([0.01, 0.02, 0.03, 0.04], F32), "az": np.array([0, 100, 128, 255], U8)},
+        **{"ys": np.array([0.2, 0.4, 0.6, 0.8], F32), "yz": np.array([10, 128, 200, 0], U8)},
+    ),
     *(_conv_integer(f"ci_{s}", (1, 2, 5, 5), (3, 2, 3, 3), x_zero=U8(5), w_zero=U8(9), pads=[1] * 4) for s in SHAPES),
     _conv_integer("ci_per_channel_w", (1, 2, 5, 5), (3, 2, 2, 2), x_zero=U8(5), w_zero=np.array([1, 2, 3], U8)),
     _conv_integer("ci_1d_dilated", (2, 3, 7), (2, 3, 2), I8, dilations=[2]),
@@ -182,9 +192,10 @@ SHAPE = {
 ONNX_REFERENCE = {"ci_per_channel_w"}
 """Cases onnxruntime has no kernel for, checked against onnx's reference implementation."""
 
-NUMPY_REFERENCE = {"mmi_per_row_a", "mmi_batched_broadcast"}
-"""Checked against numpy: a per-row zero point of A, which neither onnxruntime nor onnx's reference implements
-(``(4,)`` against A (4, 3) broadcasts along the columns there), and uint8 · int8 over the whole ranges, where
+NUMPY_REFERENCE = {"mmi_per_row_a", "mmi_batched_broadcast", "qmm_per_row"}
+"""Checked against numpy: a per-row zero point of A (and QLinearMatMul's per-row scales of A and y), which neither
+onnxruntime nor onnx's reference implements (``(4,)`` against A (4, 3) broadcasts along the columns there), and
+uint8 · int8 over the whole ranges, where
 onnxruntime's x86 kernel saturates the int16 sums of pairs of products (``vpmaddubsw``: 2 · 255 · 127 > 32767)."""
 
 
@@ -205,13 +216,26 @@ def feed(cases, seed: int = 0) -> dict[str, np.ndarray]:
     return values
 
 
+def _per_row(value: np.ndarray) -> np.ndarray:
+    """A parameter per row (a vector) as a column, per tensor as it is."""
+    return value[:, None] if value.ndim == 1 else value
+
+
 def _numpy_reference(case: OpCase, inputs) -> np.ndarray:
     """MatMulInteger by the schema: A minus its zero point (per tensor, or per row for a vector), B minus its
-    zero point (per tensor or per column), multiplied in int32."""
-    a = inputs[case.tensor("A")].astype(I32)
-    zero_a = case.constants.get("az", np.array(0)).astype(I32)
-    a = a - (zero_a[:, None] if zero_a.ndim == 1 else zero_a)
-    return a @ (case.constants["B"].astype(I32) - case.constants.get("bz", np.array(0)).astype(I32))
+    zero point (per tensor or per column), multiplied in int32; QLinearMatMul then requantizes as onnxruntime
+    does, rint(float32(acc) · (s_a · s_b / s_y)) + y_zero_point in float32, saturated (scales of A and y per
+    row)."""
+    a_name, b_name = ("A", "B") if case.op_type == "MatMulInteger" else ("a", "b")
+    constants = case.constants
+    a = inputs[case.tensor(a_name)].astype(I32) - _per_row(constants.get("az", np.array(0)).astype(I32))
+    acc = a @ (constants[b_name].astype(I32) - constants.get("bz", np.array(0)).astype(I32))
+    if case.op_type == "MatMulInteger":
+        return acc
+    multiplier = _per_row(constants["as"]) * constants["bs"] / _per_row(constants["ys"])
+    value = np.rint(acc.astype(F32) * multiplier) + _per_row(constants["yz"]).astype(F32)
+    info = np.iinfo(constants["yz"].dtype)
+    return np.clip(value, info.min, info.max).astype(constants["yz"].dtype)
 
 
 @pytest.fixture(scope="module")
@@ -248,7 +272,7 @@ def test_matches_reference(case, output, results):
 
 
 LOWERED = {"q_axis": "canonical", "dq_blocked": "canonical", "mmi_mv": "mv", "qmm_op": "op", "ci_lmv": "lmv"}
-LOWERED.update(qconv_mv="mv", dyn_data="canonical")
+LOWERED.update(qconv_lmv="lmv", dyn_data="canonical")
 """One case per op, lowered (not compiled) under the implementation named."""
 
 TASKS = {
@@ -258,14 +282,14 @@ TASKS = {
     "mmi_mv": {"ShiftA": 1, "ShiftB": 1, "BcastA": 1, "MV": 5, "Gather": 1},
     "qmm_op": {"ShiftA": 1, "ShiftB": 1, "OP": 3, "Reduce": 1, "Requantize": 1},
     "ci_lmv": {"ShiftX": 1, "ShiftW": 1, "Wr": 1, "Xr": 1, "BcastB": 1, "LMV": 3, "Gather": 1, "ReshapeOut": 1},
-    "qconv_mv": {
-        **{"ShiftX": 1, "ShiftW": 1, "Wr": 1, "Xr": 1, "BcastA": 1, "MV": 25, "Gather": 1},
+    "qconv_lmv": {
+        **{"ShiftX": 1, "ShiftW": 1, "Wr": 1, "Xr": 1, "BcastB": 1, "LMV": 3, "Gather": 1},
         **{"AddBias": 1, "ReshapeOut": 1, "Requantize": 1},
     },
 }
 """The tasks of each lowered case, by map label: the element-wise ops one flat map (DynamicQuantizeLinear the
 initialisation of its range, its reduction, its parameters and the quantization); the products their shifts,
-the MMM's tasks (mv: one per column of the product, 5 columns of B or 25 output positions; op: one per inner
+the MMM's tasks (mv: one per column of the product, the 5 columns of B; op: one per inner
 index, 3; lmv: one per row, 3 filters), the im2col's tasks for the convolutions, and ``Requantize``."""
 
 
