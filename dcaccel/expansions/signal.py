@@ -1,4 +1,4 @@
-"""Canonical signal ops: DFT and STFT as sums of twiddled terms.
+"""Canonical signal ops: DFT and STFT as sums of twiddled terms; MelWeightMatrix (of constant inputs) folded.
 
 A complex tensor is ONNX's real one with a last dimension of 2 (real, imaginary); a real signal has a last
 dimension of 1. Every output element is a sum over the signal (or over the frequencies of an inverse
@@ -15,7 +15,7 @@ from dataclasses import dataclass
 
 import dace
 from dace import SDFG, Memlet, SDFGState
-from dace.sdfg.utils import in_desc_with_name
+from dace.sdfg.utils import in_desc_with_name, out_desc_with_name
 
 from dcaccel.buffers import BufferReason
 from dcaccel.expansions.builder import (
@@ -30,6 +30,7 @@ from dcaccel.expansions.builder import (
 from dcaccel.expansions.implementation import CANONICAL, Implementation
 from dcaccel.expansions.node import (
     CanonicalForward,
+    constant_input,
     constant_ints,
     input_edge,
     input_shape,
@@ -260,7 +261,51 @@ class CanonicalSTFT(CanonicalForward):
         return steps.sdfg
 
 
+MEL_INPUTS = ("num_mel_bins", "dft_length", "sample_rate", "lower_edge_hertz", "upper_edge_hertz")
+
+
+class CanonicalMelWeightMatrix(CanonicalForward):
+    """Canonical MelWeightMatrix of constant inputs: a constant, folded. ONNX's reference evaluator computes the
+    ``[dft_length / 2 + 1, num_mel_bins]`` matrix when the node is expanded; one flat map writes it into the
+    output row-major from a constant of the nested program (no input is read)."""
+
+    @staticmethod
+    def check(node, state: SDFGState, sdfg: SDFG) -> None:
+        for name in MEL_INPUTS:
+            if constant_input(node, state, sdfg, name) is None:
+                raise unsupported(node, f"input '{name}' must be a constant")
+
+    @staticmethod
+    def forward(node, state: SDFGState, sdfg: SDFG) -> SDFG:
+        import onnx.reference
+
+        from dcaccel.transforms.host import one_node_model
+
+        feed = {name: constant_input(node, state, sdfg, name) for name in MEL_INPUTS}
+        descs = {name: in_desc_with_name(node, state, sdfg, name) for name in MEL_INPUTS}
+        descs["output"] = out_desc_with_name(node, state, sdfg, "output")
+        model = one_node_model(node, descs, list(MEL_INPUTS), ["output"])
+        (matrix,) = onnx.reference.ReferenceEvaluator(model).run(None, feed)
+        steps = node_builder(node, state, sdfg, drop=MEL_INPUTS)
+        out_shape = onnx_shape(steps.desc("output"))
+        if matrix.shape != out_shape:
+            raise unsupported(node, f"imported output shape {list(out_shape)} is not {list(matrix.shape)}")
+        if matrix.size:
+            table = f"{node.label}_matrix"
+            steps.sdfg.add_constant(table, matrix.reshape(-1))
+            row, column = index_params(2)
+            steps.flat_map(
+                "matrix",
+                index_ranges([row, column], out_shape),
+                {},
+                f"out = {table}[{row} * {out_shape[1]} + {column}]",
+                {"out": Memlet(f"output[{row}, {column}]")},
+            )
+        return steps.sdfg
+
+
 IMPLEMENTATIONS = (
     Implementation("DFT", CANONICAL, CanonicalDFT),
     Implementation("STFT", CANONICAL, CanonicalSTFT),
+    Implementation("MelWeightMatrix", CANONICAL, CanonicalMelWeightMatrix),
 )

@@ -1,6 +1,6 @@
-"""Canonical DFT and STFT: values against onnxruntime (one compile) over real and complex inputs, signal axes,
+"""Canonical DFT, STFT and MelWeightMatrix (folded): values against onnxruntime (one compile) over real and complex inputs, signal axes,
 ``dft_length`` shorter and longer than the signal (truncated, zero-padded), one-sided and inverse transforms, frame
-steps and windows; ONNX's inverse one-sided DFT (irfft, which onnxruntime does not run) against numpy; the output
+steps and windows, mel matrices of float and double type; ONNX's inverse one-sided DFT (irfft, which onnxruntime does not run) against numpy; the output
 shapes the import gives them (fast); task DAGs (none opaque) and rejections.
 """
 
@@ -39,6 +39,12 @@ def _stft(name, shape, step, length=None, window=None, **attributes) -> OpCase:
     return OpCase(name, "STFT", node_inputs, inputs, constants, attributes)
 
 
+def _mel(name, bins, length, rate, low, high, **attributes) -> OpCase:
+    values = {"b": np.array(bins, I64), "n": np.array(length, I64), "r": np.array(rate, I64)}
+    values |= {"l": np.array(low, F32), "h": np.array(high, F32)}
+    return OpCase(name, "MelWeightMatrix", list(values), constants=values, attributes=attributes, outputs=("y",))
+
+
 CASES = [
     _dft("dft_real", (2, 8, 1)),
     _dft("dft_complex", (2, 5, 2)),
@@ -57,6 +63,8 @@ CASES = [
     _stft("stft_window", (2, 15, 1), 2, window=6, onesided=1),
     _stft("stft_window_and_length", (1, 10, 2), 4, length=4, window=4, onesided=0),
     _stft("stft_one_frame", (1, 7, 1), 10, length=7, onesided=1),
+    _mel("mel_onnx_test", 8, 16, 8192, 0, 8192 / 2),
+    _mel("mel_double", 5, 31, 16000, 100, 6000, output_datatype=11),
 ]
 
 
@@ -72,7 +80,7 @@ def results():
 def test_matches_onnxruntime(case, results):
     reference, canonical = (outputs[case.tensor("y")] for outputs in results)
     assert canonical.shape == reference.shape and canonical.dtype == reference.dtype
-    tolerance = 1e-12 if case.dtype == F64 else 1e-5
+    tolerance = 1e-12 if reference.dtype == F64 else 1e-5
     np.testing.assert_allclose(canonical, reference, rtol=tolerance, atol=tolerance * np.abs(reference).max())
 
 
@@ -125,4 +133,6 @@ def test_tasks_none_opaque(case, dags):
     assert opaque_work(dag)[0] == 0
     tasks = sorted(dag.label(t) for t in dag.tasks if dag.info(t).node == case.name)
     steps = ["init_acc", "sum", "write", *(["window"] if "window" in case.name else [])]
+    if case.op_type == "MelWeightMatrix":
+        steps = ["matrix"]
     assert tasks == sorted(f"{case.name}_{step}_map" for step in steps)
