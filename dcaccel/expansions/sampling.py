@@ -24,9 +24,10 @@ import math
 
 import dace
 from dace import SDFG, Memlet, SDFGState
+from dace.sdfg.utils import in_desc_with_name
 
 from dcaccel.buffers import BufferReason, mark_buffer
-from dcaccel.expansions.builder import FLOAT_TYPES, ExpansionBuilder, connector, index_params, index_ranges, subscript
+from dcaccel.expansions.builder import ExpansionBuilder, connector, index_params, index_ranges, subscript
 from dcaccel.expansions.conv import ConvGeometry, add_im2col_steps
 from dcaccel.expansions.implementation import CANONICAL, Implementation
 from dcaccel.expansions.mmm import MMM
@@ -41,6 +42,9 @@ MODES = {"bilinear": "linear", "bicubic": "cubic", "linear": "linear", "cubic": 
 PADDINGS = ("zeros", "border", "reflection")
 
 CUBIC_A = -0.75
+
+SAMPLED_TYPES = (dace.float32, dace.float64)
+"""The element types of the sampled inputs and coordinates (computed in double precision)."""
 
 
 def _reflect(var: str, low: float, high: float) -> list[str]:
@@ -170,11 +174,9 @@ def _plane(source: str, subset: str, taps: int) -> Memlet:
 
 def _float_types(node, state: SDFGState, sdfg: SDFG, *connectors: str) -> None:
     """:class:`UnsupportedOpError` unless the inputs on ``connectors`` are float32 or float64."""
-    from dace.sdfg.utils import in_desc_with_name
-
     for name in connectors:
         dtype = in_desc_with_name(node, state, sdfg, name).dtype
-        if dtype not in FLOAT_TYPES[1:]:
+        if dtype not in SAMPLED_TYPES:
             raise unsupported(node, f"{name} of element type {dtype.to_string()} (supported: float32, float64)")
 
 
@@ -227,13 +229,15 @@ class CanonicalGridSample(CanonicalForward):
         x, grid = input_shape(node, state, sdfg, "X"), input_shape(node, state, sdfg, "grid")
         if len(x) < 3 or len(grid) != len(x) or grid[-1] != len(x) - 2 or grid[0] != x[0]:
             raise unsupported(node, f"X {x} with grid {grid}")
+        if 0 in x[2:]:
+            raise unsupported(node, f"X {x}: an empty plane has nothing to sample")
 
     @staticmethod
     def forward(node, state: SDFGState, sdfg: SDFG) -> SDFG:
         mode, padding, align_corners = _grid_sample_attributes(node)
         steps = node_builder(node, state, sdfg)
         (_, channels, *sizes), out_shape = input_shape(node, state, sdfg, "X"), output_shape(node, state, sdfg, "Y")
-        if 0 in out_shape or 0 in sizes:
+        if 0 in out_shape:
             return steps.sdfg
         rank, taps = len(sizes), TAPS[mode] ** len(sizes)
         params = index_params(len(out_shape))
@@ -365,7 +369,7 @@ class CanonicalRoiAlign(CanonicalForward):
     ``output_half_pixel`` a region is at least one pixel wide). A sample more than one pixel outside the plane
     reads zero, one within is clamped to it, and ``max`` takes the largest of the four weighted corners of each
     sample (onnxruntime's rules). An adaptive ``sampling_ratio`` (0) is refused: the number of samples would be
-    data. Four flat maps:
+    data. A batch index outside X's batch is undefined here (onnxruntime refuses it). Four flat maps:
 
     1. ``rows``: per region, bin row, sample row and corner (low, high), its weight and row (from ``y1, y2``);
     2. ``columns``: the same along x (from ``x1, x2``);
@@ -379,8 +383,11 @@ class CanonicalRoiAlign(CanonicalForward):
     def check(node, state: SDFGState, sdfg: SDFG) -> None:
         _roi_align_attributes(node)
         _float_types(node, state, sdfg, "X", "rois")
-        if len(input_shape(node, state, sdfg, "X")) != 4:
-            raise unsupported(node, f"X of shape {input_shape(node, state, sdfg, 'X')} (supported: N, C, H, W)")
+        x = input_shape(node, state, sdfg, "X")
+        if len(x) != 4:
+            raise unsupported(node, f"X of shape {x} (supported: N, C, H, W)")
+        if 0 in (x[0], *x[2:]):
+            raise unsupported(node, f"X {x}: an empty plane has nothing to sample")
 
     @staticmethod
     def forward(node, state: SDFGState, sdfg: SDFG) -> SDFG:
@@ -390,7 +397,7 @@ class CanonicalRoiAlign(CanonicalForward):
             input_shape(node, state, sdfg, "X"),
             output_shape(node, state, sdfg, "Y"),
         )
-        if 0 in out_shape or 0 in (batch, height, width):
+        if 0 in out_shape:
             return steps.sdfg
         regions, _, bins_h, bins_w = out_shape
         rois = steps.operand("rois", reused=True)

@@ -1,7 +1,8 @@
 """Canonical GridSample, RoiAlign and DeformConv: values against onnxruntime (one compile), over every mode,
 padding and align_corners of GridSample (2-D and 3-D, points outside the input), RoiAlign's modes and coordinate
 transformations (regions partly and wholly outside the input), DeformConv's groups, offset groups, mask, bias,
-strides, pads and dilations under each MMM shape; task DAGs (none opaque) and rejections.
+strides, pads and dilations under each MMM shape; task DAGs (none opaque), a model whose sampled inputs other ops
+produce (through lowering, extraction and verification) and rejections.
 """
 
 import numpy as np
