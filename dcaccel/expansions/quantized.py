@@ -432,6 +432,15 @@ def build_integer_conv_sdfg(
     return builder.sdfg
 
 
+ZeroPoints = dict[str, tuple[str, int | None]]
+"""Per operand connector: its zero point's connector and the axis a vector zero point runs along (None: per
+tensor only)."""
+
+MATMUL_INTEGER_ZEROS: ZeroPoints = {"A": ("a_zero_point", -2), "B": ("b_zero_point", -1)}
+QLINEAR_MATMUL_ZEROS: ZeroPoints = {"a": ("a_zero_point", -2), "b": ("b_zero_point", -1)}
+CONV_ZEROS: ZeroPoints = {"x": ("x_zero_point", None), "w": ("w_zero_point", 0)}
+
+
 def _side_indices(node, state, sdfg, shape: tuple, parameters: dict[str, int | None]) -> dict[str, str]:
     """The subscripts, per element of an operand of ``shape``, of its connected ``parameters`` (connector ->
     the axis a vector parameter runs along)."""
@@ -443,9 +452,9 @@ def _side_indices(node, state, sdfg, shape: tuple, parameters: dict[str, int | N
     }
 
 
-def _zeros(node, state, sdfg, operands: dict[str, tuple[str, int]]) -> dict[str, tuple[str | None, str]]:
-    """Per operand (connector -> its zero point's connector and the axis of a vector zero point): the zero
-    point's connector (None if absent) and the subscript an element reads."""
+def _zeros(node, state, sdfg, operands: ZeroPoints) -> dict[str, tuple[str | None, str]]:
+    """Per operand of ``operands``: its zero point's connector (None if absent) and the subscript an element
+    reads."""
     zeros = {}
     for operand, (zero, axis) in operands.items():
         indices = _side_indices(node, state, sdfg, input_shape(node, state, sdfg, operand), {zero: axis})
@@ -453,18 +462,13 @@ def _zeros(node, state, sdfg, operands: dict[str, tuple[str, int]]) -> dict[str,
     return zeros
 
 
-MATMUL_INTEGER_ZEROS = {"A": ("a_zero_point", -2), "B": ("b_zero_point", -1)}
-QLINEAR_MATMUL_ZEROS = {"a": ("a_zero_point", -2), "b": ("b_zero_point", -1)}
-CONV_ZEROS = {"x": ("x_zero_point", None), "w": ("w_zero_point", 0)}
-
-
-def _check_product_types(node, state, sdfg, operands: dict[str, tuple[str, int]]) -> None:
+def _check_product_types(node, state, sdfg, operands: ZeroPoints) -> None:
     for operand, (zero, _) in operands.items():
         _check_type(node, state, sdfg, operand, PRODUCT_TYPES)
         _check_type(node, state, sdfg, zero, PRODUCT_TYPES)
 
 
-def _check_matmul(node, state, sdfg, operands: dict[str, tuple[str, int]], y: str) -> None:
+def _check_matmul(node, state, sdfg, operands: ZeroPoints, y: str) -> None:
     _check_product_types(node, state, sdfg, operands)
     a, b = (input_shape(node, state, sdfg, name) for name in operands)
     check_matmul_shapes(node, a, b, tuple(out_desc_with_name(node, state, sdfg, y).shape))
