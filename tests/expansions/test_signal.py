@@ -1,7 +1,8 @@
-"""Canonical DFT, STFT and MelWeightMatrix (folded): values against onnxruntime (one compile) over real and complex inputs, signal axes,
-``dft_length`` shorter and longer than the signal (truncated, zero-padded), one-sided and inverse transforms, frame
-steps and windows, mel matrices of float and double type; ONNX's inverse one-sided DFT (irfft, which onnxruntime does not run) against numpy; the output
-shapes the import gives them (fast); task DAGs (none opaque) and rejections.
+"""Canonical DFT, STFT and MelWeightMatrix (folded): values against onnxruntime (one compile) over real and
+complex inputs, signal axes, ``dft_length`` shorter and longer than the signal (truncated, zero-padded), one-sided
+and inverse transforms, frame steps and windows, mel matrices of float and double type; ONNX's inverse one-sided
+DFT (irfft, which onnxruntime does not run) against numpy; the output shapes the import gives them (fast); task
+DAGs (none opaque).
 """
 
 import numpy as np
