@@ -74,11 +74,8 @@ class CanonicalOneHot(CanonicalForward):
             return steps.sdfg
         axis = node.axis if node.axis >= 0 else node.axis + len(out_shape)
         params = index_params(len(out_shape))
-        inputs = {
-            "j": Memlet(
-                f"{steps.operand('indices', reused=depth > 1)}[{subscript(params[:axis] + params[axis + 1 :])}]"
-            )
-        }
+        indices = steps.operand("indices", reused=depth > 1)
+        inputs = {"j": Memlet(f"{indices}[{subscript(params[:axis] + params[axis + 1 :])}]")}
         match = f"w = dace.int64(j)\nhot = (w if w >= 0 else w + {depth}) == {params[axis]}\n"
         if values is None:
             source = steps.operand("values", reused=True)
@@ -285,9 +282,8 @@ class CanonicalMaxUnpool(CanonicalForward):
         dtype = steps.desc("output").dtype
         every = index_params(len(out_shape))
         if math.prod(out_shape):
-            steps.flat_map(
-                "zero", index_ranges(every, out_shape), {}, f"out = {literal(0, dtype)}", {"out": _write(every)}
-            )
+            zero = {"out": Memlet(f"output[{subscript(every)}]")}
+            steps.flat_map("zero", index_ranges(every, out_shape), {}, f"out = {literal(0, dtype)}", zero)
         if math.prod(in_shape) == 0:
             return steps.sdfg
         params = index_params(len(in_shape))
@@ -306,10 +302,6 @@ class CanonicalMaxUnpool(CanonicalForward):
         tasklet.out_connectors[connector("out")] = dace.pointer(dtype)
         steps.state.entry_node(tasklet).map.schedule = dace.ScheduleType.Sequential
         return steps.sdfg
-
-
-def _write(params: list[str]) -> Memlet:
-    return Memlet(f"output[{subscript(params)}]")
 
 
 IMPLEMENTATIONS = (
