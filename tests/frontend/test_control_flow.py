@@ -433,3 +433,17 @@ def test_compiled_straight_line_graph_matches_onnxruntime(compiled_forms, form):
     assert names
     for name in names:
         np.testing.assert_allclose(canonical[name], reference[name], rtol=1e-5, atol=1e-6)
+
+
+@pytest.mark.slow
+def test_an_unrolled_loop_lowers_to_tasks_named_after_its_steps_none_opaque():
+    import dcaccel
+    from dcaccel.dag import extract
+    from dcaccel.dag.metrics import opaque_work
+    from dcaccel.transforms.lower import lower
+
+    dag = extract(lower(dcaccel.load(FORMS["loop_trips"], fold=False).sdfg))
+    assert opaque_work(dag)[0] == 0
+    steps = [f"loop_step{k}_{op}" for k in range(3) for op in ("Cast", "Add", "Add_1")]  # the Identity is removed
+    stacking = ["loop_scan0_0", "loop_scan0_1", "loop_scan0_2", "loop_scan0"]  # three Unsqueeze, one Concat
+    assert {dag.info(task).node for task in dag.tasks} == {*steps, *stacking}
