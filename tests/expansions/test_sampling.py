@@ -12,6 +12,7 @@ from onnx import helper
 
 from tests.expansions.canonical_onnx import (
     OpCase,
+    assert_flat_maps,
     assert_output_matches,
     build_model,
     canonical_model,
@@ -246,3 +247,10 @@ def test_produced_inputs_lower_to_a_valid_dag_and_verify(shape):
     assert opaque_work(extract(lowered.sdfg))[0] == 0  # extract validates the DAG contract
     report = verify(workload, lowered)
     assert all(check.passed for check in report.outputs), report
+
+
+@pytest.mark.parametrize("mode", ["bilinear", "bicubic"])
+def test_opset_16_names_its_modes_otherwise(mode):
+    case = _grid_sample(f"gs16_{mode}", (1, 2, 3, 3), (1, 2, 2, 2), mode=mode)
+    scopes = assert_flat_maps(canonical_model(build_model([case], opset=16), f"sampling_{case.name}").sdfg)
+    assert sorted(s.label for s in scopes) == [f"{case.name}_grid_sample_map", f"{case.name}_taps_map"]
