@@ -358,7 +358,10 @@ def feature_matrix(features: list[Mapping[str, float | str]], categories: Mappin
     ``benchmarks/costmodel_folds.py refeature``)."""
     missing = next((name for f in features for name in (*NUMERIC, *CATEGORICAL) if name not in f), None)
     if missing is not None:
-        raise DcaccelError(f"costmodel: a row has no feature '{missing}' (rows of an older dcaccel: refeature them)")
+        raise DcaccelError(
+            f"costmodel: a row has no feature '{missing}' (rows of an older dcaccel: renew them with "
+            "benchmarks/costmodel_folds.py refeature)"
+        )
     numeric = np.array([[float(f[name]) for name in NUMERIC] for f in features], dtype=np.float64).reshape(
         -1, len(NUMERIC)
     )
