@@ -10,7 +10,7 @@ from dcaccel.cli import main
 from dcaccel.cost.learned import KIND, TaskTimes, cost_source, learned_makespan, lowered_of, task_times
 from dcaccel.costmodel.data import SHIPPED_ROWS
 from dcaccel.costmodel.measure import read_rows
-from dcaccel.costmodel.models import CostModel
+from dcaccel.costmodel.models import VERSION, CostModel
 from dcaccel.costmodel.predict import predict_steps
 from dcaccel.dag.task import Role
 from dcaccel.dag.taskdag import TaskDAG
@@ -34,8 +34,8 @@ def test_analytic_is_no_learned_source():
     [
         (None, "cannot be read"),
         ("{", "not JSON"),
-        ('{"format": "other"}', "not a dcaccel-costmodel file of version 1"),
-        ('{"format": "dcaccel-costmodel", "version": 1}', "field 'analytic' missing"),
+        ('{"format": "other"}', f"not a dcaccel-costmodel file of version {VERSION}"),
+        (f'{{"format": "dcaccel-costmodel", "version": {VERSION}}}', "field 'analytic' missing"),
     ],
 )
 def test_bad_model_file_refused_in_one_line(tmp_path, content, message):
