@@ -212,7 +212,11 @@ def _sign(x: Operands, T: str, node) -> str:
 
 def _dropout_is_identity(node, state: SDFGState, sdfg: SDFG) -> None:
     """Dropout is the identity (its mask all true) in inference mode, ``training_mode`` absent or a constant false,
-    and in training mode with a constant ``ratio`` of 0; refused otherwise."""
+    and in training mode with a constant ``ratio`` of 0; refused otherwise, and with a mask of the data's type
+    (opsets 7 to 9), which onnxruntime fills with 0 and ONNX's reference with 1."""
+    mask = any(e.src_conn == "mask" for e in state.out_edges(node))
+    if mask and out_desc_with_name(node, state, sdfg, "mask").dtype != dace.bool_:
+        raise unsupported(node, "a mask of the data's type (opset < 10: 0 in onnxruntime, 1 in ONNX's reference)")
     if input_edge(node, state, "training_mode") is None:
         return
     training = constant_input(node, state, sdfg, "training_mode")

@@ -179,13 +179,17 @@ their reference.
 (Celu takes float only before opset 28: its float16 and double cases are the backend tests'.)"""
 
 
-def model(cases) -> onnx.ModelProto:
-    """:func:`build_model` at :data:`OPSET`, with BitCast's output typed (ONNX's shape inference leaves it untyped)."""
-    built = build_model(cases, OPSET)
+def model(cases, opset: int = OPSET) -> onnx.ModelProto:
+    """:func:`build_model` (at :data:`OPSET`), with the outputs ONNX's shape inference leaves untyped typed: BitCast's
+    (of the type ``to``) and Dropout's mask before opset 10 (of its data's type), shaped like the input ``x``."""
+    built = build_model(cases, opset)
+    outputs = {o.name: o for o in built.graph.output}
     for case in cases:
-        if case.op_type == "BitCast":
-            (output,) = [o for o in built.graph.output if o.name == case.tensor("y")]
-            output.CopyFrom(helper.make_tensor_value_info(output.name, case.attributes["to"], case.inputs["x"]))
+        for name in case.outputs:
+            output = outputs[case.tensor(name)]
+            if not output.type.HasField("tensor_type"):
+                element = case.attributes.get("to", helper.np_dtype_to_tensor_dtype(np.dtype(case.dtype)))
+                output.CopyFrom(helper.make_tensor_value_info(output.name, element, case.inputs["x"]))
     return built
 
 
@@ -309,22 +313,35 @@ REFUSED = [
     (
         OpCase("Dropout_training", "Dropout", ["x", "r", "t"], {"x": (3,)}, {"r": HALVES[3], "t": np.array(True)}),
         "training_mode=True with a ratio other than a constant 0",
+        OPSET,
     ),
     (
         OpCase("Dropout_training_default_ratio", "Dropout", ["x", "", "t"], {"x": (3,)}, {"t": np.array(True)}),
         "training_mode=True with a ratio other than a constant 0",
+        OPSET,
     ),
     (
         OpCase("Dropout_training_data", "Dropout", ["x", "", "t"], {"t": ()}, {"x": HALVES}, dtype=np.bool_),
         "training_mode not a constant",
+        OPSET,
     ),
-    (OpCase("Mod_fmod2", "Mod", ["a", "b"], {"a": (3,), "b": (3,)}, attributes={"fmod": 2}, dtype=I32), "fmod=2"),
+    (
+        OpCase("Dropout_float_mask", "Dropout", ["x"], {"x": (3,)}, outputs=("y", "mask")),
+        "a mask of the data's type",
+        9,
+    ),
+    (
+        OpCase("Mod_fmod2", "Mod", ["a", "b"], {"a": (3,), "b": (3,)}, attributes={"fmod": 2}, dtype=I32),
+        "fmod=2",
+        OPSET,
+    ),
 ]
-"""Cases the canonical implementation refuses, with the attribute or input its one-line message names."""
+"""Cases the canonical implementation refuses, with the attribute, input or output its one-line message names, and
+their opset."""
 
 
-@pytest.mark.parametrize(("case", "named"), REFUSED, ids=lambda c: getattr(c, "name", ""))
-def test_refused_in_one_line_before_expansion(case, named):
+@pytest.mark.parametrize(("case", "named", "opset"), REFUSED, ids=lambda c: getattr(c, "name", ""))
+def test_refused_in_one_line_before_expansion(case, named, opset):
     from dace.libraries.onnx.nodes.onnx_op import ONNXOp
     from dace.ml import ONNXModel
 
@@ -333,7 +350,7 @@ def test_refused_in_one_line_before_expansion(case, named):
     from dcaccel.expansions.registry import implementation_of
 
     register()
-    imported = ONNXModel(f"refused_{case.name}", model([case]), onnx_simplify=False)
+    imported = ONNXModel(f"refused_{case.name}", model([case], opset), onnx_simplify=False)
     ((node, state),) = [(n, s) for n, s in imported.sdfg.all_nodes_recursive() if isinstance(n, ONNXOp)]
     with pytest.raises(UnsupportedOpError, match=f"{case.op_type} \\(node '{case.name}'\\): {named}") as refusal:
         implementation_of(node, "canonical").expansion.check(node, state, state.sdfg)
