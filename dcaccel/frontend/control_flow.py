@@ -21,7 +21,8 @@ straight-line graph of its bodies' ops, which then lower canonically like any ot
   needs the two branches' outputs to have the same shape and element type (else the node is refused).
 
 A body's values and nodes are renamed per step (``<node>_step<k>_<name>``; an ``If``'s ``<node>_then_<name>``
-and ``<node>_else_<name>``), so that every unrolled node says which control-flow node and step it came from;
+and ``<node>_else_<name>``; a body node whose name starts with ``<node>_``, as those of an inlined function body
+do, does not repeat it), so that every unrolled node says which control-flow node and step it came from;
 the values the body reads from outer scopes keep their names. The nodes built to slice and gather
 (``<node>_...``) are named after the control-flow node too. A control-flow node in a body is unrolled in turn,
 once its enclosing step has bound the values it reads. Refusals are :class:`~dcaccel.errors.UnsupportedOpError`
@@ -263,9 +264,11 @@ class _Unroller:
         for result, output in copies:
             self.add(helper.make_node("Identity", [result], [output], name=self.fresh(f"{node.name}_{output}")))
 
-    def inline(self, graph: onnx.GraphProto, prefix: str, bound: dict[str, str]) -> list[str]:
-        """Add the nodes of ``graph`` (a body) with its values renamed ``<prefix><name>`` and its inputs bound to
-        the tensors ``bound`` names; the names of its outputs, renamed."""
+    def inline(self, graph: onnx.GraphProto, owner: str, part: str, bound: dict[str, str]) -> list[str]:
+        """Add the nodes of ``graph`` (a body of the control-flow node ``owner``) with its values and nodes renamed
+        ``<owner>_<part>_<name>`` (a node name that starts with ``<owner>_`` already does not repeat it) and its
+        inputs bound to the tensors ``bound`` names; the names of its outputs, renamed."""
+        prefix = f"{owner}_{part}_"
         body = onnx.GraphProto()
         body.CopyFrom(graph)
         defined = [init.name for init in body.initializer] + [out for node in body.node for out in node.output if out]
@@ -276,7 +279,7 @@ class _Unroller:
             self.initializers.append(init)
             self.constants[init.name] = numpy_helper.to_array(init)
         for node in body.node:
-            node.name = self.fresh(f"{prefix}{node.name or node.op_type}")
+            node.name = self.fresh(prefix + (node.name or node.op_type).removeprefix(f"{owner}_"))
             self.add(node)
         return [value.name for value in body.output]
 
@@ -300,9 +303,9 @@ class _Unroller:
         condition = self.value(node.input[0])
         if condition is not None:
             chosen = "then" if bool(np.asarray(condition).reshape(-1)[0]) else "else"
-            return self.inline(branches[f"{chosen}_branch"], f"{name}_{chosen}_", {})
-        then_outputs = self.inline(branches["then_branch"], f"{name}_then_", {})
-        else_outputs = self.inline(branches["else_branch"], f"{name}_else_", {})
+            return self.inline(branches[f"{chosen}_branch"], name, chosen, {})
+        then_outputs = self.inline(branches["then_branch"], name, "then", {})
+        else_outputs = self.inline(branches["else_branch"], name, "else", {})
         then_types = self.types(then_outputs)
         else_types = self.types(else_outputs)
         for index, (then_type, else_type) in enumerate(zip(then_types, else_types, strict=True)):
@@ -344,7 +347,7 @@ class _Unroller:
             iteration = self.constant(np.array(step, np.int64), f"{name}_iteration{step}")
             inputs = [value.name for value in body.input]
             bound = dict(zip(inputs, [iteration, condition, *carried], strict=True))
-            outputs = self.inline(body, f"{name}_step{step}_", bound)
+            outputs = self.inline(body, name, f"step{step}", bound)
             condition, carried = outputs[0], outputs[1 : 1 + len(carried)]
             for collected, output in zip(scans, outputs[1 + len(carried) :], strict=True):
                 collected.append(output)
@@ -387,7 +390,7 @@ class _Unroller:
                 index = self.constant(np.array(length - 1 - step if reverse else step, np.int64), f"{name}_index")
                 slices.append(self.emit("Gather", [value, index], f"{name}_step{step}_input{k}", axis=axis))
             inputs = [value.name for value in body.input]
-            results = self.inline(body, f"{name}_step{step}_", dict(zip(inputs, [*states, *slices], strict=True)))
+            results = self.inline(body, name, f"step{step}", dict(zip(inputs, [*states, *slices], strict=True)))
             states = results[: len(states)]
             for steps, output in zip(collected, results[len(states) :], strict=True):
                 steps.append(output)
