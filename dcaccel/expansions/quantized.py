@@ -140,7 +140,7 @@ def side_index(node, name: str, parameter_shape: tuple, shape: tuple, params: li
     try:
         if np.broadcast_shapes(tuple(parameter_shape), tuple(shape)) == tuple(shape):
             return subscript(broadcast_indices(parameter_shape, shape, params))
-    except ValueError:
+    except (ValueError, TypeError):  # shapes that do not broadcast, or symbolic sizes
         pass
     raise unsupported(node, f"'{name}' of shape {tuple(parameter_shape)} for an operand of shape {tuple(shape)}")
 
