@@ -7,7 +7,8 @@ is read row-major, once: a task with rate 1. An input that is broadcast (read mo
 and produced by another task is first copied into a REUSE buffer (see
 :meth:`~dcaccel.expansions.builder.ExpansionBuilder.operand`). A constant input with a single element
 (an ONNX initializer, e.g. the ``sqrt(2)`` of torch's GELU) is folded into the tasklet as a
-literal: it is an operand of the instruction, not data.
+literal: it is an operand of the instruction, not data. An op may have constant outputs besides (Dropout's
+``mask``, all true), written by the same map.
 """
 
 import math
@@ -114,7 +115,8 @@ def _cast(x: Operands, T: str, node) -> str:
 
 def _bit_cast(x: Operands, T: str, node) -> str:
     """BitCast reinterprets the bits of each element as the type ``to`` of the same width (GCC's and Clang's
-    ``__builtin_bit_cast``, what C++20's ``std::bit_cast`` is built on); only targets DaCe has a type for."""
+    ``__builtin_bit_cast``, what C++20's ``std::bit_cast`` is built on; ONNX's type inference refuses other widths);
+    only targets DaCe has a type for."""
     _check_target_type(node)
     return f"__builtin_bit_cast({T}, {x['input']})"
 
