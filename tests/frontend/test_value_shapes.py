@@ -85,3 +85,25 @@ def test_dace_importer_refuses_after_register():
     model.graph.output[0].CopyFrom(helper.make_tensor_value_info("y", I64, [2, "n"]))
     with pytest.raises(UnsupportedOpError, match="NonZero"):
         ONNXModel("nonzero", model, onnx_simplify=False)
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("fold", [True, False])
+def test_load_lower_and_verify_a_onehot_of_constant_depth(fold):
+    """dcaccel.load gives the output its shape from the constant depth; lowered canonically, it verifies against
+    onnxruntime (slow: compiles). register() installs the shape inference first."""
+    import dcaccel
+    from dcaccel.expansions import register
+    from dcaccel.transforms.lower import lower
+
+    register()
+    model = _model(
+        "OneHot",
+        {"i": (I64, [2, 3])},
+        {"axis": 1},
+        [_constant("depth", np.array(4, np.int64)), _constant("v", np.array([0.0, 1.0], np.float32))],
+    )
+    model.graph.output[0].CopyFrom(helper.make_tensor_value_info("y", F, [2, 4, 3]))
+    workload = dcaccel.load(model, fold=fold)
+    assert workload.outputs[0].shape == (2, 4, 3)
+    assert all(check.passed for check in dcaccel.verify(workload, lower(workload)).outputs)
