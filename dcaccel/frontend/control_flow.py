@@ -26,8 +26,10 @@ do, does not repeat it), so that every unrolled node says which control-flow nod
 the values the body reads from outer scopes keep their names. The nodes built to slice and gather
 (``<node>_...``) are named after the control-flow node too. A control-flow node in a body is unrolled in turn,
 once its enclosing step has bound the values it reads. Refusals are :class:`~dcaccel.errors.UnsupportedOpError`
-of one line naming op, node and reason.
+of one line naming op, node and reason; every unrolled node is an info record of the ``dcaccel`` logger.
 """
+
+import logging
 
 import numpy as np
 import onnx
@@ -58,6 +60,8 @@ _UNSQUEEZE_AXES_INPUT = 13
 
 #: The opset from which ``Scan`` has no batch axis and takes the axes and directions of its inputs and outputs.
 _SCAN_AXES = 9
+
+logger = logging.getLogger(__name__)
 
 
 def straight_line(proto: onnx.ModelProto, source: str) -> onnx.ModelProto:
@@ -236,6 +240,9 @@ class _Unroller:
         else:
             results = self._scan(node, name, list(node.input), _attributes(node))
         self._bind_outputs(node, results, start)
+        logger.info(
+            "%s: %s '%s' replaced by %d straight-line node(s)", self.source, node.op_type, name, len(self.nodes) - start
+        )
 
     def emit(self, op_type: str, inputs: list[str], base: str, **attributes) -> str:
         """Add a node of ``op_type`` named ``base`` (made unique) writing one new tensor; the tensor's name."""
