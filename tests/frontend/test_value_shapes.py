@@ -17,7 +17,7 @@ from dcaccel.frontend.shapes import infer_onnx_shapes
 F, I64, B = TensorProto.FLOAT, TensorProto.INT64, TensorProto.BOOL
 
 
-def _model(op, inputs, attributes=None, initializers=(), outputs=("y",)) -> onnx.ModelProto:
+def _model(op, inputs, attributes=None, initializers=(), outputs=("y",), opset=20) -> onnx.ModelProto:
     """One ``op`` node named ``node`` reading graph inputs ``inputs`` (name -> (type, shape)) and ``initializers``."""
     names = [*inputs, *(init.name for init in initializers)]
     node = helper.make_node(op, names, list(outputs), name="node", **(attributes or {}))
@@ -28,7 +28,7 @@ def _model(op, inputs, attributes=None, initializers=(), outputs=("y",)) -> onnx
         [onnx.ValueInfoProto(name=name) for name in outputs],
         list(initializers),
     )
-    return helper.make_model(graph, opset_imports=[helper.make_opsetid("", 20)], ir_version=9)
+    return helper.make_model(graph, opset_imports=[helper.make_opsetid("", opset)], ir_version=9)
 
 
 def _constant(name, value) -> onnx.TensorProto:
@@ -70,6 +70,14 @@ def test_constant_shape_inputs_give_the_output_shape():
     )
     (output,) = infer_onnx_shapes(model).graph.output
     assert [d.dim_value for d in output.type.tensor_type.shape.dim] == [2, 4, 3]
+
+
+def test_upsample_of_opset_9_takes_its_shape_from_the_constant_scales():
+    """onnxruntime's inference names the sizes of an opset-9 Upsample (scales an input) symbols."""
+    scales = _constant("scales", np.array([1, 1, 2, 1.5], np.float32))
+    model = _model("Upsample", {"x": (F, [1, 1, 2, 4])}, {"mode": "nearest"}, [scales], opset=9)
+    (output,) = infer_onnx_shapes(model).graph.output
+    assert [d.dim_value for d in output.type.tensor_type.shape.dim] == [1, 1, 4, 6]
 
 
 @pytest.mark.slow
