@@ -49,7 +49,7 @@ import onnx.version_converter
 import onnx_ir as ir
 from onnx_ir.passes.common import IdentityEliminationPass, LiftConstantsToInitializersPass, RemoveUnusedNodesPass
 
-from dcaccel.errors import DcaccelError
+from dcaccel.errors import DcaccelError, UnsupportedOpError
 from dcaccel.frontend import control_flow, functions, ml_domain
 
 MIN_OPSET = 7
@@ -493,6 +493,8 @@ def check_shapes(proto: onnx.ModelProto, source: str) -> None:
 
     try:
         inferred = infer_shapes_onnx_model(proto)
+    except UnsupportedOpError:  # dcaccel's inference (frontend.shapes) refusing an op in one line
+        raise
     except Exception as err:  # onnxruntime's, then onnx's, shape inference: assorted types
         raise DcaccelError(f"cannot infer the shapes of {source}: {first_line(err)}") from err
     graph = inferred.graph

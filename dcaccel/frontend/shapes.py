@@ -10,7 +10,9 @@ nothing gives a value, or writes no shape, even where the shape-giving inputs ar
 :func:`infer_onnx_shapes`, which :func:`use_in_dace_importer` makes the inference DaCe's importer runs, takes
 those outputs' shapes from ONNX's own shape inference with data propagation instead (Compress and MaxUnpool:
 from their constant condition and ``output_shape``), and refuses in one line an op whose output shape depends
-on input values.
+on input values. It does the same for the outputs onnxruntime's inference shapes wrongly (GatherND's with
+``batch_dims``, a ReduceSum's of empty axes) or leaves without a shape (the opset-18 reductions); an output it
+shaped wrongly that other nodes read is refused in one line (their shapes followed from the wrong one).
 """
 
 import functools
@@ -32,9 +34,29 @@ SHAPE_INPUTS: dict[str, tuple[int, ...]] = {
     "OneHot": (1,),
     "STFT": (1, 3),
     "Upsample": (1,),
+    # onnxruntime's inference ignores batch_dims (the output of batch_dims 0).
+    "GatherND": (),
+    # The axes input: onnxruntime's inference writes no shape for the opset-18 forms of most (ReduceL1's output
+    # stays without one) and reads ReduceSum's empty axes as no reduction (noop_with_empty_axes ignored).
+    **dict.fromkeys(
+        (
+            "ReduceL1",
+            "ReduceL2",
+            "ReduceLogSum",
+            "ReduceLogSumExp",
+            "ReduceMax",
+            "ReduceMean",
+            "ReduceMin",
+            "ReduceProd",
+            "ReduceSum",
+            "ReduceSumSquare",
+        ),
+        (1,),
+    ),
 }
-"""The ONNX ops whose output shape follows from the values of some inputs, by their positions: a constant
-there gives a concrete shape, anything else is refused (:data:`DATA_SHAPED`)."""
+"""The ONNX ops whose output shape follows from the values of some inputs, by their positions (or that
+onnxruntime's inference shapes wrongly: no position): a constant there gives a concrete shape, anything else is
+refused (:data:`DATA_SHAPED`)."""
 
 DATA_SHAPED = frozenset({"NonMaxSuppression", "NonZero", "Unique"})
 """The ONNX ops whose output shape always depends on the values of their data."""
@@ -161,15 +183,25 @@ def infer_onnx_shapes(model: onnx.ModelProto, auto_merge: bool = False) -> onnx.
     propagated = onnx.shape_inference.infer_shapes(model, check_type=False, strict_mode=False, data_prop=True)
     known = _values(propagated.graph)
     values = _values(inferred.graph)
-    for node in model.graph.node:
+    read = {name for node in model.graph.node for name in node.input}
+    for index, node in enumerate(model.graph.node):
         if node.op_type not in SHAPE_INPUTS or node.domain:
             continue
         for name in node.output:
             rule = _SHAPE_RULES.get(node.op_type)
             dims = (rule and rule(node, values, constants)) or _concrete(known.get(name, [None])[0])
-            if name and dims is not None:
-                for value in values.get(name, ()):
-                    _set_shape(value, dims, known.get(name, [value])[0])
+            if not name or dims is None:
+                continue
+            wrong = {tuple(found) for found in map(_concrete, values.get(name, ())) if found not in (None, dims)}
+            if wrong and name in read:  # the shapes inferred from it downstream are wrong too
+                raise UnsupportedOpError(
+                    node.op_type,
+                    node.name or f"{node.op_type}_{index}",
+                    f"onnxruntime's shape inference gives '{name}' the shape {list(wrong.pop())}, not {dims}, "
+                    "and shapes the nodes reading it from that",
+                )
+            for value in values.get(name, ()):
+                _set_shape(value, dims, known.get(name, [value])[0])
     return inferred
 
 

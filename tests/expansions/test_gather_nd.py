@@ -39,6 +39,8 @@ CASES_24 = [
     _gather_nd("gathernd_rows", (2, 2), [[1], [0]]),
     _gather_nd("gathernd_nested", (2, 2, 2), [[[0, 1]], [[1, 0]]]),
     _gather_nd("gathernd_negative", (3, 4), [[-1, -4], [0, 3], [-2, 1]]),
+    _gather_nd("gathernd_batch1", (2, 3, 4), [[1], [2]], batch_dims=1),
+    _gather_nd("gathernd_batch1_pairs", (2, 3, 4), [[[1, 2], [0, -1]], [[2, 0], [1, 1]]], batch_dims=1),
     _reverse("reverse_time_major", (4, 3), [4, 2, 1], batch_axis=1, time_axis=0),
     _reverse("reverse_batch_major", (3, 5, 2), [1, 5, 3], batch_axis=0, time_axis=1),
     _tensor_scatter("tensorscatter_linear", (2, 1, 5, 3), (2, 1, 2, 3), [0, 3]),
@@ -125,12 +127,6 @@ def test_lowers_to_its_tasks_none_opaque(name):
             r"TensorScatter \(node 'tensorscatter_mode'\): mode='sliding'$",
         ),
         (
-            # DaCe's import (onnxruntime's symbolic shape inference) shapes the output as if batch_dims were 0.
-            _gather_nd("gathernd_batch1", (2, 3, 4), [[1], [2]], batch_dims=1),
-            r"GatherND \(node 'gathernd_batch1'\): imported output shape \[2, 3, 4\] is not GatherND's \[2, 4\] "
-            r"\(batch_dims=1\)$",
-        ),
-        (
             _reverse("reverse_same_axes", (3, 3), [1, 2, 3], batch_axis=0, time_axis=0),
             r"ReverseSequence \(node 'reverse_same_axes'\): batch_axis=0, time_axis=0 for rank 2$",
         ),
@@ -142,6 +138,16 @@ def test_unsupported_attributes_are_refused(case, message):
 
     with pytest.raises(UnsupportedOpError, match=message):
         canonical_model(build_model([case], opset=24), f"refused_{case.name}")
+
+
+def test_batch_dims_output_is_shaped_by_onnx_inference():
+    """onnxruntime's shape inference (DaCe's importer's) shapes GatherND's output as if batch_dims were 0 ([2, 3, 4]
+    here); the import takes ONNX's [2, 4] (``frontend.shapes``)."""
+    from dcaccel.frontend.shapes import infer_onnx_shapes
+
+    (case,) = [c for c in CASES_24 if c.name == "gathernd_batch1"]
+    (output,) = infer_onnx_shapes(build_model([case], opset=24)).graph.output
+    assert [d.dim_value for d in output.type.tensor_type.shape.dim] == [2, 4]
 
 
 def test_every_op_has_a_canonical_implementation():
