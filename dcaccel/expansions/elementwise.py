@@ -207,9 +207,11 @@ def _mod(x: Operands, T: str, node) -> str:
 
 
 def _sign(x: Operands, T: str, node) -> str:
+    """1 for positive values, -1 for negative ones, 0 for zeros; NaN for NaN (as onnxruntime and numpy)."""
     v, zero = x["input"], f"{T}(0)"
-    negative = zero if _kind(T) == "u" else f"({T}(-1) if {v} < {zero} else {zero})"
-    return f"({T}(1) if {v} > {zero} else {negative})"
+    if _kind(T) == "u":
+        return f"({T}(1) if {v} > {zero} else {zero})"
+    return f"({T}(1) if {v} > {zero} else ({T}(-1) if {v} < {zero} else ({zero} if {v} == {zero} else {v})))"
 
 
 def _dropout_is_identity(node, state: SDFGState, sdfg: SDFG) -> None:

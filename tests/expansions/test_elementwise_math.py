@@ -63,6 +63,7 @@ CASES = [
     *(OpCase(f"{op}_{label}", op, ["x"], {"x": shape}) for op in UNARY for label, shape in SHAPES.items()),
     *(OpCase(f"{op}_float16", op, ["x"], {"x": (3, 4)}, dtype=F16) for op in UNARY if op != "Celu"),
     *(OpCase(f"{op}_double", op, ["x"], {"x": (5,)}, dtype=F64) for op in UNARY if op != "Celu"),
+    *(OpCase(f"{op}_special", op, ["x"], constants={"x": SPECIAL}) for op in UNARY),
     *(OpCase(f"{op}_halves", op, ["x"], constants={"x": HALVES}) for op in (*ROUNDING, "Sign")),
     OpCase("Round_halves_float16", "Round", ["x"], constants={"x": HALVES.astype(F16)}, dtype=F16),
     OpCase("Round_halves_double", "Round", ["x"], constants={"x": HALVES.astype(F64)}, dtype=F64),
