@@ -163,12 +163,12 @@ def infer_onnx_shapes(model: onnx.ModelProto, auto_merge: bool = False) -> onnx.
     one), the outputs of the :data:`SHAPE_INPUTS` ops shaped from their constant inputs.
 
     Raises :class:`UnsupportedOpError` for a node of a :data:`DATA_SHAPED` op, or of a :data:`SHAPE_INPUTS` op
-    whose shape-giving input is not a constant: its output shape depends on input values.
+    whose shape-giving input is not a constant: its output shape depends on input values (before any inference
+    runs).
     """
-    inferred = _dace_inference()(model, auto_merge=auto_merge)
     nodes = [node for node in model.graph.node if not node.domain]
     if not any(node.op_type in SHAPE_INPUTS or node.op_type in DATA_SHAPED for node in nodes):
-        return inferred
+        return _dace_inference()(model, auto_merge=auto_merge)
     constants = _constants(model.graph)
     for index, node in enumerate(model.graph.node):
         if node.domain or node.op_type not in (*SHAPE_INPUTS, *DATA_SHAPED):
@@ -180,6 +180,7 @@ def infer_onnx_shapes(model: onnx.ModelProto, auto_merge: bool = False) -> onnx.
             raise UnsupportedOpError(
                 node.op_type, node.name or f"{node.op_type}_{index}", f"output shape depends on input values{why}"
             )
+    inferred = _dace_inference()(model, auto_merge=auto_merge)
     propagated = onnx.shape_inference.infer_shapes(model, check_type=False, strict_mode=False, data_prop=True)
     known = _values(propagated.graph)
     values = _values(inferred.graph)
