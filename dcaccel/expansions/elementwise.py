@@ -180,8 +180,13 @@ def _shrink(x: Operands, T: str, node) -> str:
 
 
 def _is_inf(x: Operands, T: str, node) -> str:
-    sides = {(1, 1): "isinf({v})", (1, 0): "isinf({v}) and {v} > 0", (0, 1): "isinf({v}) and {v} < 0"}
-    detect = (int(node.detect_positive), int(node.detect_negative))
+    """Whether ``X`` is an infinity of a sign the node detects (``detect_positive``, ``detect_negative``)."""
+    sides = {
+        (True, True): "isinf({v})",
+        (True, False): "isinf({v}) and {v} > 0",
+        (False, True): "isinf({v}) and {v} < 0",
+    }
+    detect = (bool(node.detect_positive), bool(node.detect_negative))
     return f"({sides[detect].format(v=x['X'])})" if detect in sides else "False"
 
 
