@@ -11,8 +11,9 @@ nothing gives a value, or writes no shape, even where the shape-giving inputs ar
 those outputs' shapes from ONNX's own shape inference with data propagation instead (Compress and MaxUnpool:
 from their constant condition and ``output_shape``), and refuses in one line an op whose output shape depends
 on input values. It does the same for the outputs onnxruntime's inference shapes wrongly (GatherND's with
-``batch_dims``, a ReduceSum's of empty axes) or leaves without a shape (the opset-18 reductions); an output it
-shaped wrongly that other nodes read is refused in one line (their shapes followed from the wrong one).
+``batch_dims``) or leaves without a shape (the opset-18 reductions); an output it shaped wrongly that other
+nodes read is refused in one line (their shapes followed from the wrong one). A reduction's empty constant
+``axes``, which that inference reads as no reduction, is left out first (:func:`_without_empty_axes`).
 """
 
 import functools
@@ -37,7 +38,7 @@ SHAPE_INPUTS: dict[str, tuple[int, ...]] = {
     # onnxruntime's inference ignores batch_dims (the output of batch_dims 0).
     "GatherND": (),
     # The axes input: onnxruntime's inference writes no shape for the opset-18 forms of most (ReduceL1's output
-    # stays without one) and reads ReduceSum's empty axes as no reduction (noop_with_empty_axes ignored).
+    # stays without one).
     **dict.fromkeys(
         (
             "ReduceL1",
@@ -166,6 +167,7 @@ def infer_onnx_shapes(model: onnx.ModelProto, auto_merge: bool = False) -> onnx.
     whose shape-giving input is not a constant: its output shape depends on input values (before any inference
     runs).
     """
+    model = _without_empty_axes(model)
     nodes = [node for node in model.graph.node if not node.domain]
     if not any(node.op_type in SHAPE_INPUTS or node.op_type in DATA_SHAPED for node in nodes):
         return _dace_inference()(model, auto_merge=auto_merge)
@@ -204,6 +206,33 @@ def infer_onnx_shapes(model: onnx.ModelProto, auto_merge: bool = False) -> onnx.
             for value in values.get(name, ()):
                 _set_shape(value, dims, known.get(name, [value])[0])
     return inferred
+
+
+def _without_empty_axes(model: onnx.ModelProto) -> onnx.ModelProto:
+    """``model`` with the empty constant ``axes`` input of every reduction that then reduces every axis
+    (``noop_with_empty_axes`` 0) left out, which means the same (``model`` itself when it has none): onnxruntime's
+    inference reads empty axes as no reduction, and shapes the nodes after it from that."""
+
+    def empty_axes(node: onnx.NodeProto, constants: dict) -> bool:
+        noop = any(a.name == "noop_with_empty_axes" and a.i for a in node.attribute)
+        axes = node.input[1] if node.op_type.startswith("Reduce") and len(node.input) > 1 else ""
+        return not node.domain and not noop and axes in constants and constants[axes].size == 0
+
+    constants = _constants(model.graph)
+    if not any(empty_axes(node, constants) for node in model.graph.node):
+        return model
+    rewritten = onnx.ModelProto()
+    rewritten.CopyFrom(model)
+    dropped = set()
+    for node in rewritten.graph.node:
+        if empty_axes(node, constants):
+            dropped.add(node.input[1])
+            del node.input[1:]
+    read = {name for node in rewritten.graph.node for name in node.input}
+    kept = [init for init in rewritten.graph.initializer if init.name in read or init.name not in dropped]
+    del rewritten.graph.initializer[:]
+    rewritten.graph.initializer.extend(kept)
+    return rewritten
 
 
 def use_in_dace_importer() -> None:

@@ -150,6 +150,24 @@ def test_batch_dims_output_is_shaped_by_onnx_inference():
     assert [d.dim_value for d in output.type.tensor_type.shape.dim] == [2, 4]
 
 
+def test_batch_dims_output_read_by_another_node_is_refused():
+    """onnxruntime's inference shaped the Relu reading GatherND's output from its wrong [2, 3, 4]."""
+    from onnx import helper
+
+    from dcaccel.errors import UnsupportedOpError
+    from dcaccel.frontend.shapes import infer_onnx_shapes
+
+    (case,) = [c for c in CASES_24 if c.name == "gathernd_batch1"]
+    model = build_model([case], opset=24)
+    gathered = model.graph.output[0].name
+    model.graph.node.append(helper.make_node("Relu", [gathered], ["relu"], name="relu"))
+    model.graph.output[0].name = "relu"
+    model.graph.output[0].type.tensor_type.ClearField("shape")
+    message = r"GatherND \(node 'gathernd_batch1'\): onnxruntime's .* gives .* \[2, 3, 4\], not \[2, 4\]"
+    with pytest.raises(UnsupportedOpError, match=message):
+        infer_onnx_shapes(model)
+
+
 def test_every_op_has_a_canonical_implementation():
     import dcaccel.expansions
 
