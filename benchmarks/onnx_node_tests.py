@@ -99,6 +99,7 @@ PARAMETER_INPUTS = {
     "DFT": (1, 2),
     "STFT": (1, 3),
     "Loop": (0, 1),
+    "Dropout": (1, 2),
 }
 """Input positions per op that the canonical implementations need as constants (shape parameters)."""
 
