@@ -90,6 +90,7 @@ SHAPE_OPERANDS: dict[str, tuple[int, ...]] = {
     "TopK": (1,),
     "OneHot": (1,),
     "CumSum": (1,),
+    "CumProd": (1,),
     "Trilu": (1,),
     **dict.fromkeys(
         (
