@@ -30,7 +30,13 @@ from dcaccel.errors import DcaccelError, UnsupportedOpError
 from dcaccel.frontend import ml_domain
 from dcaccel.frontend import onnx_prepare as prepare
 from dcaccel.frontend.naming import identifier
-from dcaccel.frontend.shapes import bind_symbols, check_symbol_names, concrete_shape, dimension_str
+from dcaccel.frontend.shapes import (
+    bind_symbols,
+    check_symbol_names,
+    concrete_shape,
+    dimension_str,
+    use_in_dace_importer,
+)
 from dcaccel.frontend.workload import Origin, TensorSpec, Workload
 
 #: Domains whose ops DaCe's ONNX importer knows (the default ONNX domain).
@@ -61,6 +67,7 @@ def from_onnx(
     name = name or _default_name(model, proto)
     if not proto.graph.node:
         raise DcaccelError(f"{source} has no operators (its graph has no nodes)")
+    use_in_dace_importer()  # outputs shaped by constant inputs get their sizes, whether or not lowering registered
     with _scratch_directory():
         proto = prepare.normalize(proto, source)  # control flow and function bodies rewritten: then check the ops
         check_ops(proto)

@@ -117,6 +117,22 @@ def test_control_flow_is_rewritten_before_the_ops_are_checked():
     assert {"Relu", "Neg", "Where"} <= op_types
 
 
+def test_an_output_shaped_by_a_constant_input_has_its_size():
+    """OneHot's output length is its constant depth, whether or not lowering registered its implementations."""
+    graph = onnx.helper.make_graph(
+        [onnx.helper.make_node("OneHot", ["i", "depth", "values"], ["y"])],
+        "one_hot",
+        [onnx.helper.make_tensor_value_info("i", onnx.TensorProto.INT64, [3])],
+        [_value("y", [3, "k"])],
+        [
+            onnx.numpy_helper.from_array(np.array([5], np.int64), "depth"),
+            onnx.numpy_helper.from_array(np.array([0, 1], np.float32), "values"),
+        ],
+    )
+    workload = dcaccel.load(onnx.helper.make_model(graph, opset_imports=[onnx.helper.make_opsetid("", 13)]))
+    assert workload.outputs[0].shape == (3, 5)
+
+
 def _value(name: str, shape: list) -> onnx.ValueInfoProto:
     return onnx.helper.make_tensor_value_info(name, onnx.TensorProto.FLOAT, shape)
 
