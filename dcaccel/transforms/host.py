@@ -1,19 +1,20 @@
 """Host tasks: an ONNX op that neither dcaccel nor DaCe can expand runs through onnxruntime, called back from
 the compiled program.
 
-The node is replaced by one tasklet (a code node marked opaque, :mod:`dcaccel.transforms.opaque`) whose
-connectors keep the node's ONNX connector names (prefixed with ``_`` where one names a container of the SDFG)
-and read and write its whole tensors; its code calls a DaCe
-callback (a symbol of type ``dace.callback``, an argument of the compiled program) with a pointer to every
-input and output, inputs first in the node's ONNX order. The callback is a :class:`HostCall`: a one-node ONNX
-model of the op (its attributes, its opset version, the element types and shapes of its tensors, which ONNX
-shape inference gave the imported model) run by an onnxruntime session that writes its results into the
-outputs. :func:`host_callbacks` gives a program's callbacks by symbol name (:mod:`dcaccel.frontend.execution`
-passes them on every run). An op onnxruntime has no kernel for is refused when its host task is built; a call that
-fails at run time cannot raise through the compiled program (ctypes drops a callback's exception, leaving the
-outputs unwritten): it is recorded, and :func:`raising_host_failures` raises it, naming op and node, once the
-program call returns. The DAG extraction counts the task like every opaque task: its volumes the sizes of
-its tensors, its arithmetic from its op and shapes (:func:`dcaccel.dag.arithmetic.opaque_arithmetic`).
+The node is replaced by one tasklet (a code node marked opaque, :mod:`dcaccel.transforms.opaque`) whose connectors
+keep the node's ONNX connector names (prefixed with ``_`` where one names a container of the SDFG) and read and
+write its whole tensors; its code calls a DaCe callback (a symbol of type ``dace.callback``, an argument of the
+compiled program) with a pointer to every input and output, inputs first in the node's ONNX order (a scalar input
+by value; a scalar output, a 0-d tensor such as Det's of one matrix, by its address, which the callback sees as an
+array of one element). The callback is a :class:`HostCall`: a one-node ONNX model of the op (its attributes, its
+opset version, the element types and shapes of its tensors, which ONNX shape inference gave the imported model) run
+by an onnxruntime session that writes its results into the outputs. :func:`host_callbacks` gives a program's
+callbacks by symbol name (:mod:`dcaccel.frontend.execution` passes them on every run). An op onnxruntime has no
+kernel for is refused when its host task is built; a call that fails at run time cannot raise through the compiled
+program (ctypes drops a callback's exception, leaving the outputs unwritten): it is recorded, and
+:func:`raising_host_failures` raises it, naming op and node, once the program call returns. The DAG extraction
+counts the task like every opaque task: its volumes the sizes of its tensors, its arithmetic from its op and shapes
+(:func:`dcaccel.dag.arithmetic.opaque_arithmetic`).
 """
 
 import contextlib
@@ -153,29 +154,13 @@ def one_node_model(node: ONNXOp, descs: dict[str, dace.data.Data], inputs: list[
     return helper.make_model(graph, opset_imports=[opset], ir_version=9).SerializeToString()
 
 
-def check_host(node: ONNXOp, state: dace.SDFGState) -> None:
-    """Raise :class:`UnsupportedOpError` when ``node`` cannot run as a host task: an output that is a scalar
-    (the callback writes its outputs through pointers); the graph is not touched."""
-    from dcaccel.frontend.ops import op_type  # (dcaccel.frontend imports this module)
-
-    for edge in state.out_edges(node):
-        if isinstance(state.sdfg.arrays[edge.data.data], dace.data.Scalar):
-            raise UnsupportedOpError(
-                op_type(node),
-                node.label,
-                f"no dcaccel implementation, DaCe has none that applies, and onnxruntime's host task cannot "
-                f"write its scalar output '{edge.src_conn}'",
-            )
-
-
 def host_task(node: ONNXOp, state: dace.SDFGState) -> nodes.Tasklet:
     """Replace ``node`` by the host task calling onnxruntime for it (see the module docstring); returns the
-    tasklet, not yet marked opaque. :class:`UnsupportedOpError` for a scalar output (the callback writes
-    through pointers), attributes onnxruntime cannot be given, or an op onnxruntime has no kernel for."""
+    tasklet, not yet marked opaque. :class:`UnsupportedOpError` for attributes onnxruntime cannot be given, or
+    an op onnxruntime has no kernel for."""
 
     from dcaccel.frontend.ops import op_type  # (dcaccel.frontend imports this module)
 
-    check_host(node, state)
     sdfg = state.sdfg
     in_edges, out_edges = list(state.in_edges(node)), list(state.out_edges(node))
     descs = {e.dst_conn: sdfg.arrays[e.data.data] for e in in_edges if not e.data.is_empty()}
@@ -196,7 +181,11 @@ def host_task(node: ONNXOp, state: dace.SDFGState) -> nodes.Tasklet:
     _CALLS[symbol] = HostCall(
         model, tuple(n for n in inputs if n), tuple(n for n in outputs if n), op_type(node), node.label
     )
-    callback = dace.callback(None, *(_callback_type(descs[name]) for name in arguments))
+    callback = dace.callback(
+        None,
+        *(_callback_type(descs[name]) for name in inputs if name),
+        *(_callback_output_type(descs[name]) for name in outputs if name),
+    )
     _declare(sdfg, symbol, callback)
     tasklet = state.add_tasklet(
         node.label,
@@ -233,6 +222,12 @@ def _callback_type(desc: dace.data.Data) -> dace.data.Data:
     return desc if isinstance(desc, dace.data.Array) else desc.dtype
 
 
+def _callback_output_type(desc: dace.data.Data) -> dace.data.Array:
+    """The type of a callback's output argument: the tensor, passed as a pointer; a scalar as an array of its one
+    element (the tasklet passes the scalar's address)."""
+    return desc if isinstance(desc, dace.data.Array) else dace.data.Array(desc.dtype, [1])
+
+
 def _declare(sdfg: dace.SDFG, symbol: str, callback: dace.callback) -> None:
     """Declare the callback ``symbol`` in ``sdfg`` and every SDFG it is nested in, mapped through each nested
     SDFG node, so that it is an argument of the top-level program."""
@@ -245,13 +240,16 @@ def _declare(sdfg: dace.SDFG, symbol: str, callback: dace.callback) -> None:
 
 
 def with_host_tasks(sdfg: dace.SDFG) -> dace.SDFG:
-    """``sdfg`` with every ONNX node that has no implementation at all (not even DaCe's) replaced by its host
-    task, on a copy (``sdfg`` itself when there is none): the unlowered program of a model then compiles too."""
+    """``sdfg`` with every ONNX node that DaCe's expansion cannot expand replaced by its host task, on a copy
+    (``sdfg`` itself when there is none): the unlowered program of a model then compiles too. Such a node has
+    no implementation at all, or only dcaccel's canonical ones (registered by :mod:`dcaccel.expansions`, which
+    the unlowered program does not choose: DaCe expands a node with its library's default, ``pure``, as
+    :func:`_dace_expands` says)."""
     from dcaccel.frontend.ops import library_nodes
     from dcaccel.transforms.opaque_mark import mark_opaque
 
     def hosted(graph: dace.SDFG) -> list:
-        return [(n, s) for n, s in library_nodes(graph) if isinstance(n, ONNXOp) and not type(n).implementations]
+        return [(n, s) for n, s in library_nodes(graph) if isinstance(n, ONNXOp) and not _dace_expands(n)]
 
     if not hosted(sdfg):
         return sdfg
@@ -259,3 +257,14 @@ def with_host_tasks(sdfg: dace.SDFG) -> dace.SDFG:
     for node, state in hosted(sdfg):
         mark_opaque(host_task(node, state))
     return sdfg
+
+
+def _dace_expands(node: ONNXOp) -> bool:
+    """Whether the implementation DaCe expands ``node`` with when none is chosen (the node's, else its class's,
+    else its library's default) is registered on it (Det, once dcaccel registered its canonical one, has only
+    that: DaCe would look for ``pure`` and fail)."""
+    import dace.library
+
+    library = dace.library._DACE_REGISTERED_LIBRARIES[type(node)._dace_library_name]
+    target = node.implementation or type(node).default_implementation or library.default_implementation
+    return target in type(node).implementations

@@ -20,7 +20,7 @@ from dace.sdfg import nodes
 
 from dcaccel.errors import UnsupportedOpError
 from dcaccel.frontend.ops import op_type
-from dcaccel.transforms.host import HOST_IMPLEMENTATION, check_host, host_task
+from dcaccel.transforms.host import HOST_IMPLEMENTATION, host_task
 from dcaccel.transforms.opaque_mark import mark_opaque
 
 
@@ -34,8 +34,8 @@ def fallback_implementation(node: nodes.LibraryNode, state: dace.SDFGState) -> s
     :data:`~dcaccel.transforms.host.HOST_IMPLEMENTATION` (the op runs through onnxruntime,
     :mod:`dcaccel.transforms.host`).
 
-    Raises :class:`UnsupportedOpError` naming op and node for an ONNX op that cannot run on the host either
-    (:func:`~dcaccel.transforms.host.check_host`) and another library node DaCe has no default for.
+    Raises :class:`UnsupportedOpError` naming op and node for a library node other than an ONNX op that DaCe has no
+    default for.
     """
     from dcaccel.expansions.registry import all_implementations
 
@@ -54,7 +54,6 @@ def fallback_implementation(node: nodes.LibraryNode, state: dace.SDFGState) -> s
                 applies = False
             if applies:
                 return name
-        check_host(node, state)
         return HOST_IMPLEMENTATION
     for name in (node.implementation, type(node).default_implementation):
         if name is not None and name in registered and name not in ours:
