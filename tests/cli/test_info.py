@@ -101,14 +101,14 @@ def test_every_node_lists_its_implementations(model, node, choices, capsys):
 
 @pytest.fixture(scope="module")
 def opaque_files(tmp_path_factory):
-    """ONNX files of tests/dag/test_opaque.py's model with LogSoftmax (DaCe's opaque task) and with Mod (a host
-    task through onnxruntime, dcaccel/transforms/host.py)."""
+    """ONNX files of tests/dag/test_opaque.py's model with LogSoftmax (replaced by its function body at import: no
+    opaque task) and with RandomUniformLike (a host task through onnxruntime, dcaccel/transforms/host.py)."""
     import onnx
 
     from tests.dag.test_opaque import opaque_model
 
     folder = tmp_path_factory.mktemp("opaque")
-    for op in ("LogSoftmax", "Mod"):
+    for op in ("LogSoftmax", "RandomUniformLike"):
         onnx.save(opaque_model(op), folder / f"{op}.onnx")
     return folder
 
@@ -118,10 +118,7 @@ OPAQUE_LINE = "opaque tasks (no canonical implementation; refused by --strict)"
 
 @pytest.mark.parametrize(
     ("op", "node", "column", "closing"),
-    [
-        ("LogSoftmax", "logsoftmax", "opaque (pure)", OPAQUE_LINE),
-        ("Mod", "mod", "opaque (onnxruntime)", OPAQUE_LINE),
-    ],
+    [("RandomUniformLike", "randomuniformlike", "opaque (onnxruntime)", OPAQUE_LINE)],
 )
 def test_nodes_without_a_canonical_implementation_are_named(opaque_files, op, node, column, closing, capsys):
     assert main(["info", str(opaque_files / f"{op}.onnx")]) == 0
@@ -131,6 +128,13 @@ def test_nodes_without_a_canonical_implementation_are_named(opaque_files, op, no
     assert rows["matmul"].endswith("lmv, mv, op")
     assert lines[-1] == f"{closing}: {node} ({op})"
     assert not any(line.startswith(("opaque tasks", "unsupported (")) for line in lines[:-1])
+
+
+def test_an_op_replaced_by_its_function_body_leaves_no_opaque_task(opaque_files, capsys):
+    assert main(["info", str(opaque_files / "LogSoftmax.onnx")]) == 0
+    lines = capsys.readouterr().out.splitlines()
+    assert not any("opaque" in line for line in lines)
+    assert not any(line.split()[:1] == ["LogSoftmax"] for line in lines if line)
 
 
 def test_a_model_without_opaque_nodes_has_no_closing_line(use_lenet, capsys):

@@ -1,7 +1,9 @@
-"""Opaque tasks: an op dcaccel has no canonical implementation of (here LogSoftmax, which DaCe expands
-with its ``pure`` implementation; Mod, which DaCe cannot expand) is lowered as one opaque task.
+"""Opaque tasks: an op dcaccel has no canonical implementation of (here LogSoftmax with its ONNX function body kept
+as written, which DaCe expands with its ``pure`` implementation; RandomUniformLike, which DaCe cannot expand) is
+lowered as one opaque task.
 
-The model: x (4×6) @ w (6×6, a constant) → LogSoftmax (axis 1) → Neg → y. Every tensor has 24 elements.
+The model: x (4×6) @ w (6×6, a constant) → LogSoftmax (axis 1) → Neg → y. Every tensor has 24 elements. By default
+the import replaces LogSoftmax by its function body (dcaccel/frontend/functions.py), whose ops are all canonical.
 """
 
 import warnings
@@ -18,6 +20,7 @@ from dcaccel.dag import metrics
 from dcaccel.dag.extract import extract
 from dcaccel.dag.task import Role
 from dcaccel.errors import UnsupportedOpError
+from dcaccel.frontend.functions import kept_as_written
 from dcaccel.transforms.checks import lowering_violations
 from dcaccel.transforms.lower import OpaqueOpWarning, lower, opaque_nodes
 from dcaccel.transforms.opaque_mark import is_opaque, mark_opaque
@@ -27,15 +30,14 @@ ELEMENTS = 24
 
 
 def opaque_model(op: str = "LogSoftmax") -> onnx.ModelProto:
-    """x @ w → ``op`` (on the product, and on x too when the op takes two inputs) → Neg."""
+    """x @ w → ``op`` (on the product) → Neg."""
     rng = np.random.default_rng(0)
     weight = onnx.numpy_helper.from_array(rng.standard_normal((6, 6)).astype(np.float32), "w")
-    operands = ["p", "x"] if op == "Mod" else ["p"]
-    attributes = {"axis": 1} if op == "LogSoftmax" else {"fmod": 1}
+    attributes = {"axis": 1} if op == "LogSoftmax" else {}
     graph = helper.make_graph(
         [
             helper.make_node("MatMul", ["x", "w"], ["p"], name="matmul"),
-            helper.make_node(op, operands, ["s"], name=op.lower(), **attributes),
+            helper.make_node(op, ["p"], ["s"], name=op.lower(), **attributes),
             helper.make_node("Neg", ["s"], ["y"], name="neg"),
         ],
         "opaque",
@@ -48,7 +50,14 @@ def opaque_model(op: str = "LogSoftmax") -> onnx.ModelProto:
 
 @pytest.fixture(scope="module")
 def workload():
-    return dcaccel.load(opaque_model(), name="opaque")
+    with kept_as_written():
+        return dcaccel.load(opaque_model(), name="opaque")
+
+
+def test_by_default_the_op_is_its_function_body_and_nothing_is_opaque():
+    workload = dcaccel.load(opaque_model(), name="inlined")
+    assert opaque_nodes(workload.sdfg) == {}
+    assert {"ReduceMax", "Exp", "ReduceSum", "Log"} <= {node.op_type for node in workload.onnx_model.graph.node}
 
 
 @pytest.fixture(scope="module")
@@ -116,21 +125,22 @@ def test_a_choice_for_an_op_without_implementations_is_refused(workload):
 
 
 def test_an_op_dace_cannot_expand_becomes_a_host_task_through_onnxruntime():
-    """Mod has no dcaccel or DaCe implementation: it runs as a host task (dcaccel/transforms/host.py), one opaque
-    tasklet, its DAG task carrying its tensors (two 4 × 6 inputs, one output: 24 elements per edge)."""
+    """RandomUniformLike has no dcaccel or DaCe implementation (nor a function body): it runs as a host task
+    (dcaccel/transforms/host.py), one opaque tasklet, its DAG task carrying its tensors (24 elements per edge)."""
 
     from dcaccel.transforms.host import HOST_IMPLEMENTATION
     from dcaccel.transforms.lower import OpaqueOpWarning
 
-    mod = dcaccel.load(opaque_model("Mod"), name="mod")
-    assert opaque_nodes(mod.sdfg) == {"mod": "Mod"}
+    random = dcaccel.load(opaque_model("RandomUniformLike"), name="random")
+    assert opaque_nodes(random.sdfg) == {"randomuniformlike": "RandomUniformLike"}
     with warnings.catch_warnings():
         warnings.simplefilter("ignore", OpaqueOpWarning)
-        lowered = lower(mod)
-    assert lowered.opaque == {"mod": "Mod"} and lowered.implementations["mod"] == HOST_IMPLEMENTATION
+        lowered = lower(random)
+    assert lowered.opaque == {"randomuniformlike": "RandomUniformLike"}
+    assert lowered.implementations["randomuniformlike"] == HOST_IMPLEMENTATION
     dag = extract(lowered)
     (task,) = [v for v in dag.tasks if dag.node(v).info.opaque]
-    assert {dag.volume(p, task) for p in dag.predecessors(task)} == {24}
+    assert {dag.volume(p, task) for p in dag.predecessors(task)} == {ELEMENTS}
 
 
 def _bare_opaque_sdfg() -> dace.SDFG:
