@@ -223,19 +223,16 @@ def measure(
     workload = lowered.workload
     if not 1 <= repeat <= MAX_REPEAT:
         raise DcaccelError(f"measure {workload.name}: repeat must be 1 to {MAX_REPEAT}, got {repeat}")
-    sdfg = copying.deepcopy(lowered.sdfg)
     inputs = workload.random_inputs(seed)
     symbols = workload.bind_symbols(inputs)
-    steps = read_steps(lowered, sdfg, symbols)
-    places = step_places(sdfg, steps, symbols)  # before instrument() relabels maps and expands copies
-    maps, copies = instrument(sdfg)
+    sdfg, events = _timed_steps(lowered, symbols)
     with dace.config.set_temporary("instrumentation", "report_each_invocation", value=False):
         program = compiled(sdfg)
     samples = run_timed(program, program_arguments(program, workload, inputs), repeat, progress)
     provenance = Provenance(
         dcaccel_version=dcaccel.__version__,
         dace_version=dace.__version__,
-        fingerprint=f"{workload.sdfg.hash_sdfg()[:16]}",
+        fingerprint=_fingerprint(workload),
         machine=f"{platform.node()} {platform.machine()} {platform.processor() or platform.system()}",
         threads=threads(),
     )
@@ -253,9 +250,24 @@ def measure(
             provenance=provenance,
             analytic=float(features["work"]),
         )
-        for event, label, features, tokens in _events(steps, places, maps, copies)
+        for event, label, features, tokens in events
         if event in samples  # a copy DaCe generates without the copy hooks (e.g. a view) is not timed
     ]
+
+
+def _fingerprint(workload) -> str:
+    """The fingerprint of ``workload`` a row's provenance records (the start of its SDFG's hash)."""
+    return workload.sdfg.hash_sdfg()[:16]
+
+
+def _timed_steps(lowered, symbols: Mapping[str, int]) -> tuple[dace.SDFG, list[tuple[str, str, dict, list[str]]]]:
+    """A copy of ``lowered``'s SDFG with timers (:func:`instrument`), and per step they time its event, label,
+    features and tokens (read before the timers relabel maps and expand copies)."""
+    sdfg = copying.deepcopy(lowered.sdfg)
+    steps = read_steps(lowered, sdfg, symbols)
+    places = step_places(sdfg, steps, symbols)
+    maps, copies = instrument(sdfg)
+    return sdfg, list(_events(steps, places, maps, copies))
 
 
 def _events(steps: LoweredProgram, places: list, maps: dict, copies: dict):
@@ -275,13 +287,10 @@ def refeature(lowered, rows: list[Row], seed: int = 0) -> list[Row]:
     without measuring again. A row of another program, or a step the program does not have under the
     same label, is refused in one line."""
     workload = lowered.workload
-    fingerprint = f"{workload.sdfg.hash_sdfg()[:16]}"
-    sdfg = copying.deepcopy(lowered.sdfg)
+    fingerprint = _fingerprint(workload)
     symbols = workload.bind_symbols(workload.random_inputs(seed))
-    steps = read_steps(lowered, sdfg, symbols)
-    places = step_places(sdfg, steps, symbols)
-    maps, copies = instrument(sdfg)
-    read = {event: (label, features, tokens) for event, label, features, tokens in _events(steps, places, maps, copies)}
+    _, events = _timed_steps(lowered, symbols)
+    read = {event: (label, features, tokens) for event, label, features, tokens in events}
     renewed = []
     for row in rows:
         if row.provenance.fingerprint != fingerprint or row.sizes != dict(sorted(symbols.items())):
