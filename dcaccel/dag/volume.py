@@ -25,6 +25,7 @@ _INTEGERS = (int, np.integer)
 _NUMPY_FUNCTIONS = {
     "int_floor": np.floor_divide,
     "int_ceil": lambda a, b: -np.floor_divide(-a, b),
+    "CMod": np.fmod,  # C's remainder (the sign of the dividend), as DaCe writes `%` of the program's indices
     "Min": np.minimum,
     "Max": np.maximum,
 }

@@ -5,6 +5,7 @@ from fractions import Fraction
 import numpy as np
 import pytest
 import sympy
+from dace.symbolic import CMod
 
 from dcaccel.dag import volume as vol
 
@@ -102,10 +103,17 @@ def test_evaluate(value, values, expected):
 
 
 @pytest.mark.parametrize(
-    ("expr", "expected"), [(J + 1, [1, 2, 3]), (sympy.Integer(4), [4, 4, 4]), (sympy.Min(J, 1), [0, 1, 1])]
+    ("expr", "expected"),
+    [
+        (J + 1, [1, 2, 3]),
+        (sympy.Integer(4), [4, 4, 4]),
+        (sympy.Min(J, 1), [0, 1, 1]),
+        (CMod(sympy.Symbol("j", integer=True) + 4, 3), [1, 2, 0]),  # `%` of an index as DaCe writes it
+    ],
 )
 def test_at_points_is_vectorised(expr, expected):
-    values = vol.at_points(expr, [J], np.array([[0], [1], [2]]))
+    (param,) = expr.free_symbols or {J}
+    values = vol.at_points(expr, [param], np.array([[0], [1], [2]]))
     assert values.dtype == np.int64 and values.tolist() == expected
 
 
