@@ -100,6 +100,7 @@ PARAMETER_INPUTS = {
     "STFT": (1, 3),
     "Loop": (0, 1),
     "Dropout": (1, 2),
+    "CumProd": (1,),
 }
 """Input positions per op that the canonical implementations need as constants (shape parameters)."""
 
