@@ -120,7 +120,7 @@ def test_unknown_model(capsys):
 
 @pytest.fixture(scope="module")
 def opaque_onnx(tmp_path_factory):
-    """An ONNX file of tests/dag/test_opaque.py's model (LogSoftmax has no canonical implementation)."""
+    """An ONNX file of tests/dag/test_opaque.py's model (RandomUniformLike has no implementation: a host task)."""
     import onnx
 
     from tests.dag.test_opaque import opaque_model
@@ -134,19 +134,22 @@ def opaque_onnx(tmp_path_factory):
 def test_summary_names_the_opaque_task_and_its_share_of_the_work(opaque_onnx, capsys):
     from tests.dag.test_opaque import ELEMENTS
 
-    with pytest.warns(UserWarning, match=r"kept as opaque tasks: logsoftmax \(LogSoftmax\)"):
+    with pytest.warns(UserWarning, match=r"kept as opaque tasks: randomuniformlike \(RandomUniformLike\)"):
         status, out, _ = run(capsys, opaque_onnx, "--impl", "MatMul=lmv")
     lines = out.splitlines()
     work = int(lines[1].split(",")[0].removeprefix("work ").replace(",", ""))
     assert status == 0
-    assert lines[2] == f"opaque tasks 1 ({ELEMENTS / work:.1%} of the work): logsoftmax (LogSoftmax)"
-    assert any(line.split()[:3] == ["logsoftmax", "1", str(ELEMENTS)] for line in lines[3:])
+    assert lines[2] == f"opaque tasks 1 ({ELEMENTS / work:.1%} of the work): randomuniformlike (RandomUniformLike)"
+    assert any(line.split()[:3] == ["randomuniformlike", "1", str(ELEMENTS)] for line in lines[3:])
 
 
 def test_strict_refuses_the_opaque_op_in_one_line(opaque_onnx, capsys):
     status, out, err = run(capsys, opaque_onnx, "--strict")
     assert (status, out) == (2, "")
-    assert err == "dcaccel dag: error: unsupported op LogSoftmax (node 'logsoftmax'): no dcaccel implementation\n"
+    assert (
+        err == "dcaccel dag: error: unsupported op RandomUniformLike (node 'randomuniformlike'): "
+        "no dcaccel implementation\n"
+    )
 
 
 @pytest.mark.slow

@@ -285,7 +285,7 @@ def test_summary_names_at_most_three_others(count, others):
 
 @pytest.fixture(scope="module")
 def opaque_onnx(tmp_path_factory):
-    """An ONNX file of tests/dag/test_opaque.py's model (LogSoftmax has no canonical implementation)."""
+    """An ONNX file of tests/dag/test_opaque.py's model (RandomUniformLike has no implementation: a host task)."""
     import onnx
 
     from tests.dag.test_opaque import opaque_model
@@ -317,7 +317,10 @@ def test_strict_refuses_an_opaque_op_in_one_line_before_the_sweep(opaque_onnx, t
     out = tmp_path / "opaque.csv"
     assert main(["explore", opaque_onnx, "--pes", "1", "--strict", "--out", str(out)]) == 2
     err = capsys.readouterr().err
-    assert err == "dcaccel explore: error: unsupported op LogSoftmax (node 'logsoftmax'): no dcaccel implementation\n"
+    assert (
+        err == "dcaccel explore: error: unsupported op RandomUniformLike (node 'randomuniformlike'): "
+        "no dcaccel implementation\n"
+    )
     assert not out.exists()
 
 

@@ -166,5 +166,5 @@ def test_a_run_says_what_matters_once_in_one_line(tmp_path):
     assert [line for line in runs["lenet"].splitlines() if line.strip() and "explore lenet" not in line] == []
     assert runs["opaque.onnx"].splitlines()[0] == (
         "dcaccel explore: warning: explore opaque: 1 node(s) with no canonical implementation lowered as opaque "
-        "tasks: logsoftmax (LogSoftmax)"
+        "tasks: randomuniformlike (RandomUniformLike)"
     )

@@ -166,7 +166,7 @@ def test_a_node_key_of_its_own_beside_its_op_type(lenet, lowerings):
 
 @pytest.fixture(scope="module")
 def opaque_workload():
-    """tests/dag/test_opaque.py's model: MatMul, then LogSoftmax (no canonical implementation), then Neg."""
+    """tests/dag/test_opaque.py's model: MatMul, then RandomUniformLike (no implementation: a host task), then Neg."""
     import dcaccel
     from tests.dag.test_opaque import opaque_model
 
@@ -183,7 +183,8 @@ def test_opaque_tasks_are_counted_with_their_share_of_the_work_and_one_warning(o
         results = explore(opaque_workload, {"MatMul": ["mv", "lmv"]}, pes=[1, 4], progress=False)
     opaque = [w for w in caught if issubclass(w.category, OpaqueOpWarning)]
     assert [str(w.message) for w in opaque] == [
-        "explore opaque: 1 node(s) with no canonical implementation lowered as opaque tasks: logsoftmax (LogSoftmax)"
+        "explore opaque: 1 node(s) with no canonical implementation lowered as opaque tasks: "
+        "randomuniformlike (RandomUniformLike)"
     ]
     assert sorted(results["assignment"].unique()) == ["MatMul=lmv", "MatMul=mv"]
     assert (results["opaque_tasks"] == 1).all()
@@ -193,7 +194,9 @@ def test_opaque_tasks_are_counted_with_their_share_of_the_work_and_one_warning(o
 def test_strict_refuses_an_opaque_workload_before_the_sweep(opaque_workload):
     from dcaccel.errors import UnsupportedOpError
 
-    with pytest.raises(UnsupportedOpError, match=r"^unsupported op LogSoftmax \(node 'logsoftmax'\): no dcaccel"):
+    with pytest.raises(
+        UnsupportedOpError, match=r"^unsupported op RandomUniformLike \(node 'randomuniformlike'\): no dcaccel"
+    ):
         explore(opaque_workload, {"MatMul": ["mv"]}, pes=[1], progress=False, strict=True)
 
 
