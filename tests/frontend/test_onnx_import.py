@@ -418,10 +418,12 @@ def test_a_tensor_without_a_shape_is_one_line():
 @pytest.mark.parametrize("fails", [False, True])
 def test_nothing_is_left_in_the_working_directory(fails, tmp_path, monkeypatch):
     """onnxruntime's shape inference saves ``sym_shape_infer_temp.onnx`` (and external data) into the working
-    directory when it cannot infer every shape: the import runs in a scratch directory, removed afterwards."""
-    from dace.frontend.ml.onnx import importer
+    directory when it cannot infer every shape: the import runs in a scratch directory, removed afterwards.
+    DaCe's importer runs dcaccel's inference (:func:`dcaccel.frontend.shapes.infer_onnx_shapes`), which runs
+    onnxruntime's: that is the one replaced."""
+    from dcaccel.frontend import shapes
 
-    infer = importer.infer_shapes_onnx_model
+    infer = shapes._dace_inference()
     written = []
 
     def writes_a_file(model, auto_merge=False):
@@ -431,7 +433,7 @@ def test_nothing_is_left_in_the_working_directory(fails, tmp_path, monkeypatch):
             raise RuntimeError("Incomplete symbolic shape inference")
         return infer(model, auto_merge)
 
-    monkeypatch.setattr(importer, "infer_shapes_onnx_model", writes_a_file)
+    monkeypatch.setattr(shapes, "_dace_inference", lambda: writes_a_file)
     monkeypatch.chdir(tmp_path)
     if fails:
         with pytest.raises(DcaccelError, match=r"^cannot infer the shapes of ONNX model 'affine': Incomplete symbolic"):
