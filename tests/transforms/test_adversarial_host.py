@@ -1,8 +1,8 @@
 """Adversarial models for the host fallback and the reference run (issue 22's bar applied to
 transforms/host.py and verify): an op whose attributes ONNX and onnxruntime refuse (CumSum exclusive=5, read
 as true and lowered) is refused in one line when lowered, and verify says in one line that onnxruntime cannot
-run the reference model instead of raising onnxruntime's exception; an op without any implementation whose
-output is a scalar (Det) is refused in one line naming op, node and output."""
+run the reference model instead of raising onnxruntime's exception; an op without any implementation that
+onnxruntime has no kernel for (RandomUniformLike into float16) is refused in one line naming op and node."""
 
 import numpy as np
 import onnx
@@ -12,13 +12,15 @@ from onnx import helper, numpy_helper
 from dcaccel.errors import DcaccelError
 
 
-def _model(node: onnx.NodeProto, output_shape: list[int], *initializers) -> onnx.ModelProto:
-    """x (4 × 4) → MatMul by ones → ``node`` → y."""
+def _model(
+    node: onnx.NodeProto, output_shape: list[int], *initializers, output_type: int = onnx.TensorProto.FLOAT
+) -> onnx.ModelProto:
+    """x (4 × 4) → MatMul by ones → ``node`` → y (of ``output_type``)."""
     graph = helper.make_graph(
         [helper.make_node("MatMul", ["x", "w"], ["h"], name="fc"), node],
         "adversarial",
         [helper.make_tensor_value_info("x", onnx.TensorProto.FLOAT, [4, 4])],
-        [helper.make_tensor_value_info("y", onnx.TensorProto.FLOAT, output_shape)],
+        [helper.make_tensor_value_info("y", output_type, output_shape)],
         [numpy_helper.from_array(np.ones((4, 4), np.float32), "w"), *initializers],
     )
     return helper.make_model(graph, opset_imports=[helper.make_opsetid("", 14)], ir_version=9)
@@ -35,12 +37,17 @@ def _cumsum(exclusive: int) -> onnx.ModelProto:
     [
         (_cumsum(5), "unsupported op CumSum (node 'scan'): exclusive=5 (0 or 1)"),
         (
-            _model(helper.make_node("Det", ["h"], ["y"], name="det"), []),
-            "unsupported op Det (node 'det'): no dcaccel implementation, DaCe has none that applies, and "
-            "onnxruntime's host task cannot write its scalar output 'Y'",
+            _model(
+                helper.make_node("RandomUniformLike", ["h"], ["y"], name="noise", dtype=onnx.TensorProto.FLOAT16),
+                [4, 4],
+                output_type=onnx.TensorProto.FLOAT16,
+            ),
+            "unsupported op RandomUniformLike (node 'noise'): onnxruntime cannot run it on the host: "
+            "[ONNXRuntimeError] : 9 : NOT_IMPLEMENTED : Could not find an implementation for RandomUniformLike(1) "
+            "node with name ''",
         ),
     ],
-    ids=["cumsum-exclusive-5", "det-scalar-output"],
+    ids=["cumsum-exclusive-5", "random-float16-no-kernel"],
 )
 def test_refused_in_one_line_when_lowered(model, message):
     import dcaccel

@@ -108,19 +108,24 @@ def test_choices_for_absent_ops_or_nodes_are_unused_with_one_warning(two_convs_a
     [
         (
             False,
-            "no dcaccel implementation, DaCe has none that applies, and onnxruntime's host task cannot write its "
-            "scalar output 'Y'",
+            "onnxruntime cannot run it on the host: [ONNXRuntimeError] : 9 : NOT_IMPLEMENTED : Could not find an "
+            "implementation for GlobalLpPool(2) node with name ''",
         ),
         (True, "no dcaccel implementation"),
     ],
 )
 def test_op_without_any_implementation_is_unsupported(strict, detail):
-    """Det of a matrix has neither a dcaccel nor a DaCe implementation, and its scalar output cannot come back from
-    a host task (dcaccel/transforms/host.py): not even an opaque task (tests/dag/test_opaque.py)."""
-    model = _model([helper.make_node("Det", ["x"], ["d"], name="det1")], [_value("x", (3, 3))], [_value("d", ())])
+    """GlobalLpPool of doubles has neither a dcaccel nor a DaCe implementation, and onnxruntime has no kernel for
+    it on doubles, so no host task (dcaccel/transforms/host.py) can run it: not even an opaque task
+    (tests/dag/test_opaque.py)."""
+    model = _model(
+        [helper.make_node("GlobalLpPool", ["x"], ["y"], name="pool1")],
+        [helper.make_tensor_value_info("x", TensorProto.DOUBLE, [1, 2, 3, 3])],
+        [helper.make_tensor_value_info("y", TensorProto.DOUBLE, [1, 2, 1, 1])],
+    )
     with pytest.raises(UnsupportedOpError) as raised:
-        lower(ONNXModel("det", model).sdfg, strict=strict)
-    assert str(raised.value) == f"unsupported op Det (node 'det1'): {detail}"
+        lower(ONNXModel("pool", model).sdfg, strict=strict)
+    assert str(raised.value) == f"unsupported op GlobalLpPool (node 'pool1'): {detail}"
 
 
 def test_implementation_that_does_not_apply_is_unsupported():
