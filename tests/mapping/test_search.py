@@ -101,10 +101,10 @@ def export_lstm(path) -> None:
         torch.onnx.export(Net().eval(), (torch.zeros(3, 4),), str(path), dynamo=False, opset_version=18)
 
 
-def export_scalar_det(path) -> None:
-    """Write to ``path`` an ONNX model Gemm → Relu → Det → Mul → Gemm on a 3 × 4 input: an op nothing runs in the
-    middle (no dcaccel or DaCe implementation, and its scalar output cannot come back from onnxruntime's host
-    task, dcaccel/transforms/host.py)."""
+def export_unrunnable_op(path) -> None:
+    """Write to ``path`` an ONNX model (opset 22) Gemm → Relu → RandomUniformLike → Mul (by the Relu's output) →
+    Gemm on a 3 × 4 input: an op nothing runs in the middle (no dcaccel or DaCe implementation, and onnxruntime,
+    which runs such an op as a host task, dcaccel/transforms/host.py, has no kernel for its version 22)."""
     from onnx import helper, numpy_helper
 
     rng = np.random.default_rng(0)
@@ -115,31 +115,31 @@ def export_scalar_det(path) -> None:
     nodes = [
         helper.make_node("Gemm", ["x", "w1"], ["h"], name="fc1"),
         helper.make_node("Relu", ["h"], ["r"], name="relu"),
-        helper.make_node("Det", ["r"], ["d"], name="det"),
-        helper.make_node("Mul", ["r", "d"], ["s"], name="scale"),
+        helper.make_node("RandomUniformLike", ["r"], ["u"], name="noise"),
+        helper.make_node("Mul", ["r", "u"], ["s"], name="scale"),
         helper.make_node("Gemm", ["s", "w2"], ["y"], name="fc2"),
     ]
     graph = helper.make_graph(
         nodes,
-        "det",
+        "noise",
         [helper.make_tensor_value_info("x", onnx.TensorProto.FLOAT, [3, 4])],
         [helper.make_tensor_value_info("y", onnx.TensorProto.FLOAT, [3, 2])],
         weights,
     )
-    onnx.save(helper.make_model(graph, opset_imports=[helper.make_opsetid("", 18)], ir_version=9), str(path))
+    onnx.save(helper.make_model(graph, opset_imports=[helper.make_opsetid("", 22)], ir_version=9), str(path))
 
 
-#: What lowering and the search say of the Det of :func:`export_scalar_det`.
-DET_REFUSAL = (
-    "unsupported op Det (node 'det'): no dcaccel implementation, DaCe has none that applies, and onnxruntime's "
-    "host task cannot write its scalar output 'Y'"
+#: What lowering and the search say of the RandomUniformLike of :func:`export_unrunnable_op`.
+UNRUNNABLE_REFUSAL = (
+    "unsupported op RandomUniformLike (node 'noise'): onnxruntime cannot run it on the host: [ONNXRuntimeError] : "
+    "9 : NOT_IMPLEMENTED : Could not find an implementation for RandomUniformLike(22) node with name ''"
 )
 
 
 @pytest.fixture(scope="module")
-def det_onnx(tmp_path_factory):
-    path = tmp_path_factory.mktemp("det") / "det.onnx"
-    export_scalar_det(path)
+def unrunnable_onnx(tmp_path_factory):
+    path = tmp_path_factory.mktemp("noise") / "noise.onnx"
+    export_unrunnable_op(path)
     return str(path)
 
 
@@ -150,10 +150,10 @@ def lstm_onnx(tmp_path_factory):
     return str(path)
 
 
-def test_an_op_nothing_runs_is_named_uncounted_and_the_rest_mapped(det_onnx):
-    """The Det does not lower alone and is named with its reason, every other node is counted."""
-    result = map_workload(det_onnx, "eyeriss", pes=(4,), top_k=1, tile_limit=2)
-    assert result.uncounted == {"det": DET_REFUSAL}
+def test_an_op_nothing_runs_is_named_uncounted_and_the_rest_mapped(unrunnable_onnx):
+    """The RandomUniformLike does not lower alone and is named with its reason, every other node is counted."""
+    result = map_workload(unrunnable_onnx, "eyeriss", pes=(4,), top_k=1, tile_limit=2)
+    assert result.uncounted == {"noise": UNRUNNABLE_REFUSAL}
     table = result.table()
     assert list(table["op_type"]) == ["Gemm", "Relu", "Mul", "Gemm"]
     assert set(result.best) == set(table["layer"]) and result.total.makespan_cycles == table["makespan_cycles"].sum()
