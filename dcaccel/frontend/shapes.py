@@ -25,6 +25,20 @@ import onnx
 
 from dcaccel.errors import DcaccelError, ShapeError, UnboundSymbolError, UnsupportedOpError
 
+AXES_INPUT_REDUCTIONS = (
+    "ReduceL1",
+    "ReduceL2",
+    "ReduceLogSum",
+    "ReduceLogSumExp",
+    "ReduceMax",
+    "ReduceMean",
+    "ReduceMin",
+    "ReduceProd",
+    "ReduceSum",
+    "ReduceSumSquare",
+)
+"""The reductions whose axes are their input 1 (``ReduceSum`` from opset 13, the others from opset 18)."""
+
 SHAPE_INPUTS: dict[str, tuple[int, ...]] = {
     "AffineGrid": (1,),
     "Col2Im": (1, 2),
@@ -39,21 +53,7 @@ SHAPE_INPUTS: dict[str, tuple[int, ...]] = {
     "GatherND": (),
     # The axes input: onnxruntime's inference writes no shape for the opset-18 forms of most (ReduceL1's output
     # stays without one).
-    **dict.fromkeys(
-        (
-            "ReduceL1",
-            "ReduceL2",
-            "ReduceLogSum",
-            "ReduceLogSumExp",
-            "ReduceMax",
-            "ReduceMean",
-            "ReduceMin",
-            "ReduceProd",
-            "ReduceSum",
-            "ReduceSumSquare",
-        ),
-        (1,),
-    ),
+    **dict.fromkeys(AXES_INPUT_REDUCTIONS, (1,)),
 }
 """The ONNX ops whose output shape follows from the values of some inputs, by their positions (or that
 onnxruntime's inference shapes wrongly: no position): a constant there gives a concrete shape, anything else is
@@ -215,7 +215,7 @@ def _without_empty_axes(model: onnx.ModelProto) -> onnx.ModelProto:
 
     def empty_axes(node: onnx.NodeProto, constants: dict) -> bool:
         noop = any(a.name == "noop_with_empty_axes" and a.i for a in node.attribute)
-        axes = node.input[1] if node.op_type.startswith("Reduce") and len(node.input) > 1 else ""
+        axes = node.input[1] if node.op_type in AXES_INPUT_REDUCTIONS and len(node.input) > 1 else ""
         return not node.domain and not noop and axes in constants and constants[axes].size == 0
 
     constants = _constants(model.graph)
