@@ -56,6 +56,7 @@ from dcaccel.expansions.gemm import add_mmm, check_matmul_shapes
 from dcaccel.expansions.implementation import CANONICAL, Implementation
 from dcaccel.expansions.mmm import MMM, Order, buffer_reason_between
 from dcaccel.expansions.node import CanonicalForward, input_shape, node_builder, normalize_axis, unsupported
+from dcaccel.expansions.reduce import WCR_MIN
 
 ACCUMULATOR = dace.int32
 """The element type of the integer products."""
@@ -70,8 +71,6 @@ SCALE_TYPES = (dace.float16, dace.float32)
 """Element types of the scales (and of DequantizeLinear's output)."""
 
 REFUSED_TYPES = "float8, int4, int2 and float4 are not lowered"
-
-WCR_MIN = "lambda a, b: min(a, b)"
 
 
 # ---------------------------------------------------------------------------------------------
