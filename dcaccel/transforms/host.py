@@ -240,31 +240,27 @@ def _declare(sdfg: dace.SDFG, symbol: str, callback: dace.callback) -> None:
 
 
 def with_host_tasks(sdfg: dace.SDFG) -> dace.SDFG:
-    """``sdfg`` with every ONNX node that DaCe's expansion cannot expand replaced by its host task, on a copy
-    (``sdfg`` itself when there is none): the unlowered program of a model then compiles too. Such a node has
-    no implementation at all, or only dcaccel's canonical ones (registered by :mod:`dcaccel.expansions`, which
-    the unlowered program does not choose: DaCe expands a node with its library's default, ``pure``, as
-    :func:`_dace_expands` says)."""
+    """``sdfg`` with every ONNX node that has no implementation chosen expanded as lowering's fallback expands it
+    (:func:`dcaccel.transforms.opaque.fallback_implementation`): by DaCe's own implementation where one applies,
+    else replaced by its host task; on a copy (``sdfg`` itself when it has no such node). The unlowered program of
+    a model then compiles too: left to itself, DaCe expands a node with its library's default (``pure``), which
+    an op without one (Det, or Trilu with only dcaccel's canonical implementation registered) does not have and
+    which, where its check refuses the node (Clip without a ``min``, a Cast DaCe cannot expand), expands to
+    nothing."""
     from dcaccel.frontend.ops import library_nodes
+    from dcaccel.transforms.opaque import fallback_implementation
     from dcaccel.transforms.opaque_mark import mark_opaque
 
-    def hosted(graph: dace.SDFG) -> list:
-        return [(n, s) for n, s in library_nodes(graph) if isinstance(n, ONNXOp) and not _dace_expands(n)]
+    def unchosen(graph: dace.SDFG) -> list:
+        return [(n, s) for n, s in library_nodes(graph) if isinstance(n, ONNXOp) and n.implementation is None]
 
-    if not hosted(sdfg):
+    if not unchosen(sdfg):
         return sdfg
     sdfg = copy.deepcopy(sdfg)
-    for node, state in hosted(sdfg):
-        mark_opaque(host_task(node, state))
+    for node, state in unchosen(sdfg):
+        implementation = fallback_implementation(node, state)
+        if implementation == HOST_IMPLEMENTATION:
+            mark_opaque(host_task(node, state))
+        else:
+            node.implementation = implementation
     return sdfg
-
-
-def _dace_expands(node: ONNXOp) -> bool:
-    """Whether the implementation DaCe expands ``node`` with when none is chosen (the node's, else its class's,
-    else its library's default) is registered on it (Det, once dcaccel registered its canonical one, has only
-    that: DaCe would look for ``pure`` and fail)."""
-    import dace.library
-
-    library = dace.library._DACE_REGISTERED_LIBRARIES[type(node)._dace_library_name]
-    target = node.implementation or type(node).default_implementation or library.default_implementation
-    return target in type(node).implementations

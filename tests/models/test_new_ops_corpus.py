@@ -333,3 +333,32 @@ def test_every_model_verifies_lowered_against_onnxruntime():
         if not report.passed:
             failed[name] = report.outputs
     assert failed == {}
+
+
+@pytest.mark.slow
+def test_the_unlowered_program_runs_what_dace_cannot_expand_right_on_the_host():
+    """``F.lp_pool2d`` and ``F.normalize`` export a Pow of exponent 0.5 (DaCe's pure truncates it to 0), a Clip
+    without ``max`` (DaCe's check reads an absent input) and an Expand that broadcasts (the pure DaCe's class keeps
+    is the no-op one): the unlowered program runs these three on the host, as the four DaCe has no implementation of
+    (Abs, Sign, AveragePool, ReduceL2), the other ops (Conv, Pow of 2, Relu, Mul, Flatten, Div) on DaCe's expansions."""
+    from dace.sdfg import nodes
+
+    from dcaccel.transforms.host import with_host_tasks
+
+    program = with_host_tasks(_workload("lp-normalize-opset13").sdfg)
+    hosted = {node.label for node, _ in program.all_nodes_recursive() if isinstance(node, nodes.Tasklet)}
+    assert hosted == {"Pow_1", "Clip_0", "Expand_0", "Abs_0", "Sign_0", "AveragePool_0", "ReduceL2_0"}
+
+
+@pytest.mark.slow
+def test_every_model_verifies_unlowered_against_onnxruntime():
+    """What ``dcaccel verify MODEL.onnx`` checks: the imported program, DaCe's expansions and host tasks where DaCe
+    has none that applies or gives right values, equals onnxruntime's outputs."""
+    import dcaccel
+
+    failed = {}
+    for name in MODELS:
+        report = dcaccel.verify(_workload(name))
+        if not report.passed:
+            failed[name] = report.outputs
+    assert failed == {}
