@@ -1,6 +1,6 @@
 """A corpus family of small models that use the ops made canonical this round (element-wise math, the activations
-ONNX defines as functions, Trilu, ArgMin, GridSample, LpPool and LpNormalization, OneHot, Scatter, Compress,
-Hardmax, Shrink, control flow, attention, a QDQ model), written the way users get them: exported by PyTorch's
+ONNX defines as functions, Trilu, ArgMin, GridSample, Det, DepthToSpace, OneHot, Scatter, Compress, Hardmax,
+Shrink, control flow, attention, a QDQ model), written the way users get them: exported by PyTorch's
 TorchScript exporter (``torch.onnx.export(..., dynamo=False)``) at the corpus' opsets 13, 17 and 18, quantized by
 ``onnxruntime.quantization.quantize_static`` from a float export, or written with ``onnx.helper`` at opsets 9 and 10
 as the model zoo's old files are.
@@ -8,7 +8,8 @@ as the model zoo's old files are.
 Each model is imported by :func:`dcaccel.load`, lowered with every matrix product under each MMM shape, its task DAG
 extracted, validated and scheduled (``tests/models/corpus.run_pipeline``) with no opaque task, and the ``--strict``
 check passes; the ops it was written for are in its graph. One slow test compiles each lowered model (``mv``) and
-verifies it against onnxruntime.
+verifies it against onnxruntime, another each unlowered program (what ``dcaccel verify MODEL.onnx`` checks: DaCe's
+expansions, host tasks where DaCe has none that applies, Det's 0-d output among them).
 
 What does not export or import yet (the report of this family's author): ``torch.cumprod`` and ``torch.fft.rfft``
 have no TorchScript symbolic at opsets 17-20, ``F.affine_grid`` needs opset 20, torchvision (``deform_conv2d``,
@@ -148,6 +149,31 @@ class CausalAttention(torch.nn.Module):
         return F.scaled_dot_product_attention(q, k, v, is_causal=True)
 
 
+class Determinant(torch.nn.Module):
+    """x scaled by the determinant of a linear layer's 3 × 3 output (Det: a 0-d intermediate)."""
+
+    def __init__(self):
+        super().__init__()
+        self.linear = torch.nn.Linear(3, 3)
+
+    def forward(self, x: torch.Tensor) -> torch.Tensor:
+        return x * torch.linalg.det(self.linear(x))
+
+
+class PixelShuffle(torch.nn.Module):
+    """``F.pixel_shuffle`` (DepthToSpace, CRD) and back by ``F.pixel_unshuffle`` (Reshape, Transpose)."""
+
+    def forward(self, x: torch.Tensor) -> torch.Tensor:
+        return F.pixel_unshuffle(F.pixel_shuffle(x, 2) * 2, 2)
+
+
+class MoreActivations(torch.nn.Module):
+    """hardswish, mish (Softplus, Tanh), softsign, hardsigmoid and logsigmoid at opset 18."""
+
+    def forward(self, x: torch.Tensor) -> torch.Tensor:
+        return F.hardswish(x) + F.mish(x) + F.softsign(x) + F.hardsigmoid(x) + F.logsigmoid(x)
+
+
 class SmallCNN(torch.nn.Module):
     """Conv, Relu, Flatten and a linear layer: the float model the QDQ model quantizes."""
 
@@ -273,6 +299,11 @@ MODELS = {
     "scripted-opset13": NewOpsModel(_exported(Scripted, (2, 6), 13), _ops("Loop", "If")),
     "multihead-attention-opset17": NewOpsModel(_exported(MultiheadAttention, (1, 8, 16), 17), _ops("Softmax")),
     "causal-attention-opset18": NewOpsModel(_exported(CausalAttention, (1, 8, 16), 18), _ops("Trilu", "Where")),
+    "det-opset17": NewOpsModel(_exported(Determinant, (3, 3), 17), _ops("Det")),
+    "pixel-shuffle-opset13": NewOpsModel(_exported(PixelShuffle, (1, 8, 3, 3), 13), _ops("DepthToSpace")),
+    "more-activations-opset18": NewOpsModel(
+        _exported(MoreActivations, (2, 8), 18), _ops("HardSwish", "HardSigmoid", "Softplus")
+    ),
     "qdq-opset13": NewOpsModel(_qdq, _ops("QuantizeLinear", "DequantizeLinear")),
     "old-math-opset9": NewOpsModel(lambda: _old_math(9), _ops("Atan", "Asinh", "Sign", "Shrink", "Hardmax")),
     "old-math-opset10": NewOpsModel(lambda: _old_math(10), _ops("Hardmax", "Mod")),
