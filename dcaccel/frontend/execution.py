@@ -25,7 +25,7 @@ from dace.codegen.compiled_sdfg import CompiledSDFG
 from dcaccel.errors import UnsupportedOpError
 from dcaccel.frontend.ops import library_nodes, op_type
 from dcaccel.frontend.shapes import concrete_shape, dimension_str
-from dcaccel.transforms.host import host_callbacks, raising_host_failures, with_host_tasks
+from dcaccel.transforms.host import host_callbacks, raising_host_failures
 
 if TYPE_CHECKING:
     from dcaccel.frontend.workload import Workload
@@ -40,13 +40,15 @@ def compiled(sdfg: dace.SDFG) -> CompiledSDFG:
     """The compiled program of ``sdfg``: compiled on first use, then cached by :func:`program_key`.
 
     An ONNX node without any implementation runs on the host through onnxruntime (it is compiled as its host
-    task, :func:`dcaccel.transforms.host.with_host_tasks`); raises :class:`UnsupportedOpError` for another
+    task, :func:`dcaccel.transforms.opaque.with_host_tasks`); raises :class:`UnsupportedOpError` for another
     library node that has no implementation to expand it.
     """
     _use_cache_build_folder()
     key = program_key(sdfg)
     program = _PROGRAMS.get(key)
     if program is None:
+        from dcaccel.transforms.opaque import with_host_tasks  # (it imports dcaccel.frontend)
+
         sdfg = with_host_tasks(sdfg)
         check_implementations(sdfg)
         with warnings.catch_warnings():

@@ -18,7 +18,6 @@ counts the task like every opaque task: its volumes the sizes of its tensors, it
 """
 
 import contextlib
-import copy
 import functools
 import hashlib
 from collections.abc import Iterable
@@ -154,17 +153,14 @@ def one_node_model(node: ONNXOp, descs: dict[str, dace.data.Data], inputs: list[
     return helper.make_model(graph, opset_imports=[opset], ir_version=9).SerializeToString()
 
 
-def host_task(node: ONNXOp, state: dace.SDFGState) -> nodes.Tasklet:
-    """Replace ``node`` by the host task calling onnxruntime for it (see the module docstring); returns the
-    tasklet, not yet marked opaque. :class:`UnsupportedOpError` for attributes onnxruntime cannot be given, or
-    an op onnxruntime has no kernel for."""
-
+def _host_model(node: ONNXOp, state: dace.SDFGState) -> tuple[dict, list[str], list[str], bytes]:
+    """The tensors of ``node`` by connector, its ONNX inputs and outputs, and the one-node model onnxruntime runs for
+    it. :class:`UnsupportedOpError` for attributes onnxruntime cannot be given, or an op it has no kernel for."""
     from dcaccel.frontend.ops import op_type  # (dcaccel.frontend imports this module)
 
     sdfg = state.sdfg
-    in_edges, out_edges = list(state.in_edges(node)), list(state.out_edges(node))
-    descs = {e.dst_conn: sdfg.arrays[e.data.data] for e in in_edges if not e.data.is_empty()}
-    descs |= {e.src_conn: sdfg.arrays[e.data.data] for e in out_edges if not e.data.is_empty()}
+    descs = {e.dst_conn: sdfg.arrays[e.data.data] for e in state.in_edges(node) if not e.data.is_empty()}
+    descs |= {e.src_conn: sdfg.arrays[e.data.data] for e in state.out_edges(node) if not e.data.is_empty()}
     inputs = _onnx_names(node, set(node.in_connectors), node.schema.inputs)
     outputs = _onnx_names(node, set(node.out_connectors), node.schema.outputs)
     model = one_node_model(node, descs, inputs, outputs)
@@ -175,6 +171,24 @@ def host_task(node: ONNXOp, state: dace.SDFGState) -> nodes.Tasklet:
         raise UnsupportedOpError(
             op_type(node), node.label, f"onnxruntime cannot run it on the host: {detail}"
         ) from None
+    return descs, inputs, outputs, model
+
+
+def check_host(node: ONNXOp, state: dace.SDFGState) -> None:
+    """Raise :class:`UnsupportedOpError` unless onnxruntime can run ``node`` as a host task (without touching it)."""
+    _host_model(node, state)
+
+
+def host_task(node: ONNXOp, state: dace.SDFGState) -> nodes.Tasklet:
+    """Replace ``node`` by the host task calling onnxruntime for it (see the module docstring); returns the
+    tasklet, not yet marked opaque. :class:`UnsupportedOpError` for attributes onnxruntime cannot be given, or
+    an op onnxruntime has no kernel for."""
+
+    from dcaccel.frontend.ops import op_type  # (dcaccel.frontend imports this module)
+
+    sdfg = state.sdfg
+    in_edges, out_edges = list(state.in_edges(node)), list(state.out_edges(node))
+    descs, inputs, outputs, model = _host_model(node, state)
     connector = _free_connectors(sdfg, (*node.in_connectors, *node.out_connectors))
     arguments = [name for name in (*inputs, *outputs) if name]
     symbol = f"__dcaccel_host_{hashlib.sha256(model).hexdigest()[:16]}"
@@ -237,30 +251,3 @@ def _declare(sdfg: dace.SDFG, symbol: str, callback: dace.callback) -> None:
         if sdfg.parent_nsdfg_node is not None:
             sdfg.parent_nsdfg_node.symbol_mapping[symbol] = symbol
         sdfg = sdfg.parent_sdfg
-
-
-def with_host_tasks(sdfg: dace.SDFG) -> dace.SDFG:
-    """``sdfg`` with every ONNX node that has no implementation chosen expanded as lowering's fallback expands it
-    (:func:`dcaccel.transforms.opaque.fallback_implementation`): by DaCe's own implementation where one applies,
-    else replaced by its host task; on a copy (``sdfg`` itself when it has no such node). The unlowered program of
-    a model then compiles too: left to itself, DaCe expands a node with its library's default (``pure``), which
-    an op without one (Det, or Trilu with only dcaccel's canonical implementation registered) does not have and
-    which, where its check refuses the node (Clip without a ``min``, a Cast DaCe cannot expand), expands to
-    nothing."""
-    from dcaccel.frontend.ops import library_nodes
-    from dcaccel.transforms.opaque import fallback_implementation
-    from dcaccel.transforms.opaque_mark import mark_opaque
-
-    def unchosen(graph: dace.SDFG) -> list:
-        return [(n, s) for n, s in library_nodes(graph) if isinstance(n, ONNXOp) and n.implementation is None]
-
-    if not unchosen(sdfg):
-        return sdfg
-    sdfg = copy.deepcopy(sdfg)
-    for node, state in unchosen(sdfg):
-        implementation = fallback_implementation(node, state)
-        if implementation == HOST_IMPLEMENTATION:
-            mark_opaque(host_task(node, state))
-        else:
-            node.implementation = implementation
-    return sdfg

@@ -14,13 +14,15 @@ mark and makes the node one task whose in-edges carry the sizes of its input ten
 sizes of its outputs (docs/dag.md, "Opaque tasks").
 """
 
+import copy
+
 import dace
 from dace.libraries.onnx.nodes.onnx_op import ONNXOp
 from dace.sdfg import nodes
 
 from dcaccel.errors import UnsupportedOpError
 from dcaccel.frontend.ops import op_type
-from dcaccel.transforms.host import HOST_IMPLEMENTATION, host_task
+from dcaccel.transforms.host import HOST_IMPLEMENTATION, check_host, host_task
 from dcaccel.transforms.opaque_mark import mark_opaque
 
 
@@ -57,6 +59,7 @@ def fallback_implementation(node: nodes.LibraryNode, state: dace.SDFGState) -> s
                 applies = False
             if applies:
                 return name
+        check_host(node, state)
         return HOST_IMPLEMENTATION
     for name in (node.implementation, type(node).default_implementation):
         if name is not None and name in registered and name not in ours:
@@ -114,3 +117,28 @@ def _expand_inner(sdfg: dace.SDFG, op: str, label: str) -> None:
     except Exception as err:  # as in expand_opaque
         detail = str(err).splitlines()[0] if str(err) else type(err).__name__
         raise UnsupportedOpError(op, label, f"DaCe cannot expand its inner library nodes: {detail}") from err
+
+
+def with_host_tasks(sdfg: dace.SDFG) -> dace.SDFG:
+    """``sdfg`` with every ONNX node that has no implementation chosen expanded as lowering's fallback expands it
+    (:func:`fallback_implementation`): by DaCe's own implementation where one applies,
+    else replaced by its host task; on a copy (``sdfg`` itself when it has no such node). The unlowered program of
+    a model then compiles too: left to itself, DaCe expands a node with its library's default (``pure``), which
+    an op without one (Det, or Trilu with only dcaccel's canonical implementation registered) does not have and
+    which, where its check refuses the node (Clip without a ``min``, a Cast DaCe cannot expand), expands to
+    nothing."""
+    from dcaccel.frontend.ops import library_nodes
+
+    def unchosen(graph: dace.SDFG) -> list:
+        return [(n, s) for n, s in library_nodes(graph) if isinstance(n, ONNXOp) and n.implementation is None]
+
+    if not unchosen(sdfg):
+        return sdfg
+    sdfg = copy.deepcopy(sdfg)
+    for node, state in unchosen(sdfg):
+        implementation = fallback_implementation(node, state)
+        if implementation == HOST_IMPLEMENTATION:
+            mark_opaque(host_task(node, state))
+        else:
+            node.implementation = implementation
+    return sdfg

@@ -369,22 +369,26 @@ def test_partition_policy_none_alone_is_the_plain_pipeline_with_its_schedulers(c
 
 
 @pytest.fixture(scope="module")
-def det_onnx(tmp_path_factory):
-    from tests.mapping.test_search import export_scalar_det
+def unrunnable_onnx(tmp_path_factory):
+    from tests.mapping.test_search import export_unrunnable_op
 
-    path = tmp_path_factory.mktemp("det") / "det.onnx"
-    export_scalar_det(path)
+    path = tmp_path_factory.mktemp("unrunnable") / "unrunnable.onnx"
+    export_unrunnable_op(path)
     return str(path)
 
 
 @pytest.mark.slow
-def test_an_op_nothing_can_run_is_refused_before_the_sweep_as_dag_refuses_it(det_onnx, capsys, no_sweep):
-    """The Det has no canonical implementation, DaCe none that applies, and its scalar output cannot come back
-    from a host task: no opaque-task warning, no sweep."""
-    from tests.mapping.test_search import DET_REFUSAL
+def test_an_op_nothing_can_run_is_refused_before_the_sweep_as_dag_refuses_it(unrunnable_onnx, capsys, no_sweep):
+    """The RandomUniformLike (opset 22) has no canonical implementation, DaCe none that applies, and onnxruntime no
+    kernel for it: no opaque-task warning, no sweep."""
+    from tests.mapping.test_search import UNRUNNABLE_REFUSAL
 
-    assert _run(["dag", det_onnx], capsys) == (2, "", f"dcaccel dag: error: {DET_REFUSAL}\n")
-    assert _run(["explore", det_onnx, "--pes", "1"], capsys) == (2, "", f"dcaccel explore: error: {DET_REFUSAL}\n")
+    assert _run(["dag", unrunnable_onnx], capsys) == (2, "", f"dcaccel dag: error: {UNRUNNABLE_REFUSAL}\n")
+    assert _run(["explore", unrunnable_onnx, "--pes", "1"], capsys) == (
+        2,
+        "",
+        f"dcaccel explore: error: {UNRUNNABLE_REFUSAL}\n",
+    )
 
 
 def test_a_design_that_runs_no_conv_is_refused_before_the_sweep(tmp_path, capsys, no_sweep):

@@ -35,14 +35,14 @@ def test_table_and_errors(capsys):
 
 
 def test_a_model_with_an_op_nothing_runs_lists_it_as_not_counted(tmp_path, capsys):
-    from tests.mapping.test_search import DET_REFUSAL, export_scalar_det
+    from tests.mapping.test_search import UNRUNNABLE_REFUSAL, export_unrunnable_op
 
     model = tmp_path / "det.onnx"
-    export_scalar_det(model)
+    export_unrunnable_op(model)
     status = main(["map", str(model), "--arch", "eyeriss", "--top-k", "1", "--pes", "4"])
     out, err = capsys.readouterr()
     assert status == 0 and "Traceback" not in err
-    assert out.splitlines()[-1] == f"not counted: det: {DET_REFUSAL}"
+    assert out.splitlines()[-1] == f"not counted: noise: {UNRUNNABLE_REFUSAL}"
     assert "over 4 nodes" in out
 
 

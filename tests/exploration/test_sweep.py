@@ -206,32 +206,32 @@ def test_a_workload_without_opaque_ops_has_none(conv_seed):
 
 
 @pytest.fixture(scope="module")
-def det_workload(tmp_path_factory):
-    """tests/mapping/test_search.py's model: Gemm → Relu → Det → Mul → Gemm (nothing runs its Det: no dcaccel or
-    DaCe implementation, and its scalar output cannot come back from a host task)."""
+def unrunnable_workload(tmp_path_factory):
+    """tests/mapping/test_search.py's model: Gemm → Relu → RandomUniformLike → Mul → Gemm (nothing runs its
+    RandomUniformLike at opset 22: no dcaccel or DaCe implementation, and onnxruntime has no kernel for it)."""
     import dcaccel
-    from tests.mapping.test_search import export_scalar_det
+    from tests.mapping.test_search import export_unrunnable_op
 
-    path = tmp_path_factory.mktemp("det") / "det.onnx"
-    export_scalar_det(path)
-    return dcaccel.load(str(path), name="det")
+    path = tmp_path_factory.mktemp("unrunnable") / "unrunnable.onnx"
+    export_unrunnable_op(path)
+    return dcaccel.load(str(path), name="unrunnable")
 
 
-def test_an_op_no_implementation_runs_is_refused_before_the_sweep_and_its_warning(det_workload, monkeypatch):
-    """Every assignment would fail where lowering meets the Det: refused as lower refuses it."""
+def test_an_op_no_implementation_runs_is_refused_before_the_sweep_and_its_warning(unrunnable_workload, monkeypatch):
+    """Every assignment would fail where lowering meets the RandomUniformLike: refused as lower refuses it."""
     from dcaccel.errors import UnsupportedOpError
     from dcaccel.exploration.run import Run
-    from tests.mapping.test_search import DET_REFUSAL
+    from tests.mapping.test_search import UNRUNNABLE_REFUSAL
 
     monkeypatch.setattr(Run, "evaluate", lambda self, batch: pytest.fail("the sweep ran"))
     with warnings.catch_warnings(record=True) as caught:
         warnings.simplefilter("always")
         with pytest.raises(UnsupportedOpError) as refused:
-            explore(det_workload, {"Gemm": ["mv", "op"]}, pes=[1], progress=False)
-    assert str(refused.value) == DET_REFUSAL
+            explore(unrunnable_workload, {"Gemm": ["mv", "op"]}, pes=[1], progress=False)
+    assert str(refused.value) == UNRUNNABLE_REFUSAL
     assert [w for w in caught if "opaque" in str(w.message)] == []
     with pytest.raises(UnsupportedOpError) as lowered:
-        det_workload.lower()
+        unrunnable_workload.lower()
     assert str(lowered.value) == str(refused.value)
 
 

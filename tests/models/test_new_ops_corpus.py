@@ -374,7 +374,7 @@ def test_the_unlowered_program_runs_what_dace_cannot_expand_right_on_the_host():
     (Abs, Sign, AveragePool, ReduceL2), the other ops (Conv, Pow of 2, Relu, Mul, Flatten, Div) on DaCe's expansions."""
     from dace.sdfg import nodes
 
-    from dcaccel.transforms.host import with_host_tasks
+    from dcaccel.transforms.opaque import with_host_tasks
 
     program = with_host_tasks(_workload("lp-normalize-opset13").sdfg)
     hosted = {node.label for node, _ in program.all_nodes_recursive() if isinstance(node, nodes.Tasklet)}
