@@ -205,6 +205,11 @@ def infer_onnx_shapes(model: onnx.ModelProto, auto_merge: bool = False) -> onnx.
                 )
             for value in values.get(name, ()):
                 _set_shape(value, dims, known.get(name, [value])[0])
+    for name, found in values.items():  # downstream of those outputs (OneHot → Cast), onnxruntime's shapes are symbols
+        dims = _concrete(known.get(name, [None])[0])
+        for value in found:
+            if dims is not None and _concrete(value) is None:
+                _set_shape(value, dims, known[name][0])
     return inferred
 
 

@@ -117,15 +117,21 @@ def test_control_flow_is_rewritten_before_the_ops_are_checked():
     assert {"Relu", "Neg", "Where"} <= op_types
 
 
-def test_an_output_shaped_by_a_constant_input_has_its_size():
-    """OneHot's output length is its constant depth, whether or not lowering registered its implementations."""
+@pytest.mark.parametrize("after", [[], ["Relu"]], ids=["output", "read-by-relu"])
+def test_an_output_shaped_by_a_constant_input_has_its_size(after):
+    """OneHot's output length is its constant depth (a scalar, as torch exports it), whether or not lowering
+    registered its implementations, and so is the length of what is computed from it (onnxruntime's inference left
+    the Relu's output a symbol)."""
+    names = ["one_hot", *(op.lower() for op in after)]
+    nodes = [onnx.helper.make_node("OneHot", ["i", "depth", "values"], [names[0]])]
+    nodes += [onnx.helper.make_node(op, [names[k]], [names[k + 1]]) for k, op in enumerate(after)]
     graph = onnx.helper.make_graph(
-        [onnx.helper.make_node("OneHot", ["i", "depth", "values"], ["y"])],
+        nodes,
         "one_hot",
         [onnx.helper.make_tensor_value_info("i", onnx.TensorProto.INT64, [3])],
-        [_value("y", [3, "k"])],
+        [_value(names[-1], [3, "k"])],
         [
-            onnx.numpy_helper.from_array(np.array([5], np.int64), "depth"),
+            onnx.numpy_helper.from_array(np.array(5, np.int64), "depth"),
             onnx.numpy_helper.from_array(np.array([0, 1], np.float32), "values"),
         ],
     )
