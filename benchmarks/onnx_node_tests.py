@@ -249,13 +249,19 @@ def prepare(label: str, case: TestCase, implementation: str = "canonical") -> Pr
     for index, node in enumerate(graph.node):
         node.name = node.name or f"node{index}"
     values = {value.name: _as_array(array) for value, array in zip(graph.input, inputs, strict=False)}
+    # The inputs at a parameter position: of each node, and, in an _expanded graph (the function body of the tested
+    # op, whose inputs are the graph's in the op's order), of the graph
+    parameters = [
+        node.input[k] for node in graph.node for k in PARAMETER_INPUTS.get(node.op_type, ()) if k < len(node.input)
+    ]
+    if EXPANDED in case.name:
+        names = [value.name for value in graph.input]
+        parameters += [names[k] for k in PARAMETER_INPUTS.get(primary_op(case), ()) if k < len(names)]
     bound = set()
-    for node in graph.node:
-        for position in PARAMETER_INPUTS.get(node.op_type, ()):
-            if position < len(node.input) and node.input[position] in values and node.input[position] not in bound:
-                name = node.input[position]
-                graph.initializer.append(onnx.numpy_helper.from_array(np.asarray(values[name]), name))
-                bound.add(name)
+    for name in dict.fromkeys(parameters):
+        if name in values:
+            graph.initializer.append(onnx.numpy_helper.from_array(np.asarray(values[name]), name))
+            bound.add(name)
     kept = [value for value in graph.input if value.name not in bound]
     del graph.input[:]
     graph.input.extend(kept)

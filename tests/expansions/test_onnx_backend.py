@@ -126,6 +126,16 @@ def test_shape_parameters_are_bound_as_initializers(runner_module, cases):
 
 
 @pytest.mark.slow
+def test_an_expanded_graph_binds_the_tested_op_s_shape_parameters(runner_module, cases):
+    """The _expanded graph has no CenterCropPad node: its graph input 'shape' (the op's input 1) is bound, so the
+    import folds the crop's arithmetic on it into constants."""
+    prepared = runner_module.prepare("CenterCropPad (expanded)", cases["test_center_crop_pad_crop_expanded"])
+    assert prepared.refusal is None
+    assert [i.name for i in prepared.model.graph.input] == ["x"]
+    assert set(prepared.inputs) == {"x"}
+
+
+@pytest.mark.slow
 def test_merged_cases_keep_their_tensors_apart(runner_module, cases):
     first = runner_module.prepare("Relu", cases["test_relu"])
     second = runner_module.prepare("Add", cases["test_add_bcast"])
