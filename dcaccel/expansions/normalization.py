@@ -36,7 +36,7 @@ from dcaccel.expansions.node import (
     ordered_inputs,
     unsupported,
 )
-from dcaccel.expansions.reduce import REDUCTIONS, add_reduction
+from dcaccel.expansions.reduce import add_reduction, reduction_named
 
 
 @dataclass(frozen=True)
@@ -434,8 +434,7 @@ class CanonicalLpNormalization(CanonicalForward):
         params = index_params(len(shape))
         line = [1 if d == axis else size for d, size in enumerate(shape)]
         norm = steps.transient("norm", line, dtype, BufferReason.REUSE)
-        (reduction,) = [r for r in REDUCTIONS if r.op == f"ReduceL{node.p}"]
-        add_reduction(steps, reduction, source, [axis], norm, keepdims=True)
+        add_reduction(steps, reduction_named(f"ReduceL{node.p}"), source, [axis], norm, keepdims=True)
         index = subscript(["0" if d == axis else p for d, p in enumerate(params)])
         steps.flat_map(
             "normalize",

@@ -53,7 +53,7 @@ from dcaccel.expansions.node import (
     output_shape,
     unsupported,
 )
-from dcaccel.expansions.reduce import REDUCTIONS, add_reduction
+from dcaccel.expansions.reduce import add_reduction, reduction_named
 
 UNROLLED_WINDOW = 16
 """The largest clipped window (in positions) read by one tasklet; larger ones are WCR reductions."""
@@ -372,7 +372,7 @@ class CanonicalLpPool(CanonicalForward):
 
 
 def _global_pool(op: str, reduction_op: str, summary: str) -> Implementation:
-    (reduction,) = [r for r in REDUCTIONS if r.op == reduction_op]
+    reduction = reduction_named(reduction_op)
 
     class Forward(CanonicalForward):
         @staticmethod

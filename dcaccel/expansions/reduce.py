@@ -225,7 +225,8 @@ def _implementation(reduction: Reduction) -> Implementation:
     return Implementation(reduction.op, CANONICAL, Forward)
 
 
-def _reduction(op: str) -> Reduction:
+def reduction_named(op: str) -> Reduction:
+    """The :class:`Reduction` of :data:`REDUCTIONS` whose op is ``op`` (``"ReduceMax"``)."""
     (reduction,) = [r for r in REDUCTIONS if r.op == op]
     return reduction
 
@@ -346,7 +347,7 @@ class CanonicalHardmax(CanonicalForward):
         axis = normalize_axis(node.axis, len(shape), node)
         dtype = steps.desc("output").dtype
         source = steps.operand("input", reused=True)
-        index = add_arg_index(steps, source, axis, _reduction("ReduceMax"), False, dace.int64)
+        index = add_arg_index(steps, source, axis, reduction_named("ReduceMax"), False, dace.int64)
         params = index_params(len(shape))
         row = subscript(["0" if d == axis else p for d, p in enumerate(params)])
         steps.flat_map(
@@ -361,7 +362,7 @@ class CanonicalHardmax(CanonicalForward):
 
 IMPLEMENTATIONS = (
     *(_implementation(reduction) for reduction in REDUCTIONS),
-    _arg_implementation("ArgMax", _reduction("ReduceMax")),
-    _arg_implementation("ArgMin", _reduction("ReduceMin")),
+    _arg_implementation("ArgMax", reduction_named("ReduceMax")),
+    _arg_implementation("ArgMin", reduction_named("ReduceMin")),
     Implementation("Hardmax", CANONICAL, CanonicalHardmax),
 )
