@@ -43,10 +43,12 @@ CONTROL_FLOW_OPS = frozenset({"If", "Loop", "Scan"})
 
 MAX_STEPS = 4096
 """The most steps a ``Loop`` or ``Scan`` is unrolled to: beyond, the node is refused (a ``Loop`` written as a
-``while`` with a huge trip count and a condition that never turns false)."""
+``while`` with a huge trip count, as PyTorch exports one, whose condition is still true after that many)."""
 
 #: Ops whose value differs from one run to the next: never computed at import.
-_RANDOM_OPS = frozenset({"RandomNormal", "RandomNormalLike", "RandomUniform", "RandomUniformLike", "Multinomial"})
+_RANDOM_OPS = frozenset(
+    {"Bernoulli", "Multinomial", "RandomNormal", "RandomNormalLike", "RandomUniform", "RandomUniformLike"}
+)
 
 #: Ops whose value is computed from their input's shape alone (a constant when that shape is static).
 _SHAPE_OPS = frozenset({"Shape", "Size"})
@@ -340,8 +342,6 @@ class _Unroller:
         if trips is None:
             raise UnsupportedOpError("Loop", name, "trip count is not a constant")
         trips = int(np.asarray(trips).reshape(-1)[0])
-        if trips > MAX_STEPS:
-            raise UnsupportedOpError("Loop", name, f"trip count {trips} exceeds the {MAX_STEPS} steps unrolled")
         condition = node.input[1] if len(node.input) > 1 and node.input[1] else None
         running = True if condition is None else self.value(condition)
         if running is None:
@@ -351,6 +351,8 @@ class _Unroller:
         condition = condition or self.constant(np.array(True), f"{name}_condition")
         step = 0
         while step < trips and bool(np.asarray(running).reshape(-1)[0]):
+            if step == MAX_STEPS:
+                raise UnsupportedOpError("Loop", name, f"still running after the {MAX_STEPS} steps unrolled")
             iteration = self.constant(np.array(step, np.int64), f"{name}_iteration{step}")
             inputs = [value.name for value in body.input]
             bound = dict(zip(inputs, [iteration, condition, *carried], strict=True))

@@ -13,6 +13,7 @@ import pytest
 from onnx import TensorProto, helper, numpy_helper
 
 from dcaccel.errors import UnsupportedOpError
+from dcaccel.frontend import control_flow
 from dcaccel.frontend.control_flow import CONTROL_FLOW_OPS, straight_line
 from dcaccel.frontend.onnx_import import readable_node_names
 from dcaccel.frontend.onnx_prepare import normalize
@@ -267,6 +268,18 @@ def test_unrolled_nodes_name_their_control_flow_node_and_step():
 def test_a_loop_stops_at_the_step_whose_condition_is_false():
     unrolled = straight_line(FORMS["loop_condition_stops"], "loop")
     assert {node.name.split("_")[1] for node in unrolled.graph.node if "_step" in node.name} == {"step0", "step1"}
+
+
+def test_a_while_loop_of_the_largest_trip_count_unrolls_until_its_condition_is_false():
+    """PyTorch writes a ``while`` loop as a Loop of trip count 2**63 - 1 and a condition: the steps the condition
+    allows are unrolled, whatever the trip count."""
+    unrolled = straight_line(loop_model(2**63 - 1, stop=2), "loop")
+    assert {node.name.split("_")[1] for node in unrolled.graph.node if "_step" in node.name} == {"step0", "step1"}
+
+
+def test_a_loop_still_running_after_the_steps_unrolled_is_refused(monkeypatch):
+    monkeypatch.setattr(control_flow, "MAX_STEPS", 3)
+    assert _refusal(loop_model(10)) == "unsupported op Loop (node 'loop'): still running after the 3 steps unrolled"
 
 
 def test_nested_control_flow_is_unrolled_with_its_enclosing_step():
