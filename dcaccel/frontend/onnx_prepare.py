@@ -51,6 +51,7 @@ from onnx_ir.passes.common import IdentityEliminationPass, LiftConstantsToInitia
 
 from dcaccel.errors import DcaccelError, UnsupportedOpError
 from dcaccel.frontend import control_flow, functions, ml_domain
+from dcaccel.frontend.shapes import AXES_INPUT_REDUCTIONS
 
 MIN_OPSET = 7
 """The oldest default-domain opset DaCe's importer takes: the symbolic shape inference of onnxruntime it
@@ -92,21 +93,7 @@ SHAPE_OPERANDS: dict[str, tuple[int, ...]] = {
     "CumSum": (1,),
     "CumProd": (1,),
     "Trilu": (1,),
-    **dict.fromkeys(
-        (
-            "ReduceL1",
-            "ReduceL2",
-            "ReduceLogSum",
-            "ReduceLogSumExp",
-            "ReduceMax",
-            "ReduceMean",
-            "ReduceMin",
-            "ReduceProd",
-            "ReduceSum",
-            "ReduceSumSquare",
-        ),
-        (1,),
-    ),
+    **dict.fromkeys(AXES_INPUT_REDUCTIONS, (1,)),
 }
 
 #: Detail of the preparation: what onnx-simplifier and onnxruntime printed while folding constants.
