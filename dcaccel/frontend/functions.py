@@ -8,10 +8,10 @@ dcaccel does not implement (``dcaccel.expansions.supported_ops()``) by the body 
 model's opset, as ONNX's own ``_expanded`` backend test cases do: the body's inputs and outputs become the
 node's, its attributes take the node's values (else the schema's defaults), its internal tensors and nodes are
 named after the node and op (``<node>/<op>/<tensor>``, ``<node>/<op>/<body op>_<k>``; ``<node>/...`` when the
-node's name ends with its op, as PyTorch's ``/norm/RMSNormalization`` does), so a lowered task says which op
-it came from. Bodies whose ops are functions without an implementation themselves are expanded in turn. The
-body's ops then lower canonically like any other; what the body computes from shapes (``Shape`` → ``Slice`` →
-``Range``) is folded by the preparation steps after this one.
+last part of the node's name starts with its op, as PyTorch's ``/norm/RMSNormalization`` does), so a lowered
+task says which op it came from. Bodies whose ops are functions without an implementation themselves are
+expanded in turn. The body's ops then lower canonically like any other; what the body computes from shapes
+(``Shape`` → ``Slice`` → ``Range``) is folded by the preparation steps after this one.
 
 A node stays as written (and runs through lowering's host fallback) when its op has no body at the model's
 opset, when its body was written for an older opset under which one of its nodes means something else than
