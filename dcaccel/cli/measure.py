@@ -1,7 +1,8 @@
 """``dcaccel measure MODEL``: time every task and copy of the lowered model on this machine (docs/costmodel.md).
 
 Lowers the model with the ``--impl`` choices, compiles it with a nanosecond timer on every top-level map
-and copy, calls the compiled program ``--repeat`` times (after one warm-up call) and appends one row per
+and copy, calls the compiled program ``--repeat`` times (after one warm-up call; in each of ``--processes``
+fresh processes when more than one, their samples pooled) and appends one row per
 map and copy to ``--out`` (JSON lines: features, IR tokens, median, p10, p90 and minimum of the time,
 provenance). The times are this CPU running DaCe's generated code, not the modelled accelerator; run with
 ``OMP_NUM_THREADS=1`` on a shared machine (the threads are recorded in each row).
@@ -20,7 +21,7 @@ from dcaccel.cli.models import (
     lower_workload,
     model_with_choices,
 )
-from dcaccel.costmodel.measure import MAX_REPEAT, WARMUP, measure, write_rows
+from dcaccel.costmodel.measure import MAX_PROCESSES, MAX_REPEAT, WARMUP, measure, write_rows
 
 
 def register(subparsers) -> None:
@@ -30,6 +31,12 @@ def register(subparsers) -> None:
     add_impl_argument(parser)
     parser.add_argument(
         "--repeat", type=bounded_int(1, MAX_REPEAT), default=20, help="timed calls (default: %(default)d)"
+    )
+    parser.add_argument(
+        "--processes",
+        type=bounded_int(1, MAX_PROCESSES),
+        default=1,
+        help="fresh processes that each make the timed calls, their samples pooled (default: %(default)d)",
     )
     add_seed_argument(parser)
     parser.add_argument("--family", help="workload family of the rows (default: the model's name)")
@@ -41,9 +48,15 @@ def run(args: argparse.Namespace) -> int:
     check_output("--out", args.out, (".jsonl",))
     workload, choices = model_with_choices(args)
     lowered = lower_workload(workload, choices, False)
-    with tqdm(total=WARMUP + args.repeat, desc=f"measure {workload.name}", unit="call", file=sys.stderr) as bar:
+    calls = (WARMUP + args.repeat) * args.processes
+    with tqdm(total=calls, desc=f"measure {workload.name}", unit="call", file=sys.stderr) as bar:
         rows = measure(
-            lowered, family=args.family or workload.name, repeat=args.repeat, seed=args.seed, progress=bar.update
+            lowered,
+            family=args.family or workload.name,
+            repeat=args.repeat,
+            processes=args.processes,
+            seed=args.seed,
+            progress=bar.update,
         )
     write_rows(rows, args.out)
     total = sum(row.timing.median_ns for row in rows)

@@ -19,13 +19,17 @@ import json
 import math
 import os
 import platform
+import subprocess
+import sys
+import tempfile
 import warnings
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import asdict, dataclass, field, replace
 from pathlib import Path
 
 import dace
 import numpy as np
+from dace.codegen.compiled_sdfg import CompiledSDFG
 from dace.libraries.standard.nodes.copy import CopyLibraryNode
 from dace.sdfg import infer_types
 from dace.transformation.passes.insert_explicit_copies import InsertExplicitCopies
@@ -37,12 +41,14 @@ from dcaccel.dag.extract import origins_of
 from dcaccel.dag.scopes import Copy, LoweredProgram, TaskScope, read_program
 from dcaccel.dag.task import TaskInfo
 from dcaccel.errors import DcaccelError
-from dcaccel.frontend.execution import compiled, program_arguments
+from dcaccel.frontend.execution import compiled, program_arguments, program_key
 
 #: Calls before the timed ones (first-touch page faults, cold caches).
 WARMUP = 1
 #: The most timed calls of one measurement (each call runs the whole program).
 MAX_REPEAT = 10_000
+#: The most worker processes of one measurement.
+MAX_PROCESSES = 64
 
 
 @dataclass(frozen=True)
@@ -184,10 +190,10 @@ def _top_level_maps(sdfg: dace.SDFG) -> list:
 
 
 def run_timed(program, arguments: Mapping, repeat: int, progress: Callable[[], None] | None = None) -> dict:
-    """Call the instrumented ``program`` ``WARMUP + repeat`` times; the nanoseconds of each timed event per
-    call after the warm-up, by event name."""
+    """Call the instrumented ``program`` ``WARMUP + repeat`` times in this process; the nanoseconds of each
+    timed event per call after the warm-up, by event name."""
     perf = Path(program.sdfg.build_folder) / "perf"
-    before = set(perf.glob("report-*.json")) if perf.is_dir() else set()
+    before = _reports(perf)
     with warnings.catch_warnings():
         warnings.filterwarnings("ignore", message="Return value .* is passed as a regular argument")
         for _ in range(WARMUP + repeat):
@@ -195,11 +201,76 @@ def run_timed(program, arguments: Mapping, repeat: int, progress: Callable[[], N
             if progress is not None:
                 progress()
     program.finalize()  # writes the one report of all calls
-    written = sorted(set(perf.glob("report-*.json")) - before)
+    return _samples(_take_report(program.sdfg, perf, before), repeat)
+
+
+def run_timed_in_processes(
+    programs: Sequence[tuple[CompiledSDFG, Mapping]],
+    repeat: int,
+    processes: int,
+    progress: Callable[[], None] | None = None,
+) -> list[dict]:
+    """Time every (program, arguments) of ``programs`` in ``processes`` fresh worker processes, one after the
+    other (:mod:`dcaccel.costmodel.worker`: each calls every program ``WARMUP + repeat`` times, in order); per
+    program, the nanoseconds of each timed event per call after the warm-ups, the calls of all workers
+    pooled. The programs must be compiled (this process does not call them) and run no host task (its
+    onnxruntime session lives in this process)."""
+    with tempfile.TemporaryDirectory(prefix="dcaccel-measure-") as scratch:
+        entries = [
+            _manifest_entry(program, arguments, Path(scratch) / f"{k}.npz")
+            for k, (program, arguments) in enumerate(programs)
+        ]
+        manifest = Path(scratch) / "manifest.json"
+        manifest.write_text(json.dumps({"calls": WARMUP + repeat, "programs": entries}))
+        pooled: list[dict[str, list]] = [{} for _ in programs]
+        for _ in range(processes):
+            perfs = [Path(program.sdfg.build_folder) / "perf" for program, _ in programs]
+            before = [_reports(perf) for perf in perfs]
+            done = subprocess.run(
+                [sys.executable, "-m", "dcaccel.costmodel.worker", str(manifest)], capture_output=True, text=True
+            )
+            if done.returncode != 0:
+                tail = done.stderr.strip().splitlines()[-1:] or ["(no message)"]
+                raise DcaccelError(f"measure: a timing process failed: {tail[0]}")
+            for (program, _), perf, seen, samples in zip(programs, perfs, before, pooled, strict=True):
+                for name, values in _samples(_take_report(program.sdfg, perf, seen), repeat).items():
+                    samples.setdefault(name, []).extend(values)
+                for _ in range((WARMUP + repeat) * (progress is not None)):
+                    progress()
+    return [{name: np.array(values) for name, values in samples.items()} for samples in pooled]
+
+
+def _manifest_entry(program: CompiledSDFG, arguments: Mapping, path: Path) -> dict:
+    """What a worker needs to call ``program``: its build folder, its array arguments (written to ``path``) and
+    its scalar ones; a host task's callback cannot cross to another process and is refused in one line."""
+    callbacks = [name for name, value in arguments.items() if callable(value)]
+    if callbacks:
+        raise DcaccelError(
+            f"measure {program.sdfg.name}: host tasks ({', '.join(callbacks)}) run in this process only: "
+            "measure it with one process"
+        )
+    np.savez(path, **{name: value for name, value in arguments.items() if isinstance(value, np.ndarray)})
+    scalars = {name: value for name, value in arguments.items() if not isinstance(value, np.ndarray)}
+    return {"folder": str(program.sdfg.build_folder), "arrays": str(path), "scalars": scalars}
+
+
+def _reports(perf: Path) -> set[Path]:
+    """The timer reports in ``perf`` now."""
+    return set(perf.glob("report-*.json")) if perf.is_dir() else set()
+
+
+def _take_report(sdfg: dace.SDFG, perf: Path, before: set[Path]) -> dict:
+    """The one timer report written to ``perf`` since ``before``, read and deleted."""
+    written = sorted(_reports(perf) - before)
     if len(written) != 1:
-        raise DcaccelError(f"measure {program.sdfg.name}: expected one timer report in {perf}, found {len(written)}")
+        raise DcaccelError(f"measure {sdfg.name}: expected one timer report in {perf}, found {len(written)}")
     report = json.loads(written[0].read_text())
     written[0].unlink()
+    return report
+
+
+def _samples(report: dict, repeat: int) -> dict[str, np.ndarray]:
+    """The nanoseconds of each dcaccel event of ``report`` per call, the warm-up calls' left out."""
     samples: dict[str, list[float]] = {}
     for event in sorted(report["traceEvents"], key=lambda e: e["ts"]):
         if event.get("cat") == "dcaccel":
@@ -215,20 +286,59 @@ def measure(
     *,
     family: str,
     repeat: int = 20,
+    processes: int = 1,
     seed: int = 0,
     progress: Callable[[], None] | None = None,
 ) -> list[Row]:
     """Measure the steps of ``lowered`` (a :class:`~dcaccel.transforms.lower.LoweredWorkload` of a workload
-    with every size given) over ``repeat`` timed calls; one row per top-level map and per top-level copy."""
-    workload = lowered.workload
+    with every size given) over ``repeat`` timed calls in each of ``processes`` processes (1: this one; more:
+    fresh worker processes, the samples pooled); one row per top-level map and per top-level copy."""
+    return measure_programs([lowered], family=family, repeat=repeat, processes=processes, seed=seed, progress=progress)[
+        0
+    ]
+
+
+def measure_programs(
+    lowereds: Sequence,
+    *,
+    family: str,
+    repeat: int = 20,
+    processes: int = 1,
+    seed: int = 0,
+    progress: Callable[[], None] | None = None,
+) -> list[list[Row]]:
+    """:func:`measure` of each of ``lowereds``, the rows of each; with more than one process, every worker
+    process times all the programs in turn (one process start per worker, not per program)."""
     if not 1 <= repeat <= MAX_REPEAT:
-        raise DcaccelError(f"measure {workload.name}: repeat must be 1 to {MAX_REPEAT}, got {repeat}")
+        raise DcaccelError(f"measure: repeat must be 1 to {MAX_REPEAT}, got {repeat}")
+    if not 1 <= processes <= MAX_PROCESSES:
+        raise DcaccelError(f"measure: processes must be 1 to {MAX_PROCESSES}, got {processes}")
+    prepared = [_prepared(lowered, seed) for lowered in lowereds]
+    if processes == 1:
+        samples = [run_timed(program, arguments, repeat, progress) for _, _, program, arguments in prepared]
+    else:
+        calls = [(program, arguments) for _, _, program, arguments in prepared]
+        samples = run_timed_in_processes(calls, repeat, processes, progress)
+    return [
+        _rows(lowered, symbols, events, timed, family)
+        for (lowered, (symbols, events), _, _), timed in zip(prepared, samples, strict=True)
+    ]
+
+
+def _prepared(lowered, seed: int) -> tuple:
+    """``lowered`` with its sizes and timed events, its instrumented program compiled and its arguments."""
+    workload = lowered.workload
     inputs = workload.random_inputs(seed)
     symbols = workload.bind_symbols(inputs)
     sdfg, events = _timed_steps(lowered, symbols)
     with dace.config.set_temporary("instrumentation", "report_each_invocation", value=False):
         program = compiled(sdfg)
-    samples = run_timed(program, program_arguments(program, workload, inputs), repeat, progress)
+    return lowered, (symbols, events), program, program_arguments(program, workload, inputs)
+
+
+def _rows(lowered, symbols: Mapping[str, int], events: list, samples: dict, family: str) -> list[Row]:
+    """The rows of ``lowered``'s timed ``events`` from their ``samples``."""
+    workload = lowered.workload
     provenance = Provenance(
         dcaccel_version=dcaccel.__version__,
         dace_version=dace.__version__,
@@ -267,6 +377,8 @@ def _timed_steps(lowered, symbols: Mapping[str, int]) -> tuple[dace.SDFG, list[t
     steps = read_steps(lowered, sdfg, symbols)
     places = step_places(sdfg, steps, symbols)
     maps, copies = instrument(sdfg)
+    # a build folder of its own (DaCe's is the program's name): the assignments of one workload share a name
+    sdfg.name = f"{sdfg.name}_timed_{program_key(sdfg)[:12]}"
     return sdfg, list(_events(steps, places, maps, copies))
 
 

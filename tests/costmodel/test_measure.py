@@ -92,3 +92,28 @@ def test_refeature_reads_the_measured_features_again(lowered, rows):
     renamed = [dataclasses.replace(rows[0], label="other")]
     with pytest.raises(DcaccelError, match=f"conv-seed {rows[0].step}: the program has no step other"):
         measuring.refeature(lowered, renamed)
+
+
+def test_fresh_processes_pool_their_samples(lowered, rows):
+    pooled = measuring.measure(lowered, family="conv-seed", repeat=3, processes=2)
+    assert [(r.step, r.label, r.features) for r in pooled] == [(r.step, r.label, r.features) for r in rows]
+    assert {r.timing.n for r in pooled} == {6}
+    assert all(0 < r.timing.min_ns <= r.timing.median_ns for r in pooled)
+    timed_sdfg, _ = measuring._timed_steps(lowered, lowered.workload.bind_symbols(lowered.workload.random_inputs(0)))
+    folder = Path(measuring.dace.Config.get("default_build_folder")) / timed_sdfg.name
+    assert list((folder / "perf").glob("report-*.json")) == []
+
+
+def test_assignments_of_one_workload_build_apart(lowered, lowered_workload):
+    # a worker process loads a program from its build folder, which DaCe names after the program
+    symbols = lowered.workload.bind_symbols(lowered.workload.random_inputs(0))
+    other = lowered_workload("conv-seed", {"Conv": "lmv"})
+    names = {measuring._timed_steps(item, symbols)[0].name for item in (lowered, other)}
+    assert len(names) == 2 and all(name.startswith(lowered.sdfg.name) for name in names)
+
+
+def test_repeat_and_processes_are_bounded(lowered):
+    with pytest.raises(DcaccelError, match="processes must be 1 to 64, got 0"):
+        measuring.measure(lowered, family="conv-seed", processes=0)
+    with pytest.raises(DcaccelError, match="repeat must be 1 to 10000, got 0"):
+        measuring.measure(lowered, family="conv-seed", repeat=0)

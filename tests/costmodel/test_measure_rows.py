@@ -1,9 +1,10 @@
 import json
+from types import SimpleNamespace
 
 import numpy as np
 import pytest
 
-from dcaccel.costmodel.measure import Timing, read_rows, write_rows
+from dcaccel.costmodel.measure import Timing, _manifest_entry, read_rows, write_rows
 from dcaccel.errors import DcaccelError
 
 from .rows import row
@@ -35,3 +36,15 @@ def test_bad_row_refused_with_its_line(tmp_path, line, message):
         stream.write(line + "\n")
     with pytest.raises(DcaccelError, match=message):
         read_rows(path)
+
+
+def test_host_tasks_are_timed_in_this_process_only(tmp_path):
+    program = SimpleNamespace(sdfg=SimpleNamespace(name="prog", build_folder=str(tmp_path)))
+    arguments = {"X": np.zeros(2, np.float32), "N": 2, "__host_call_0": lambda: 0}
+    with pytest.raises(DcaccelError, match=r"measure prog: host tasks \(__host_call_0\) run in this process only"):
+        _manifest_entry(program, arguments, tmp_path / "a.npz")
+    del arguments["__host_call_0"]
+    entry = _manifest_entry(program, arguments, tmp_path / "a.npz")
+    assert entry["scalars"] == {"N": 2} and entry["folder"] == str(tmp_path)
+    with np.load(entry["arrays"]) as arrays:
+        assert arrays.files == ["X"]
