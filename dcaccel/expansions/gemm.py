@@ -11,10 +11,12 @@ Each expands into a nested SDFG in one state holding one MMM node with the chose
   leading dimensions are batch dimensions broadcast against each other; one batched MMM node, whose
   task map ranges over the batch and the task index (Y[b] = A[b]·B[b], see
   :mod:`dcaccel.expansions.mmm.operands`).
-- ``Einsum`` of two operands in a matrix-product form (``bij,bjk->bik``, ``bhqd,bhkd->bhqk``, ``bid,jd->bij``,
-  ...; see :func:`einsum_product`): ``TransA`` / ``TransB`` tasks write an operand whose matrix dimensions
-  are swapped in the equation transposed, row by row, then one batched MMM node writes the output; any
-  other equation raises :class:`UnsupportedOpError` naming it.
+- ``Einsum`` of two floating-point operands in a matrix-product form (``bij,bjk->bik``, ``bhqd,bhkd->bhqk``,
+  ``bid,jd->bij``, ...; see :func:`einsum_product`): ``TransA`` / ``TransB`` tasks write an operand whose matrix
+  dimensions are swapped in the equation transposed, row by row, then one batched MMM node writes the output.
+  Any other equation (one operand, inner or outer products, three operands and more, integer types, empty
+  dimensions) is one map over its labels with a WCR sum over the summed ones
+  (:class:`dcaccel.expansions.einsum.EinsumMap`), under every MMM shape alike.
 - DaCe's ``dace.libraries.blas`` ``MatMul`` (what ``@`` becomes in a ``@dace.program``, on 2-D and on
   batched 3-D operands alike) lowers like ONNX MatMul, symbolic batch sizes included; implementations
   ``mv``, ``op``, ``lmv`` are registered on that class.
@@ -34,10 +36,19 @@ from dace.sdfg.utils import in_desc_with_name, in_edge_with_name, out_desc_with_
 from dace.transformation.transformation import ExpandTransformation
 
 from dcaccel.buffers import BufferReason
+from dcaccel.errors import UnsupportedOpError
 from dcaccel.expansions.builder import FLOAT_TYPES, ExpansionBuilder, is_broadcast, whole
+from dcaccel.expansions.einsum import EINSUM_TYPES, EinsumMap, einsum_terms
 from dcaccel.expansions.implementation import Implementation
 from dcaccel.expansions.mmm import MMM, Order, buffer_reason_between
-from dcaccel.expansions.node import CanonicalForward, unsupported
+from dcaccel.expansions.node import (
+    CanonicalForward,
+    input_shape,
+    node_builder,
+    ordered_inputs,
+    output_shape,
+    unsupported,
+)
 
 
 @dataclass(frozen=True)
@@ -257,38 +268,6 @@ class EinsumProduct:
     transpose_b: bool
 
 
-def _einsum_terms(equation: str, ranks: tuple[int, ...]) -> tuple[list[list[str]], list[str]]:
-    """The labels of each input term and of the output of ``equation`` (whitespace ignored). An ellipsis
-    stands for the dimensions its operand has beyond its letters, labelled ``...0``, ``...1``, ... aligned from
-    the right across the operands (numpy broadcasting); without ``->`` the output is the ellipsis, then the
-    letters used once, in alphabetical order (numpy's implicit mode). Raises ValueError if malformed."""
-    equation = "".join(equation.split())
-    inputs, arrow, output = equation.partition("->")
-    terms = inputs.split(",")
-    if len(terms) != len(ranks):
-        raise ValueError(f"{len(terms)} terms for {len(ranks)} operands")
-    ellipsis_ranks = [rank - len(term.replace("...", "")) for term, rank in zip(terms, ranks, strict=True)]
-    widest = max([r for r, t in zip(ellipsis_ranks, terms, strict=True) if "..." in t], default=0)
-
-    def labels(term: str, ellipsis_rank: int) -> list[str]:
-        before, dots, after = term.partition("...")
-        if (
-            not all(c.isalpha() for c in before + after)
-            or "..." in after
-            or (ellipsis_rank < 0 if dots else ellipsis_rank != 0)
-        ):
-            raise ValueError(f"term '{term}' does not fit its operand")
-        covered = [f"...{d}" for d in range(widest - ellipsis_rank, widest)] if dots else []
-        return [*before, *covered, *after]
-
-    operands = [labels(t, r) for t, r in zip(terms, ellipsis_ranks, strict=True)]
-    if not arrow:
-        letters = [label for term in operands for label in term if not label.startswith("...")]
-        once = sorted(label for label in set(letters) if letters.count(label) == 1)
-        return operands, [f"...{d}" for d in range(widest)] + once
-    return operands, labels(output, widest if "..." in output else 0)
-
-
 def einsum_product(node, equation: str, ranks: tuple[int, int]) -> EinsumProduct:
     """``equation`` over operands of ``ranks`` as a batched matrix product, or :class:`UnsupportedOpError`
     naming the equation.
@@ -299,7 +278,7 @@ def einsum_product(node, equation: str, ranks: tuple[int, int]) -> EinsumProduct
     (A), ``k, j`` or ``j, k`` (B). E.g. ``ij,jk->ik``, ``bij,bjk->bik``, ``bhqd,bhkd->bhqk``, ``bid,jd->bij``.
     """
     try:
-        (a, b), y = _einsum_terms(equation, ranks)
+        (a, b), y = einsum_terms(equation, ranks)
     except ValueError as error:
         raise unsupported(node, f"equation '{equation}': {error}") from None
     summed = [label for label in a if label in b and label not in y]
@@ -357,36 +336,69 @@ def build_einsum_sdfg(
     return builder.sdfg
 
 
-def _einsum_operands(node, state, sdfg) -> tuple[Operand, Operand, Operand, EinsumProduct]:
-    """The operands A, B, Y of the Einsum ``node`` and the product its equation makes of them;
-    :class:`UnsupportedOpError` if it is not a matrix product of two floating-point operands."""
+def _einsum_product(node, state, sdfg) -> tuple[Operand, Operand, Operand, EinsumProduct] | None:
+    """The operands A, B, Y of the Einsum ``node`` and the product its equation makes of them, or None unless it
+    is a matrix product (:func:`einsum_product`) of two floating-point operands without an empty dimension."""
     if sorted(node.in_connectors) != list(EINSUM_INPUTS):
-        raise unsupported(node, f"equation '{node.equation}' on {len(node.in_connectors)} operands (two only)")
-    _check_element_types(node, state, sdfg, *EINSUM_INPUTS)
-    a, b = (tuple(in_desc_with_name(node, state, sdfg, c).shape) for c in EINSUM_INPUTS)
-    y = tuple(out_desc_with_name(node, state, sdfg, "Output").shape)
-    product = einsum_product(node, node.equation, (len(a), len(b)))
-    a_matrix = _swap_last(a) if product.transpose_a else a
-    b_matrix = _swap_last(b) if product.transpose_b else b
-    check_matmul_shapes(node, a_matrix, b_matrix, y)
+        return None
+    try:
+        _check_element_types(node, state, sdfg, *EINSUM_INPUTS)
+        a, b = (input_shape(node, state, sdfg, c) for c in EINSUM_INPUTS)
+        y = output_shape(node, state, sdfg, "Output")
+        product = einsum_product(node, node.equation, (len(a), len(b)))
+        a_matrix = _swap_last(a) if product.transpose_a else a
+        b_matrix = _swap_last(b) if product.transpose_b else b
+        check_matmul_shapes(node, a_matrix, b_matrix, y)
+    except UnsupportedOpError:
+        return None
+    if 0 in (*a, *b):
+        return None
     return Operand(EINSUM_INPUTS[0], a), Operand(EINSUM_INPUTS[1], b), Operand("Output", y), product
 
 
+def einsum_map(node, state, sdfg) -> EinsumMap:
+    """The :class:`EinsumMap` of the Einsum ``node`` (its operands in order); :class:`UnsupportedOpError` naming
+    the equation if malformed or not of the imported output shape, or for a type outside :data:`EINSUM_TYPES`."""
+    inputs = ordered_inputs(node, state)
+    types = {in_desc_with_name(node, state, sdfg, c).dtype for c in inputs}
+    if len(types) != 1 or not types <= set(EINSUM_TYPES):
+        raise unsupported(node, f"element types {', '.join(sorted(map(str, types)))} (one numeric type)")
+    try:
+        spec = EinsumMap.of(node.equation, [input_shape(node, state, sdfg, c) for c in inputs])
+    except ValueError as error:
+        raise unsupported(node, f"equation '{node.equation}': {error}") from None
+    imported = output_shape(node, state, sdfg, "Output")
+    if tuple(imported) != spec.out_shape:
+        raise unsupported(node, f"equation '{node.equation}': output {tuple(imported)}, expected {spec.out_shape}")
+    return spec
+
+
 class _OnnxEinsum(CanonicalForward):
-    """ONNX Einsum of the matrix-product forms through MMM (see :func:`einsum_product`); subclasses fix the shape."""
+    """ONNX Einsum, any equation over any number of operands; subclasses fix the MMM shape.
+
+    Two floating-point operands in a matrix-product form (:func:`einsum_product`, no empty dimension) are one
+    batched MMM node of the shape (:func:`build_einsum_sdfg`); every other equation is one map over all of its
+    labels (:meth:`EinsumMap.build`: the output's labels outermost, the summed ones innermost, a WCR sum when
+    labels are summed away), the same under every shape.
+    """
 
     mmm_implementation: str
 
     @staticmethod
     def check(node, state, sdfg) -> None:
-        _einsum_operands(node, state, sdfg)
+        einsum_map(node, state, sdfg)
 
     @classmethod
     def forward(cls, node, state, sdfg):
-        a, b, y, product = _einsum_operands(node, state, sdfg)
+        spec = einsum_map(node, state, sdfg)
+        product = _einsum_product(node, state, sdfg)
+        if product is None:
+            steps = node_builder(node, state, sdfg)
+            spec.build(steps, ordered_inputs(node, state), "Output")
+            return steps.sdfg
         dtype = in_desc_with_name(node, state, sdfg, EINSUM_INPUTS[0]).dtype
         name = f"{node.label}_einsum_{cls.mmm_implementation}"
-        return build_einsum_sdfg(a, b, y, product, dtype, cls.mmm_implementation, name)
+        return build_einsum_sdfg(*product, dtype, cls.mmm_implementation, name)
 
 
 def _blas_operands(node, state, sdfg) -> tuple[Operand, Operand, Operand]:
