@@ -53,7 +53,7 @@ from dcaccel.expansions.node import (
     output_shape,
     unsupported,
 )
-from dcaccel.expansions.reduce import add_reduction, reduction_named
+from dcaccel.expansions.reduce import WCR_MIN, add_reduction, reduction_named
 
 UNROLLED_WINDOW = 16
 """The largest clipped window (in positions) read by one tasklet; larger ones are WCR reductions."""
@@ -167,6 +167,34 @@ class WindowReduction:
         return f"({term} if {condition} else {literal(0, dtype) if self.summed else lowest(dtype)})"
 
 
+@dataclass(frozen=True)
+class MaxIndex:
+    """MaxPool's ``Indices`` output: the flat index into X of the first maximum of every window (in the window's
+    scan order, positions in the input only, as onnxruntime), ``(n · C + c) · S + s`` with ``S`` the number of
+    spatial positions and ``s`` the position's spatial index, row-major (``storage_order`` 0) or column-major (1:
+    the first spatial axis varies fastest)."""
+
+    geometry: PoolGeometry
+    channels: int
+    column_major: bool
+
+    def flat(self, params: list[str], coordinates: list[str]) -> str:
+        """The tasklet expression of the flat index of the input element at spatial ``coordinates`` (expressions)
+        for output ``params`` (N, C, spatial)."""
+        sizes = self.geometry.in_sizes
+        axes = list(range(len(sizes)))
+        terms, stride = [], 1
+        for d in axes if self.column_major else reversed(axes):
+            terms.append(f"({coordinates[d]}) * {stride}")
+            stride *= sizes[d]
+        return f"({params[0]} * {self.channels} + {params[1]}) * {math.prod(sizes)} + " + " + ".join(terms)
+
+    def row_major_coordinates(self, index: str) -> list[str]:
+        """The spatial coordinates (expressions) of the spatial index ``index`` counted row-major."""
+        sizes = self.geometry.in_sizes
+        return [f"({index} // {math.prod(sizes[d + 1 :])}) % {sizes[d]}" for d in range(len(sizes))]
+
+
 def _read(geometry: PoolGeometry, source: str, params: list[str], offsets) -> tuple[Memlet, str]:
     """The memlet reading kernel position ``offsets`` (numbers, or map parameters over the clipped ranges)
     of the window of output ``params``, and the condition of it being inside the input ("" if always)."""
@@ -194,8 +222,6 @@ def _check_rank(node, state: SDFGState, sdfg: SDFG) -> None:
 
 def _check_pool(node, state: SDFGState, sdfg: SDFG) -> None:
     """Raise :class:`UnsupportedOpError` for what the window maps of :func:`_pool_steps` do not cover."""
-    if len(state.out_edges(node)) != 1:
-        raise unsupported(node, "the Indices output")
     _check_rank(node, state, sdfg)
     PoolGeometry.from_node(node, input_shape(node, state, sdfg, "X"), output_shape(node, state, sdfg, "Y"))
 
@@ -203,7 +229,7 @@ def _check_pool(node, state: SDFGState, sdfg: SDFG) -> None:
 def _pool_steps(node, state: SDFGState, sdfg: SDFG, kind: str) -> SDFG:
     """The nested SDFG of a MaxPool, AveragePool or LpPool node (``kind`` ``max``, ``average``, ``lp``): one map
     over the output windows, or a WCR reduction over them for windows of more than :data:`UNROLLED_WINDOW`
-    positions."""
+    positions; a MaxPool's ``Indices`` output (:class:`MaxIndex`) is written beside Y."""
     steps = node_builder(node, state, sdfg)
     in_shape, out_shape = onnx_shape(steps.desc("X")), onnx_shape(steps.desc("Y"))
     geometry = PoolGeometry.from_node(node, in_shape, out_shape)
@@ -213,10 +239,13 @@ def _pool_steps(node, state: SDFGState, sdfg: SDFG, kind: str) -> SDFG:
     )
     params = index_params(len(out_shape))
     window = WindowReduction.of(node, kind, geometry, params[2:], steps.desc("Y").dtype)
+    indices = None
+    if "Indices" in steps.sdfg.arrays:
+        indices = MaxIndex(geometry, in_shape[1], bool(getattr(node, "storage_order", 0)))
     if geometry.window > UNROLLED_WINDOW:
-        _reduced_window(steps, geometry, source, params, out_shape, window)
+        _reduced_window(steps, geometry, source, params, out_shape, window, indices)
     else:
-        _unrolled_window(steps, geometry, source, params, out_shape, window)
+        _unrolled_window(steps, geometry, source, params, out_shape, window, indices)
     return steps.sdfg
 
 
@@ -227,25 +256,31 @@ def _unrolled_window(
     params: list[str],
     out_shape: tuple,
     window: WindowReduction,
+    indices: MaxIndex | None = None,
 ) -> None:
     """One flat map ``pool`` over the output whose tasklet reads every clipped window position and combines
-    them by ``window``."""
+    them by ``window``; with ``indices`` it also writes the flat index of the first maximum (a later position
+    replaces it only if greater) into ``Indices``."""
     dtype = steps.desc("Y").dtype
     inputs, lines = {}, []
+    found = literal(-1, dace.int64)
     for offsets in itertools.product(*(geometry.clipped(d) for d in geometry.dims)):
         connector = "w_" + "_".join(str(k) for k in offsets)
         inputs[connector], condition = _read(geometry, source, params, offsets)
         term = window.term(connector, condition, dtype)
+        if indices is not None:
+            coordinates = [geometry.position(d, params[2 + d], k) for d, k in enumerate(offsets)]
+            wins = f"({condition or 'True'}) and (__idx == {found} or {connector} > __acc)"
+            lines.append(f"__idx = {indices.flat(params, coordinates)} if {wins} else __idx")
         lines.append(f"__acc = __acc + {term}" if window.summed else f"__acc = max(__acc, {term})")
     first = literal(0, dtype) if window.summed else lowest(dtype)
-    code = [f"__acc = {first}", *lines, f"y = {window.result.format(a='__acc')}"]
-    steps.flat_map(
-        "pool",
-        index_ranges(params, out_shape),
-        inputs,
-        "\n".join(code),
-        {"y": Memlet(f"Y[{subscript(params)}]")},
-    )
+    code = [f"__acc = {first}", *([f"__idx = {found}"] if indices else []), *lines]
+    outputs = {"y": Memlet(f"Y[{subscript(params)}]")}
+    code.append(f"y = {window.result.format(a='__acc')}")
+    if indices is not None:
+        outputs["i"] = Memlet(f"Indices[{subscript(params)}]")
+        code.append("i = __idx")
+    steps.flat_map("pool", index_ranges(params, out_shape), inputs, "\n".join(code), outputs)
 
 
 def _reduced_window(
@@ -255,10 +290,15 @@ def _reduced_window(
     params: list[str],
     out_shape: tuple,
     window: WindowReduction,
+    indices: MaxIndex | None = None,
 ) -> None:
     """A WCR reduction of the clipped windows: ``reduce`` accumulates every window position of every
     output, (N, C, O..., K...) row-major, into an ACCUMULATE buffer (the max, or the sum of ``window``'s
-    elements); ``output`` writes Y from it (``window``'s result), row-major."""
+    elements); ``output`` writes Y from it (``window``'s result), row-major.
+
+    With ``indices``, ``index`` reads the windows again after ``reduce``: the smallest row-major spatial index of a
+    position in the input equal to its window's maximum (WCR min; the first in the window's scan order, which
+    visits positions row-major) into a second ACCUMULATE buffer; ``output`` also writes ``Indices`` from it."""
     dtype = steps.desc("Y").dtype
     accumulator = steps.transient("accumulator", out_shape, dtype, BufferReason.ACCUMULATE)
     if window.summed:
@@ -276,13 +316,27 @@ def _reduced_window(
         f"a = {window.term('v', condition, dtype)}",
         {"a": Memlet(f"{accumulator}[{subscript(params)}]", wcr=WCR_SUM if window.summed else WCR_MAX)},
     )
-    steps.flat_map(
-        "output",
-        index_ranges(params, out_shape),
-        {"a": Memlet(f"{accumulator}[{subscript(params)}]")},
-        f"y = {window.result.format(a='a')}",
-        {"y": Memlet(f"Y[{subscript(params)}]")},
-    )
+    element = subscript(params)
+    inputs = {"a": Memlet(f"{accumulator}[{element}]")}
+    code = f"y = {window.result.format(a='a')}"
+    outputs = {"y": Memlet(f"Y[{element}]")}
+    if indices is not None:
+        spatial = [geometry.position(d, params[2 + d], k) for d, k in enumerate(offsets)]
+        never = literal(math.prod(geometry.in_sizes), dace.int64)
+        first = steps.transient("first_max", out_shape, dace.int64, BufferReason.ACCUMULATE)
+        steps.init(first, never)
+        row_major = MaxIndex(geometry, 1, column_major=False).flat(["0", "0"], spatial)
+        steps.flat_map(
+            "index",
+            ranges,
+            {"v": _read(geometry, source, params, offsets)[0], "m": Memlet(f"{accumulator}[{element}]")},
+            f"k = {row_major} if ({condition or 'True'}) and v == m else {never}",
+            {"k": Memlet(f"{first}[{element}]", wcr=WCR_MIN)},
+        )
+        inputs["k"] = Memlet(f"{first}[{element}]")
+        code += f"\ni = {indices.flat(params, indices.row_major_coordinates('k'))}"
+        outputs["i"] = Memlet(f"Indices[{element}]")
+    steps.flat_map("output", index_ranges(params, out_shape), inputs, code, outputs)
 
 
 def _divisor(node, geometry: PoolGeometry, spatial: list[str], dtype: dace.typeclass) -> str:
@@ -320,13 +374,13 @@ class CanonicalMaxPool(CanonicalForward):
     """Canonical MaxPool: ``Y[n, c, o] = max over the window of o`` (pads, strides, dilations, ceil_mode, auto_pad).
 
     One flat map over the output, produced row-major; each output reads its kh·kw window
-    positions (see the module docstring). The Indices output is not supported.
+    positions (see the module docstring). The ``Indices`` output (``storage_order`` 0 or 1, see
+    :class:`MaxIndex`) is written by the same map, or, for a WCR reduction, by its ``output`` map after an
+    ``index`` map that reads the windows again.
     """
 
     @staticmethod
     def check(node, state: SDFGState, sdfg: SDFG) -> None:
-        if getattr(node, "storage_order", 0):
-            raise unsupported(node, "storage_order=1")
         _check_pool(node, state, sdfg)
 
     @staticmethod

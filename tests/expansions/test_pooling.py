@@ -1,5 +1,6 @@
 """Canonical pooling: values against onnxruntime (one compile), the window map, buffer marks."""
 
+import numpy as np
 import pytest
 
 from tests.expansions.canonical_onnx import (
@@ -15,8 +16,13 @@ from tests.expansions.canonical_onnx import (
 IMAGE = (2, 3, 7, 6)
 
 
-def _pool(name, op, shape=IMAGE, **attributes):
-    return OpCase(name, op, ["x"], {"x": shape}, attributes=attributes)
+def _pool(name, op, shape=IMAGE, outputs=("y",), dtype=np.float32, **attributes):
+    return OpCase(name, op, ["x"], {"x": shape}, attributes=attributes, outputs=outputs, dtype=dtype)
+
+
+def _argmax(name, shape=IMAGE, **attributes):
+    """A MaxPool case with its Indices output ``i``."""
+    return _pool(name, "MaxPool", shape, outputs=("y", "i"), **attributes)
 
 
 CASES = [
@@ -47,6 +53,19 @@ CASES = [
     _pool("gap_1x1", "GlobalAveragePool", (2, 4, 1, 1)),
     _pool("gap_3d", "GlobalAveragePool", (1, 2, 3, 2, 2)),
     _pool("gmp", "GlobalMaxPool"),
+    _argmax("argmax_2x2_s2", kernel_shape=[2, 2], strides=[2, 2]),
+    _argmax("argmax_2x2_s2_columns", kernel_shape=[2, 2], strides=[2, 2], storage_order=1),
+    _argmax("argmax_3x3_p1_columns", kernel_shape=[3, 3], pads=[1, 1, 1, 1], storage_order=1),
+    _argmax("argmax_dilated_ceil", kernel_shape=[2, 2], dilations=[2, 2], strides=[2, 2], ceil_mode=1),
+    _argmax("argmax_5x5_p2", (1, 1, 5, 5), kernel_shape=[5, 5], pads=[2, 2, 2, 2]),  # 25 positions: a reduction
+    _argmax("argmax_5x5_p2_columns", IMAGE, kernel_shape=[5, 5], pads=[2, 2, 2, 2], storage_order=1),
+    _argmax("argmax_1d", (2, 2, 9), kernel_shape=[3], strides=[2], pads=[1, 1]),
+    _argmax("argmax_3d_columns", (1, 2, 4, 5, 3), kernel_shape=[2, 2, 2], storage_order=1),
+    _argmax("argmax_1x1", (2, 1, 1, 3), kernel_shape=[1, 1]),
+    _argmax("argmax_fp64", kernel_shape=[3, 2], strides=[2, 1], dtype=np.float64),
+    _argmax("argmax_int8_columns", kernel_shape=[2, 3], dtype=np.int8, storage_order=1),
+    _argmax("argmax_int8_large", kernel_shape=[4, 5], dtype=np.uint8),
+    _pool("max_fp64", "MaxPool", kernel_shape=[3, 3], pads=[1, 1, 1, 1], dtype=np.float64),
 ]
 
 
@@ -59,7 +78,14 @@ def results():
 @pytest.mark.slow
 @pytest.mark.parametrize("case", CASES, ids=lambda c: c.name)
 def test_matches_onnxruntime(case, results):
-    assert_output_matches(results, case.tensor("y"), rtol=1e-5, atol=1e-6)
+    exact = np.issubdtype(case.dtype, np.integer)
+    assert_output_matches(results, case.tensor("y"), rtol=None if exact else 1e-5, atol=1e-6, same_dtype=True)
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("case", [c for c in CASES if "i" in c.outputs], ids=lambda c: c.name)
+def test_indices_match_onnxruntime(case, results):
+    assert_output_matches(results, case.tensor("i"), same_dtype=True)
 
 
 def _window_tasklet(case):
@@ -119,9 +145,26 @@ def test_global_pool_is_a_reduction_then_the_output():
     assert buffer_reason(accumulator) is BufferReason.ACCUMULATE
 
 
-def test_argmax_output_is_rejected():
-    from dcaccel.errors import UnsupportedOpError
+@pytest.mark.parametrize(
+    ("name", "maps"),
+    [
+        ("argmax_2x2_s2", ["pool"]),
+        ("argmax_5x5_p2", ["init_accumulator", "init_first_max", "reduce", "index", "output"]),
+    ],
+)
+def test_indices_are_written_by_the_pool_map_or_after_the_reduction(name, maps):
+    (case,) = [c for c in CASES if c.name == name]
+    sdfg = canonical_model(build_model([case]), "argmax_structure").sdfg
+    assert [s.label.removeprefix(f"{name}_").removesuffix("_map") for s in assert_flat_maps(sdfg)] == maps
 
-    case = OpCase("pool", "MaxPool", ["x"], {"x": IMAGE}, attributes={"kernel_shape": [2, 2]}, outputs=("y", "i"))
-    with pytest.raises(UnsupportedOpError, match="MaxPool.*Indices"):
-        canonical_model(build_model([case]), "argmax")
+
+def test_flat_index_row_and_column_major():
+    from dcaccel.expansions.pooling import MaxIndex, PoolGeometry
+
+    geometry = PoolGeometry((4, 5, 3), (4, 5, 3), (1, 1, 1), (1, 1, 1), (1, 1, 1), (0, 0, 0), (0, 0, 0))
+    rows, columns = MaxIndex(geometry, 2, False), MaxIndex(geometry, 2, True)
+    point = {"n": 1, "c": 1, "h": 3, "w": 2, "d": 1}
+    coordinates = ["h", "w", "d"]
+    assert eval(rows.flat(["n", "c"], coordinates), {}, point) == 3 * 60 + np.ravel_multi_index((3, 2, 1), (4, 5, 3))
+    assert eval(columns.flat(["n", "c"], coordinates), {}, point) == 3 * 60 + 3 + 2 * 4 + 1 * 20
+    assert [eval(e, {}, {"k": 41}) for e in rows.row_major_coordinates("k")] == [2, 3, 2]
