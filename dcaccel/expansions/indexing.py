@@ -18,6 +18,7 @@ from dcaccel.expansions.implementation import CANONICAL, Implementation
 from dcaccel.expansions.node import (
     CanonicalForward,
     constant_input,
+    constant_int,
     input_shape,
     node_builder,
     normalize_axis,
@@ -37,10 +38,7 @@ def _constant(node, state: SDFGState, sdfg: SDFG, name: str) -> np.ndarray:
 
 def _depth(node, state: SDFGState, sdfg: SDFG) -> int:
     """OneHot's ``depth`` (a constant of one element, any numeric type)."""
-    depth = _constant(node, state, sdfg, "depth")
-    if depth.size != 1:
-        raise unsupported(node, f"depth of {depth.size} elements")
-    return int(depth.reshape(-1)[0])
+    return constant_int(node, state, sdfg, "depth", "the number of classes")
 
 
 class CanonicalOneHot(CanonicalForward):

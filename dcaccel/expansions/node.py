@@ -98,6 +98,20 @@ def constant_ints(node: nodes.Node, state: SDFGState, sdfg: SDFG, connector: str
     return None if value is None else [int(v) for v in np.atleast_1d(value)]
 
 
+def constant_int(
+    node: nodes.Node, state: SDFGState, sdfg: SDFG, connector: str, what: str, default: int | None = None
+) -> int | None:
+    """The single integer of the constant input ``connector`` (an axis, a count, an offset: a 0-d or one-element
+    tensor of any numeric type), ``default`` when the optional input is absent; :class:`UnsupportedOpError`
+    (``'connector' must be a constant (what)``) when it is data or holds several elements."""
+    if input_edge(node, state, connector) is None:
+        return default
+    value = constant_ints(node, state, sdfg, connector)
+    if value is None or len(value) != 1:
+        raise unsupported(node, f"'{connector}' must be a constant ({what})")
+    return value[0]
+
+
 def ordered_inputs(node: nodes.Node, state: SDFGState) -> list[str]:
     """The connected input connectors of an ONNX node in schema order (absent optional inputs left out)."""
     order = {param.name: k for k, param in enumerate(node.schema.inputs)}

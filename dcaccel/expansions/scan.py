@@ -17,7 +17,7 @@ from dcaccel.expansions.implementation import CANONICAL, Implementation
 from dcaccel.expansions.node import (
     CanonicalForward,
     axis_input_shape,
-    constant_ints,
+    constant_int,
     input_edge,
     node_builder,
     normalize_axis,
@@ -25,14 +25,6 @@ from dcaccel.expansions.node import (
     unsupported,
 )
 from dcaccel.expansions.reduce import WCR_PRODUCT
-
-
-def _constant_axis_input(node, state: SDFGState, sdfg: SDFG, connector: str, what: str) -> int:
-    """The single integer of the constant input ``connector``; :class:`UnsupportedOpError` if it is data."""
-    value = constant_ints(node, state, sdfg, connector)
-    if value is None or len(value) != 1:
-        raise unsupported(node, f"'{connector}' must be a constant ({what})")
-    return value[0]
 
 
 def _with(params: list[str], axis: int, index: str) -> str:
@@ -43,7 +35,7 @@ def _with(params: list[str], axis: int, index: str) -> str:
 def _topk_k(node, state: SDFGState, sdfg: SDFG) -> int:
     if input_edge(node, state, "K") is None:  # TopK-1: k is an attribute
         return int(node.k)
-    return _constant_axis_input(node, state, sdfg, "K", "the number of elements to keep")
+    return constant_int(node, state, sdfg, "K", "the number of elements to keep")
 
 
 class CanonicalTopK(CanonicalForward):
@@ -141,12 +133,12 @@ def _cumulative_implementation(op: str, wcr: str, neutral: int, word: str) -> Im
                 if getattr(node, flag) not in (0, 1):
                     raise unsupported(node, f"{flag}={getattr(node, flag)} (0 or 1)")
             shape = axis_input_shape(node, state, sdfg, "x")
-            axis = _constant_axis_input(node, state, sdfg, "axis", "the axis to combine along")
+            axis = constant_int(node, state, sdfg, "axis", "the axis to combine along")
             normalize_axis(axis, len(shape), node)
 
         @staticmethod
         def forward(node, state: SDFGState, sdfg: SDFG) -> SDFG:
-            axis_value = _constant_axis_input(node, state, sdfg, "axis", "the axis to combine along")
+            axis_value = constant_int(node, state, sdfg, "axis", "the axis to combine along")
             steps = node_builder(node, state, sdfg, drop=["axis"])
             shape = onnx_shape(steps.desc("x"))
             if math.prod(shape) == 0:

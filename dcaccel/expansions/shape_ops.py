@@ -30,6 +30,7 @@ from dcaccel.expansions.implementation import CANONICAL, Implementation
 from dcaccel.expansions.node import (
     CanonicalForward,
     constant_input,
+    constant_int,
     constant_ints,
     input_edge,
     input_shape,
@@ -653,12 +654,7 @@ class CanonicalConstantOfShape(CanonicalForward):
 
 def _trilu_k(node, state: SDFGState, sdfg: SDFG) -> int:
     """Trilu's diagonal offset: the constant ``k`` input, 0 without one."""
-    if input_edge(node, state, "k") is None:
-        return 0
-    k = constant_ints(node, state, sdfg, "k")
-    if k is None or len(k) != 1:
-        raise unsupported(node, "'k' must be a constant (the diagonal offset)")
-    return k[0]
+    return constant_int(node, state, sdfg, "k", "the diagonal offset", default=0)
 
 
 class CanonicalTrilu(CanonicalForward):

@@ -1,7 +1,8 @@
 """Canonical signal ops: DFT and STFT as sums of twiddled terms; MelWeightMatrix (of constant inputs) folded.
 
 A complex tensor is ONNX's real one with a last dimension of 2 (real, imaginary); a real signal has a last
-dimension of 1. Every output element is a sum over the signal (or over the frequencies of an inverse
+dimension of 1 (an STFT signal may also be real without it, ``[batch, length]``, as onnxruntime takes it and
+``torch.stft`` exports it). Every output element is a sum over the signal (or over the frequencies of an inverse
 transform) of terms ``x[n] * e^(∓2πi kn/L)``: one flat map over the output positions, the output component, the
 summed index and the input component (innermost) computes each term's contribution to one output component in
 double precision, the twiddle angle reduced to ``(k n) mod L``, and accumulates it with a WCR sum into a
@@ -31,7 +32,7 @@ from dcaccel.expansions.implementation import CANONICAL, Implementation
 from dcaccel.expansions.node import (
     CanonicalForward,
     constant_input,
-    constant_ints,
+    constant_int,
     input_edge,
     input_shape,
     node_builder,
@@ -41,16 +42,6 @@ from dcaccel.expansions.node import (
 )
 
 TWO_PI = 2 * math.pi
-
-
-def _constant_int(node, state: SDFGState, sdfg: SDFG, name: str) -> int | None:
-    """The value of the scalar constant input ``name``, None when absent; :class:`UnsupportedOpError` if data."""
-    if input_edge(node, state, name) is None:
-        return None
-    value = constant_ints(node, state, sdfg, name)
-    if value is None or len(value) != 1:
-        raise unsupported(node, f"input '{name}' must be a constant scalar")
-    return value[0]
 
 
 def _check_components(node, shape: tuple, name: str) -> None:
@@ -63,7 +54,8 @@ def _check_components(node, shape: tuple, name: str) -> None:
 class Terms:
     """The terms one output element of a transform sums: ``x[n] e^(∓2πi p/L)`` (``-`` forward, ``+`` inverse) over
     the ``summed`` index (name, count), ``p`` the integer ``phase``, ``x`` read from ``source`` at ``index`` (every
-    dimension but the components) with ``components`` 1 (real) or 2 (complex), times ``weight`` (an expression)."""
+    dimension but the components) with ``components`` 1 (real) or 2 (complex), times ``weight`` (an expression).
+    Without ``component_axis``, ``source`` is real and has no dimension of components."""
 
     source: str
     index: list
@@ -73,6 +65,7 @@ class Terms:
     length: int
     inverse: bool = False
     weight: str = ""
+    component_axis: bool = True
 
 
 def _add_terms(steps: ExpansionBuilder, out_shape: tuple, terms: Terms) -> None:
@@ -98,7 +91,7 @@ def _add_terms(steps: ExpansionBuilder, out_shape: tuple, terms: Terms) -> None:
                 summed: f"0:{count}",
                 ci: f"0:{terms.components}",
             },
-            {"x": Memlet(f"{terms.source}[{subscript([*terms.index, ci])}]")},
+            {"x": Memlet(f"{terms.source}[{subscript([*terms.index, ci] if terms.component_axis else terms.index)}]")},
             code,
             {"o": Memlet(f"{acc}[{subscript([*positions, co])}]", wcr=WCR_SUM)},
         )
@@ -121,8 +114,7 @@ class DftGeometry:
         _check_components(node, shape, "input")
         rank = len(shape)
         if node.schema.since_version >= 20:
-            axis = _constant_int(node, state, sdfg, "axis")
-            axis = -2 if axis is None else axis
+            axis = constant_int(node, state, sdfg, "axis", "the signal axis", default=-2)
         else:
             axis = node.axis
         if not (-rank <= axis < -1 or 0 <= axis < rank - 1):
@@ -130,7 +122,7 @@ class DftGeometry:
         self.axis = axis % rank
         self.inverse, self.onesided = bool(node.inverse), bool(node.onesided)
         size = shape[self.axis]
-        length = _constant_int(node, state, sdfg, "dft_length")
+        length = constant_int(node, state, sdfg, "dft_length", "the DFT length")
         if length is None:
             length = 2 * (size - 1) if self.inverse and self.onesided else size
         if length < 1:
@@ -193,12 +185,13 @@ class CanonicalDFT(CanonicalForward):
 def _stft_geometry(node, state: SDFGState, sdfg: SDFG) -> tuple[int, int, int, int]:
     """STFT's frame step and length (constants; the length is the window's without one), frames and bins."""
     shape = input_shape(node, state, sdfg, "signal")
-    _check_components(node, shape, "signal")
-    if len(shape) != 3:
-        raise unsupported(node, f"signal {list(shape)} is not [batch, length, components]")
-    step = _constant_int(node, state, sdfg, "frame_step")
+    if len(shape) == 3:
+        _check_components(node, shape, "signal")
+    elif len(shape) != 2:
+        raise unsupported(node, f"signal {list(shape)} is not [batch, length] or [batch, length, components]")
+    step = constant_int(node, state, sdfg, "frame_step", "the hop between frames")
     window = input_shape(node, state, sdfg, "window") if input_edge(node, state, "window") is not None else None
-    length = _constant_int(node, state, sdfg, "frame_length")
+    length = constant_int(node, state, sdfg, "frame_length", "the frame's length")
     if length is None:
         if window is None:
             raise unsupported(node, "neither a window nor a frame_length")
@@ -214,7 +207,8 @@ def _stft_geometry(node, state: SDFGState, sdfg: SDFG) -> tuple[int, int, int, i
 class CanonicalSTFT(CanonicalForward):
     """Canonical STFT: ``y[b, f, k] = sum_n w[n] x[b, f * step + n] e^(-2πi kn/L)`` over the frames ``f`` of
     length ``L`` (``frame_length``, else the window's) every ``frame_step`` (constants), ``k < L`` (``L/2 + 1``
-    bins when ``onesided``), ``w`` the window (1 without one).
+    bins when ``onesided``), ``w`` the window (1 without one); ``x`` is ``[batch, length, 1 or 2]``, or a real
+    ``[batch, length]``.
 
     With a window, a flat map first writes the windowed frames ``w[n] x[b, f * step + n]`` into a REUSE buffer
     (row-major, every element reading one signal and one window element); then the steps of the module
@@ -235,7 +229,8 @@ class CanonicalSTFT(CanonicalForward):
     def forward(node, state: SDFGState, sdfg: SDFG) -> SDFG:
         step, length, frames, _ = _stft_geometry(node, state, sdfg)
         steps = node_builder(node, state, sdfg, drop=("frame_step", "frame_length"))
-        batch, _, components = onnx_shape(steps.desc("signal"))
+        signal_shape = onnx_shape(steps.desc("signal"))
+        batch, components, component_axis = signal_shape[0], (*signal_shape, 1)[2], len(signal_shape) == 3
         b, f, k = index_params(3)
         summed = "__n"
         if "window" in steps.sdfg.arrays:
@@ -243,20 +238,20 @@ class CanonicalSTFT(CanonicalForward):
             windowed = steps.transient("frames", shape, steps.desc("signal").dtype, BufferReason.REUSE)
             every = index_params(4, "__w")
             signal, window = steps.operand("signal", reused=True), steps.operand("window", reused=True)
+            read = [every[0], f"{every[1]} * {step} + {every[2]}", every[3]][: len(signal_shape)]
             steps.flat_map(
                 "window",
                 index_ranges(every, shape),
-                {
-                    "x": Memlet(f"{signal}[{every[0]}, {every[1]} * {step} + {every[2]}, {every[3]}]"),
-                    "w": Memlet(f"{window}[{every[2]}]"),
-                },
+                {"x": Memlet(f"{signal}[{subscript(read)}]"), "w": Memlet(f"{window}[{every[2]}]")},
                 "out = w * x",
                 {"out": Memlet(f"{windowed}[{subscript(every)}]")},
             )
-            source, index = windowed, [b, f, summed]
+            source, index, component_axis = windowed, [b, f, summed], True
         else:
             source, index = steps.operand("signal", reused=True), [b, f"{f} * {step} + {summed}"]
-        terms = Terms(source, index, components, (summed, length), f"{k} * {summed}", length)
+        terms = Terms(
+            source, index, components, (summed, length), f"{k} * {summed}", length, component_axis=component_axis
+        )
         _add_terms(steps, onnx_shape(steps.desc("output")), terms)
         return steps.sdfg
 
