@@ -67,9 +67,9 @@ def register() -> None:
     from dace.libraries.onnx.forward_implementation_abc import ONNXForward
     from dace.libraries.onnx.op_implementations.utils import op_implementation
 
-    from dcaccel.frontend.shapes import use_in_dace_importer
+    from dcaccel.frontend.shapes import install_shape_inference
 
-    use_in_dace_importer()  # DaCe's importer then shapes the outputs of ops shaped by constant inputs
+    install_shape_inference()  # DaCe's importer then shapes the outputs of ops shaped by constant inputs
     classes = _onnx_node_classes()  # before op_implementation: DaCe then never wraps dcaccel's forwards itself
     for implementation in all_implementations():
         if implementation.node_class is not None:

@@ -29,16 +29,16 @@ def importable_node(node: onnx.NodeProto) -> bool:
 def make_importable(model: onnx.ModelProto, default_opset: int) -> None:
     """Prepare ``model`` (changed in place) for DaCe's importer if it has ``ai.onnx.ml`` nodes: it imports the
     default domain (at ``default_opset`` if it did not: its nodes then use none of its ops), and the importer's
-    schema lookup finds ``ai.onnx.ml`` ops (:func:`use_in_dace_importer`)."""
+    schema lookup finds ``ai.onnx.ml`` ops (:func:`install_ml_schema_lookup`)."""
     if not has_ml_nodes(model):
         return
     if not any(entry.domain in ("", "ai.onnx") for entry in model.opset_import):
         model.opset_import.append(onnx.helper.make_opsetid("", default_opset))
-    use_in_dace_importer()
+    install_ml_schema_lookup()
 
 
 @functools.cache
-def use_in_dace_importer() -> None:
+def install_ml_schema_lookup() -> None:
     """Make the schema lookup of DaCe's ONNX importer (``onnx.defs.get_schema`` as its module sees it; onnx itself
     is left alone) fall back to ``ai.onnx.ml`` for an op the default domain does not define, at the newest version
     not above the one asked for (an op defined in both domains keeps the default one); once."""

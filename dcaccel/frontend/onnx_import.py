@@ -35,7 +35,7 @@ from dcaccel.frontend.shapes import (
     check_symbol_names,
     concrete_shape,
     dimension_str,
-    use_in_dace_importer,
+    install_shape_inference,
 )
 from dcaccel.frontend.workload import Origin, TensorSpec, Workload
 
@@ -67,7 +67,7 @@ def from_onnx(
     name = name or _default_name(model, proto)
     if not proto.graph.node:
         raise DcaccelError(f"{source} has no operators (its graph has no nodes)")
-    use_in_dace_importer()  # outputs shaped by constant inputs get their sizes, whether or not lowering registered
+    install_shape_inference()  # outputs shaped by constant inputs get their sizes, whether or not lowering registered
     with _scratch_directory():
         proto = prepare.normalize(proto, source)  # control flow and function bodies rewritten: then check the ops
         check_ops(proto)

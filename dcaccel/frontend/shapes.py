@@ -7,7 +7,7 @@ A dimension is an int or a string (a symbol name such as ``"N"``, or an expressi
 DaCe's ONNX importer gives every tensor the shape onnxruntime's symbolic shape inference infers. For the ops of
 :data:`SHAPE_INPUTS` that inference names an output size it cannot compute (``OneHot_0_o0__d0``), a symbol
 nothing gives a value, or writes no shape, even where the shape-giving inputs are constants.
-:func:`infer_onnx_shapes`, which :func:`use_in_dace_importer` makes the inference DaCe's importer runs, takes
+:func:`infer_onnx_shapes`, which :func:`install_shape_inference` makes the inference DaCe's importer runs, takes
 those outputs' shapes from ONNX's own shape inference with data propagation instead (Compress and MaxUnpool:
 from their constant condition and ``output_shape``), and refuses in one line an op whose output shape depends
 on input values. It does the same for the outputs onnxruntime's inference shapes wrongly (GatherND's with
@@ -240,7 +240,7 @@ def _without_empty_axes(model: onnx.ModelProto) -> onnx.ModelProto:
     return rewritten
 
 
-def use_in_dace_importer() -> None:
+def install_shape_inference() -> None:
     """Make :func:`infer_onnx_shapes` the shape inference DaCe's ONNX importer runs on every model it imports
     (it looks the function up by name in its module when it imports a model); idempotent."""
     from dace.frontend.ml.onnx import importer
@@ -251,7 +251,7 @@ def use_in_dace_importer() -> None:
 
 @functools.cache
 def _dace_inference():
-    """DaCe's own ``infer_shapes_onnx_model`` (before :func:`use_in_dace_importer` replaced it)."""
+    """DaCe's own ``infer_shapes_onnx_model`` (before :func:`install_shape_inference` replaced it)."""
     from dace.frontend.ml.onnx import importer
 
     return importer.infer_shapes_onnx_model
