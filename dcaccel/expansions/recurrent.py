@@ -19,13 +19,19 @@ implementation per shape, like Gemm. The transients between the tasks are marked
 declares (:func:`~dcaccel.expansions.mmm.buffer_reason_between`); Rᵀ and a state read by more than one task
 are REUSE buffers, the input product read piecewise by the steps is a LAYER_OUTPUT buffer.
 
-Attributes: ``direction``, ``activations`` with ``activation_alpha`` / ``activation_beta`` (the activations the
-element-wise ops implement: Sigmoid, Tanh, Relu, LeakyRelu, HardSigmoid, Softplus; alpha and beta consumed in
-order by the activations that take them, as onnxruntime does), ``clip`` (of every gate's pre-activation),
-``input_forget`` (LSTM: f = 1 - i), ``linear_before_reset`` (GRU), the optional ``B``, ``initial_h``,
-``initial_c``, ``P`` (LSTM peepholes) and outputs ``Y``, ``Y_h``, ``Y_c``. Refused in one line naming the
-node and attribute: ``layout`` 1 (batch first), ``sequence_lens`` unless a constant equal to the sequence
-length for every batch element, another activation, a non-floating type.
+With ``layout`` 1 (batch first: X is batch × seq × inputs, ``initial_h``, ``initial_c``, ``Y_h``, ``Y_c`` are
+batch × directions × H, Y is batch × seq × directions × H), ``TransX`` / ``Transinitial_h`` / ``Transinitial_c``
+tasks first write X and the initial states time-major (their first two dimensions swapped), the steps are the
+same, and the tasks writing Y, ``Y_h``, ``Y_c`` write them at their batch-first positions.
+
+Attributes: ``direction``, ``layout``, ``activations`` with ``activation_alpha`` / ``activation_beta`` (the
+activations the element-wise ops implement: Sigmoid, Tanh, Relu, LeakyRelu, HardSigmoid, Softplus; alpha and
+beta consumed in order by the activations that take them, as onnxruntime does), ``clip`` (of every gate's
+pre-activation), ``input_forget`` (LSTM: f = 1 - i), ``linear_before_reset`` (GRU), the optional ``B``,
+``sequence_lens`` (data or constant: a batch element's steps past its length keep its state and write zeros in
+Y, see :meth:`RecurrentBuilder.write`; a constant equal to the sequence length everywhere is folded away),
+``initial_h``, ``initial_c``, ``P`` (LSTM peepholes) and outputs ``Y``, ``Y_h``, ``Y_c``. Refused in one line
+naming the node and attribute: another direction or activation, an empty sequence, a non-floating type.
 """
 
 import types
@@ -100,6 +106,8 @@ class Recurrence:
     input_forget: bool
     linear_before_reset: bool
     dtype: dace.typeclass
+    batch_first: bool = False
+    lengths: bool = False  # sequence_lens read: some batch element's sequence may be shorter than ``steps``
 
     @property
     def width(self) -> int:
@@ -131,21 +139,18 @@ def _activations(node, cell: Cell, directions: int) -> tuple[tuple[Activation, .
 def recurrence(node, state: SDFGState, sdfg: SDFG) -> Recurrence:
     """What ``node`` computes; :class:`UnsupportedOpError` naming the attribute, input or type it cannot lower."""
     cell = CELLS[node.schema.name]
-    if getattr(node, "layout", 0):
-        raise unsupported(node, "layout=1 (batch first)")
+    batch_first = bool(getattr(node, "layout", 0))
     if node.direction not in DIRECTIONS:
         raise unsupported(node, f"direction='{node.direction}'")
     dtypes = {sdfg.arrays[e.data.data].dtype for e in state.in_edges(node) if e.dst_conn != "sequence_lens"}
     if len(dtypes) != 1 or not dtypes <= set(FLOAT_TYPES):
         raise unsupported(node, f"element types {', '.join(sorted(map(str, dtypes)))} (one floating-point type)")
     steps, batch, inputs = input_shape(node, state, sdfg, "X")
+    if batch_first:
+        steps, batch = batch, steps
     hidden = input_shape(node, state, sdfg, "R")[-1]
     if steps == 0:
         raise unsupported(node, "an empty sequence")
-    if input_edge(node, state, "sequence_lens") is not None:
-        lengths = constant_ints(node, state, sdfg, "sequence_lens")
-        if lengths is None or set(lengths) != {steps}:
-            raise unsupported(node, f"sequence_lens other than a constant {steps} (the sequence length)")
     reverse = DIRECTIONS[node.direction]
     return Recurrence(
         cell,
@@ -159,7 +164,17 @@ def recurrence(node, state: SDFGState, sdfg: SDFG) -> Recurrence:
         bool(getattr(node, "input_forget", 0)),
         bool(getattr(node, "linear_before_reset", 0)),
         dtypes.pop(),
+        batch_first,
+        _reads_lengths(node, state, sdfg, steps),
     )
+
+
+def _reads_lengths(node, state: SDFGState, sdfg: SDFG, steps: int) -> bool:
+    """Whether ``node``'s ``sequence_lens`` is connected and not a constant equal to ``steps`` for every element
+    (then it is folded away)."""
+    if input_edge(node, state, "sequence_lens") is None:
+        return False
+    return set(constant_ints(node, state, sdfg, "sequence_lens") or ()) != {steps}
 
 
 @dataclass(frozen=True)
@@ -195,6 +210,7 @@ class RecurrentBuilder:
         self.T = f"dace.{spec.dtype.to_string()}"
         self.present = set(steps.sdfg.arrays)
         self.bias: dict[str, tuple[str, int]] = {}  # per gate, the container of its biases and where they start
+        self.time_major = {name: name for name in ("X", "initial_h", "initial_c")}  # batch first: their transposes
 
     # -- the pieces of a step
     def product(self, label: str, a: Memlet, b: Memlet, shape: tuple, reason: BufferReason | None = None) -> str:
@@ -270,17 +286,36 @@ class RecurrentBuilder:
 
     def program_outputs(self, d: int, t: int, last: bool, *outputs: str) -> dict[str, Memlet]:
         """The memlets writing ``Y[t]`` (``"Y"``) and, at the last step, ``Y_h`` / ``Y_c``, of those connected."""
+        batch_first = self.spec.batch_first
         memlets = {}
         if "Y" in outputs and "Y" in self.present:
-            memlets["y"] = Memlet(f"Y[{t}, {d}, __b, __j]")
+            memlets["y"] = Memlet(f"Y[__b, {t}, {d}, __j]" if batch_first else f"Y[{t}, {d}, __b, __j]")
         for name in ("Y_h", "Y_c"):
             if last and name in outputs and name in self.present:
-                memlets[name.lower()] = Memlet(f"{name}[{d}, __b, __j]")
+                memlets[name.lower()] = Memlet(f"{name}[__b, {d}, __j]" if batch_first else f"{name}[{d}, __b, __j]")
         return memlets
 
-    def write(self, label: str, inputs: dict[str, Memlet], value: str, outputs: dict[str, Memlet]) -> None:
-        """A task computing ``value`` (code assigning ``v``) into every one of ``outputs``."""
-        self.task(label, inputs, value + "".join(f"\n{key} = v" for key in outputs), outputs)
+    def write(
+        self, label: str, t: int, previous: State | None, inputs: dict[str, Memlet], value: str, outputs: dict
+    ) -> None:
+        """A task computing the state ``value`` (code assigning ``v``) of step ``t`` into every one of ``outputs``.
+
+        With ``sequence_lens`` (:attr:`Recurrence.lengths`), a batch element whose sequence is shorter than ``t + 1``
+        keeps its ``previous`` state (zero if none) and gets zeros in Y (``y``): its steps past the end change
+        nothing, and a reverse direction starts from its last element (onnxruntime's rule)."""
+        code = value
+        if self.spec.lengths:
+            inputs = dict(inputs)
+            inputs["length"] = Memlet("sequence_lens[__b]")
+            kept = literal(0, self.spec.dtype)
+            if previous is not None:
+                kept = next((k for k, m in inputs.items() if str(m) == str(Memlet(previous.element))), "previous")
+                inputs.setdefault(kept, Memlet(previous.element))
+            code += f"\nv = v if {t} < length else {kept}"
+            if "y" in outputs:
+                code += f"\ny = v if {t} < length else {literal(0, self.spec.dtype)}"
+        code += "".join(f"\n{key} = v" for key in outputs if not (self.spec.lengths and key == "y"))
+        self.task(label, inputs, code, outputs)
 
     # -- a direction
     def biases(self, d: int) -> None:
@@ -319,13 +354,13 @@ class RecurrentBuilder:
         self.biases(d)
         xw = self.product(
             f"input_d{d}",
-            Memlet(f"X[0:{spec.steps}, 0:{B}, 0:{spec.inputs}]"),
+            Memlet(f"{self.time_major['X']}[0:{spec.steps}, 0:{B}, 0:{spec.inputs}]"),
             Memlet(f"{w_t}[{d}, 0:{spec.inputs}, 0:{spec.width}]"),
             (spec.steps, B, spec.width),
             BufferReason.LAYER_OUTPUT if spec.steps > 1 else None,
         )
-        hidden = State("initial_h", f"{d}, ", B, H) if "initial_h" in self.present else None
-        cell = State("initial_c", f"{d}, ", B, H) if "initial_c" in self.present else None
+        hidden = State(self.time_major["initial_h"], f"{d}, ", B, H) if "initial_h" in self.present else None
+        cell = State(self.time_major["initial_c"], f"{d}, ", B, H) if "initial_c" in self.present else None
         step = {"LSTM": self.lstm_step, "GRU": self.gru_step, "RNN": self.rnn_step}[spec.cell.op]
         order = range(spec.steps - 1, -1, -1) if spec.reversed[d] else range(spec.steps)
         for s, t in enumerate(order):
@@ -368,11 +403,13 @@ class RecurrentBuilder:
         new_cell = self.new_state(f"cell_d{d}_t{t}")
         self.write(
             f"cell_d{d}_t{t}",
+            t,
+            cell,
             inputs,
             value,
             {"out": Memlet(new_cell.element)} | self.program_outputs(d, t, last, "Y_c"),
         )
-        outputs = self.program_outputs(d, t, last, "Y", "Y_h")
+        outputs, previous = self.program_outputs(d, t, last, "Y", "Y_h"), hidden
         if not last:
             hidden = self.new_state(f"h_d{d}_t{t}", self.product_operand)
             outputs["out"] = Memlet(hidden.element)
@@ -381,6 +418,8 @@ class RecurrentBuilder:
             h = spec.activations[d][2].expression("state", self.T)
             self.write(
                 f"state_d{d}_t{t}",
+                t,
+                previous,
                 {"o": Memlet(o.element), "state": Memlet(new_cell.element)},
                 f"v = o * {h}",
                 outputs,
@@ -420,11 +459,11 @@ class RecurrentBuilder:
         if hidden is not None:
             inputs["state"] = Memlet(hidden.element)
             value += " + z * state"
-        outputs = self.program_outputs(d, t, last, "Y", "Y_h")
+        outputs, previous = self.program_outputs(d, t, last, "Y", "Y_h"), hidden
         if not last:  # read by the next hidden product(s) and the next state update (and reset task)
             hidden = self.new_state(f"h_d{d}_t{t}", BufferReason.REUSE)
             outputs["out"] = Memlet(hidden.element)
-        self.write(f"state_d{d}_t{t}", inputs, value, outputs)
+        self.write(f"state_d{d}_t{t}", t, previous, inputs, value, outputs)
         return hidden, None
 
     def rnn_step(self, d, t, xw, r_t, hidden: State | None, cell, last: bool):
@@ -434,11 +473,11 @@ class RecurrentBuilder:
         if hidden is not None:
             products = {"h": (self.hidden_product(d, t, hidden, r_t, 0, spec.width, "hidden"), 0)}
         h = self.gate(d, t, "h", xw, products)
-        outputs = self.program_outputs(d, t, last, "Y", "Y_h")
+        outputs, previous = self.program_outputs(d, t, last, "Y", "Y_h"), hidden
         if not last:
             hidden = self.new_state(f"h_d{d}_t{t}", self.product_operand)
             outputs["out"] = Memlet(hidden.element)
-        self.write(f"state_d{d}_t{t}", {"h": Memlet(h.element)}, "v = h", outputs)
+        self.write(f"state_d{d}_t{t}", t, previous, {"h": Memlet(h.element)}, "v = h", outputs)
         return hidden, None
 
 
@@ -446,6 +485,11 @@ def build_recurrent_sdfg(steps: ExpansionBuilder, spec: Recurrence, implementati
     """The nested SDFG of a recurrent node in ``steps`` (its arguments added): see the module docstring."""
     builder = RecurrentBuilder(steps, spec, implementation)
     directions = len(spec.reversed)
+    if spec.batch_first:
+        x_reason = buffer_reason_between(Order.ROW, builder.shape.consumes_a)
+        for name, reason in (("X", x_reason), ("initial_h", BufferReason.REUSE), ("initial_c", BufferReason.REUSE)):
+            if name in builder.present:
+                builder.time_major[name] = _swap_leading(steps, name, spec.dtype, reason)
     hidden_products = directions * (spec.steps - ("initial_h" not in builder.present))
     w_reason = buffer_reason_between(Order.ROW, builder.shape.consumes_b)
     w_t = add_transpose(steps, "TransW", "W", (directions, spec.inputs, spec.width), spec.dtype, w_reason)
@@ -456,6 +500,22 @@ def build_recurrent_sdfg(steps: ExpansionBuilder, spec: Recurrence, implementati
     for d in range(directions):
         builder.direction(d, w_t, r_t)
     return steps.sdfg
+
+
+def _swap_leading(steps: ExpansionBuilder, source: str, dtype: dace.typeclass, reason: BufferReason | None) -> str:
+    """A task ``Trans<source>`` writing ``source`` (3-D) with its first two dimensions swapped into a new transient
+    marked ``reason``, row by row: batch-first X (batch × seq × inputs) and initial states (batch × directions × H)
+    in the time-major layout of the steps."""
+    first, second, last = steps.desc(source).shape
+    swapped = steps.transient(f"{source}_t", (second, first, last), dtype, reason)
+    steps.flat_map(
+        f"Trans{source}",
+        {"__i": f"0:{second}", "__j": f"0:{first}", "__k": f"0:{last}"},
+        {"v": Memlet(f"{source}[__j, __i, __k]")},
+        "out = v",
+        {"out": Memlet(f"{swapped}[__i, __j, __k]")},
+    )
+    return swapped
 
 
 class _Recurrent(CanonicalForward):
@@ -470,7 +530,7 @@ class _Recurrent(CanonicalForward):
     @classmethod
     def forward(cls, node, state, sdfg):
         spec = recurrence(node, state, sdfg)
-        drop = ["sequence_lens"] if input_edge(node, state, "sequence_lens") is not None else []
+        drop = ["sequence_lens"] if input_edge(node, state, "sequence_lens") is not None and not spec.lengths else []
         return build_recurrent_sdfg(node_builder(node, state, sdfg, drop=drop), spec, cls.mmm_implementation)
 
 

@@ -1,11 +1,13 @@
 """Canonical LSTM, GRU and RNN (dcaccel/expansions/recurrent.py): values against onnxruntime (one compile for
 every case, each case under one of the MMM shapes), over directions, initial states, biases, peepholes, clip,
-input_forget, linear_before_reset, activations with their alpha and beta, a constant sequence_lens and the optional
-outputs; the task DAG of a cell (the gate products are MMM tasks of the chosen shape, one gate task per step);
-refusals in one line naming the node and attribute.
+input_forget, linear_before_reset, activations with their alpha and beta, sequence_lens (constant, or data; shorter
+sequences in forward, reverse and bidirectional cells), layout 1 (batch first; onnxruntime computes its time-major
+twin) and the optional outputs; the task DAG of a cell (the gate products are MMM tasks of the chosen shape, one
+gate task per step); refusals in one line naming the node and attribute.
 """
 
 import numpy as np
+import onnx
 import pytest
 
 from dcaccel.errors import UnsupportedOpError
@@ -16,26 +18,42 @@ GATES = {"LSTM": 4, "GRU": 3, "RNN": 1}
 BIAS_INITIAL = ["x", "w", "r", "b", "", "h0"]
 
 
-def _cell(name, op, node_inputs, outputs, directions=1, steps=STEPS, seed=0, **attributes) -> OpCase:
-    """A case of ``op`` on a random ``x`` of steps × batch × inputs; weights, biases, initial states and
-    peepholes (those in ``node_inputs``) drawn from ``seed``, scaled by 1/2 to keep the gates off saturation."""
+def _cell(name, op, node_inputs, outputs, directions=1, steps=STEPS, seed=0, lengths=None, **attributes) -> OpCase:
+    """A case of ``op`` on a random ``x`` of steps × batch × inputs (batch × steps × inputs with ``layout`` 1);
+    weights, biases, initial states and peepholes (those in ``node_inputs``) drawn from ``seed``, scaled by 1/2 to
+    keep the gates off saturation; a constant ``lens`` of ``lengths`` (default: every sequence ``steps`` long)."""
     rng = np.random.default_rng(seed)
     gates = GATES[op] * HIDDEN
+    state = (BATCH, directions, HIDDEN) if attributes.get("layout") else (directions, BATCH, HIDDEN)
     shapes = {
         "w": (directions, gates, INPUTS),
         "r": (directions, gates, HIDDEN),
         "b": (directions, 2 * gates),
-        "h0": (directions, BATCH, HIDDEN),
-        "c0": (directions, BATCH, HIDDEN),
+        "h0": state,
+        "c0": state,
         "p": (directions, 3 * HIDDEN),
     }
     constants = {n: (rng.standard_normal(shapes[n]) / 2).astype(np.float32) for n in node_inputs if n in shapes}
     if "lens" in node_inputs:
-        constants["lens"] = np.full(BATCH, steps, np.int32)
+        constants["lens"] = np.asarray(lengths or [steps] * BATCH, np.int32)
     attributes = {"hidden_size": HIDDEN, **attributes}
     if directions == 2:
         attributes["direction"] = "bidirectional"
-    return OpCase(name, op, node_inputs, {"x": (steps, BATCH, INPUTS)}, constants, attributes, outputs)
+    x = (BATCH, steps, INPUTS) if attributes.get("layout") else (steps, BATCH, INPUTS)
+    return OpCase(name, op, node_inputs, {"x": x}, constants, attributes, outputs)
+
+
+def _time_major(case: OpCase) -> OpCase:
+    """The layout-0 twin of a batch-first ``case`` (X and the initial states transposed), named ``<name>_tm``:
+    onnxruntime has no batch-first recurrent kernels, so it computes the twin and the tests transpose its outputs."""
+    swapped = {n: np.swapaxes(v, 0, 1) if n in ("h0", "c0") else v for n, v in case.constants.items()}
+    inputs = {n: (shape[1], shape[0], *shape[2:]) for n, shape in case.inputs.items()}
+    attributes = {k: v for k, v in case.attributes.items() if k != "layout"}
+    return OpCase(f"{case.name}_tm", case.op_type, case.node_inputs, inputs, swapped, attributes, case.outputs)
+
+
+BATCH_FIRST = {"y": (2, 0, 1, 3), "yh": (1, 0, 2), "yc": (1, 0, 2)}
+"""Per output, the axes of the time-major output in the order of the batch-first one."""
 
 
 LSTM_OUTPUTS = ("y", "yh", "yc")
@@ -75,16 +93,70 @@ CASES = {
         _cell("gru_linear_before_reset_no_state", "GRU", ["x", "w", "r", "b"], ("", "yh"), linear_before_reset=1),
     ],
 }
+CASES["mv"] += [
+    _cell("lstm_batch_first", "LSTM", [*BIAS_INITIAL, "c0", "p"], LSTM_OUTPUTS, directions=2, layout=1),
+    _cell("lstm_short", "LSTM", ["x", "w", "r", "b", "lens", "h0", "c0", "p"], LSTM_OUTPUTS, lengths=[3, 1]),
+    _cell("rnn_short_batch_first", "RNN", ["x", "w", "r", "", "lens"], ("y", "yh"), lengths=[2, 3], layout=1),
+]
+CASES["op"] += [
+    _cell("gru_batch_first", "GRU", BIAS_INITIAL, ("y", "yh"), direction="reverse", layout=1, seed=2),
+    _cell(
+        "lstm_short_reverse", "LSTM", ["x", "w", "r", "b", "lens"], LSTM_OUTPUTS, direction="reverse", lengths=[2, 3]
+    ),
+]
+CASES["lmv"] += [
+    _cell("rnn_batch_first_no_state", "RNN", ["x", "w", "r", "b"], ("y", "yh"), layout=1, seed=3),
+    _cell("gru_short_bidirectional", "GRU", ["x", "w", "r", "b", "lens", "h0"], ("y", "yh"), 2, lengths=[1, 2], seed=4),
+]
+
+
+def _lengths_as_data(case: OpCase) -> OpCase:
+    """``case`` with its ``lens`` a graph input (int32 data, as ONNX's test_lstm_with_peepholes passes it) instead of
+    a constant; the model's input type and the feed are set by :func:`_model_and_feed`."""
+    constants = {n: v for n, v in case.constants.items() if n != "lens"}
+    inputs = {**case.inputs, "lens": case.constants["lens"].shape}
+    name = f"{case.name}_data"
+    return OpCase(name, case.op_type, case.node_inputs, inputs, constants, case.attributes, case.outputs)
+
+
+DATA_LENGTHS = {_lengths_as_data(c).name: c.constants["lens"] for c in CASES["mv"] if c.name == "lstm_short"}
+CASES["mv"] += [_lengths_as_data(c) for c in CASES["mv"] if c.name == "lstm_short"]
 ALL = [case for cases in CASES.values() for case in cases]
 SHAPE = {case.name: shape for shape, cases in CASES.items() for case in cases}
 
 
+def _model_and_feed(cases: list[OpCase]):
+    """The model of ``cases`` and its random feed, with the lengths of :data:`DATA_LENGTHS` int32 data."""
+    model = build_model(cases)
+    feed = random_feed(cases)
+    for graph_input in model.graph.input:
+        case, _, name = graph_input.name.partition("__")
+        if case in DATA_LENGTHS and name == "lens":
+            graph_input.type.tensor_type.elem_type = onnx.TensorProto.INT32
+            feed[graph_input.name] = DATA_LENGTHS[case]
+    return model, feed
+
+
 @pytest.fixture(scope="module")
 def results():
-    """Outputs of every case from onnxruntime and from the canonical lowerings (one compile)."""
-    model = build_model(ALL)
-    feed = random_feed(ALL)
-    return run_reference(model, feed), run_canonical(model, feed, "test_recurrent", SHAPE)
+    """Outputs of every case from the canonical lowerings (one compile) and from onnxruntime, which computes the
+    time-major twin of a batch-first case (:func:`_time_major`, outputs transposed back)."""
+    model, feed = _model_and_feed(ALL)
+    canonical = run_canonical(model, feed, "test_recurrent", SHAPE)
+    twins = [_time_major(c) if c.attributes.get("layout") else c for c in ALL]
+    twin_feed = {}
+    for case, twin in zip(ALL, twins, strict=True):
+        for name in case.inputs:
+            value = feed[case.tensor(name)]
+            twin_feed[twin.tensor(name)] = np.swapaxes(value, 0, 1) if twin is not case and name == "x" else value
+    twin_model, _ = _model_and_feed(twins)
+    computed = run_reference(twin_model, twin_feed)
+    reference = {}
+    for case, twin in zip(ALL, twins, strict=True):
+        for output in filter(None, case.outputs):
+            value = computed[twin.tensor(output)]
+            reference[case.tensor(output)] = value if twin is case else np.transpose(value, BATCH_FIRST[output])
+    return reference, canonical
 
 
 @pytest.mark.slow
@@ -121,7 +193,7 @@ def case_dags():
     from dcaccel.dag import extract
     from dcaccel.transforms.lower import lower
 
-    sdfg = ONNXModel("recurrent_cases", build_model(ALL), onnx_simplify=False).sdfg
+    sdfg = ONNXModel("recurrent_cases", _model_and_feed(ALL)[0], onnx_simplify=False).sdfg
     dag = extract(lower(sdfg, SHAPE))
     return dict.fromkeys(SHAPE, dag)
 
@@ -176,25 +248,21 @@ def test_gate_products_are_mmm_tasks_of_the_shape(shape, lstm_dags):
 
 
 REFUSED = {
-    "batch_first": (_cell("batch_first", "LSTM", ["x", "w", "r"], ("y",), layout=1), "layout=1 (batch first)"),
     "softsign": (
         _cell("softsign", "RNN", ["x", "w", "r"], ("y",), activations=["Softsign"]),
         "activations: 'Softsign' (one of HardSigmoid, LeakyRelu, Relu, Sigmoid, Softplus, Tanh)",
     ),
-    "lens_data": (
+    "double_lstm": (
         OpCase(
-            "lens_data",
-            "GRU",
-            ["x", "w", "r", "", "lens"],
-            {"x": (STEPS, BATCH, INPUTS), "lens": (BATCH,)},
-            {
-                "w": np.zeros((1, 3 * HIDDEN, INPUTS), np.float32),
-                "r": np.zeros((1, 3 * HIDDEN, HIDDEN), np.float32),
-            },
-            {"hidden_size": HIDDEN},
-            ("y",),
+            "double_lstm",
+            "LSTM",
+            ["x", "w", "r"],
+            {"x": (STEPS, BATCH, INPUTS), "w": (1, 4 * HIDDEN, INPUTS), "r": (1, 4 * HIDDEN, HIDDEN)},
+            attributes={"hidden_size": HIDDEN},
+            outputs=("y",),
+            dtype=np.int32,
         ),
-        "sequence_lens other than a constant 3 (the sequence length)",
+        "element types int (one floating-point type)",
     ),
 }
 
@@ -205,9 +273,6 @@ def refused_model():
 
     cases = [case for case, _ in REFUSED.values()]
     model = build_model(cases)
-    for graph_input in model.graph.input:  # sequence_lens is int32 data
-        if graph_input.name == "lens_data__lens":
-            graph_input.type.tensor_type.elem_type = 6
     return ONNXModel("recurrent_refused", model, onnx_simplify=False).sdfg
 
 
