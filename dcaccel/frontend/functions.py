@@ -4,20 +4,25 @@ Many ONNX ops are *functions*: their schema defines them by a body of simpler op
 ``Range``, ``Cos`` and arithmetic, ``RMSNormalization`` by ``ReduceMean``, ``Sqrt`` and ``Div``...), either
 one body per opset (``has_function``) or one built for the node's attributes and input types
 (``has_context_dependent_function``). :func:`with_function_bodies` replaces every node of such an op that
-dcaccel does not implement (``dcaccel.expansions.supported_ops()``) by the body of the op's schema at the
-model's opset, as ONNX's own ``_expanded`` backend test cases do: the body's inputs and outputs become the
-node's, its attributes take the node's values (else the schema's defaults), its internal tensors and nodes are
-named after the node and op (``<node>/<op>/<tensor>``, ``<node>/<op>/<body op>_<k>``; ``<node>/...`` when the
-last part of the node's name starts with its op, as PyTorch's ``/norm/RMSNormalization`` does), so a lowered
-task says which op it came from. Bodies whose ops are functions without an implementation themselves are
-expanded in turn. The body's ops then lower canonically like any other; what the body computes from shapes
-(``Shape`` → ``Slice`` → ``Range``) is folded by the preparation steps after this one.
+dcaccel does not implement (``dcaccel.expansions.supported_ops()``), and of such an op of another domain ONNX
+defines that DaCe's importer has no node for (``ai.onnx.preview``'s ``FlexAttention``), by the body of the op's
+schema at the opset the model imports its domain at, as ONNX's own ``_expanded`` backend test cases do (graph
+attributes, ``FlexAttention``'s ``score_mod``, are inlined by ONNX's function builder): the body's inputs and
+outputs become the node's, its attributes take the node's values (else the schema's defaults), its internal
+tensors and nodes are named after the node and op (``<node>/<op>/<tensor>``, ``<node>/<op>/<body op>_<k>``;
+``<node>/...`` when the last part of the node's name starts with its op, as PyTorch's ``/norm/RMSNormalization``
+does), so a lowered task says which op it came from. Bodies whose ops are functions without an implementation
+themselves are expanded in turn. The body's ops then lower canonically like any other; what the body computes
+from shapes (``Shape`` → ``Slice`` → ``Range``) is folded by the preparation steps after this one.
 
-A node stays as written (and runs through lowering's host fallback) when its op has no body at the model's
-opset, when its body was written for an older opset under which one of its nodes means something else than
-under the model's (:func:`_reads_the_same`), or when the shape inference cannot type the inputs of a body built
-for them; why is a debug record of the ``dcaccel`` logger. Every replacement is an info record.
-:func:`kept_as_written` turns the replacement off.
+A node stays as written (and runs through lowering's host fallback, or is refused at import for a domain DaCe
+does not import) when its op has no body at the model's opset, when its body was written for an older opset
+under which one of its nodes means something else than under the model's (:func:`_reads_the_same`), or when the
+shape inference cannot type the inputs of a body built for them; why is a debug record of the ``dcaccel`` logger.
+Every replacement is an info record. :func:`kept_as_written` turns the replacement off.
+
+Only the nodes of the main graph are replaced: a function op in a ``Loop``, ``If`` or ``Scan`` body is replaced
+once that body is unrolled into the main graph (``onnx_prepare.normalize`` alternates the two steps).
 """
 
 import contextlib
@@ -28,6 +33,8 @@ from collections.abc import Collection
 
 import onnx
 from onnx import defs
+
+from dcaccel.frontend.ml_domain import importable_node
 
 #: Rounds of expansion: a body may hold function ops without an implementation (expanded in the next round).
 MAX_DEPTH = 4
@@ -49,56 +56,70 @@ def kept_as_written():
 
 
 def with_function_bodies(proto: onnx.ModelProto, source: str, implemented: Collection[str]) -> onnx.ModelProto:
-    """``proto`` with every default-domain node whose op is not in ``implemented`` (op types) and has an ONNX
-    function body at the model's opset replaced by that body (a copy; ``proto`` itself when none applies, or
-    inside :func:`kept_as_written`)."""
-    opset = next((entry.version for entry in proto.opset_import if entry.domain == ""), None)
+    """``proto`` with every node of its graph that :func:`_expandable` names replaced by its op's ONNX function body
+    at the opset the model imports the op's domain at (a copy; ``proto`` itself when none applies, or inside
+    :func:`kept_as_written`)."""
+    opsets = {entry.domain: entry.version for entry in proto.opset_import}
     model = proto
     for _ in range(MAX_DEPTH if _EXPAND.get() else 0):
-        expanded = _expanded_once(model, source, opset, implemented)
+        expanded = _expanded_once(model, source, opsets, implemented)
         if expanded is model:
             break
         model = expanded
     return model
 
 
-def _expandable(node: onnx.NodeProto, opset: int | None, implemented: Collection[str]) -> bool:
-    """Whether ``node``'s op is a default-domain function without an implementation at ``opset``."""
-    if node.domain or node.op_type in implemented or opset is None:
+def _expandable(node: onnx.NodeProto, opsets: dict[str, int], implemented: Collection[str]) -> bool:
+    """Whether ``node``'s op has an ONNX function body at the opset ``opsets`` gives its domain and no other way
+    through import: a default-domain op not in ``implemented``, or an op of another domain whose nodes DaCe's
+    importer cannot build (any but the ``ai.onnx.ml`` ops it has classes for). The model must import the default
+    domain, which the bodies are written in."""
+    if "" not in opsets or node.domain not in opsets:
         return False
-    schema = _schema(node.op_type, opset)
+    imported = importable_node(node) if node.domain else node.op_type in implemented
+    if imported:
+        return False
+    schema = _schema(node.op_type, opsets[node.domain], node.domain)
     return schema is not None and (schema.has_function or schema.has_context_dependent_function)
 
 
-def _schema(op_type: str, opset: int) -> defs.OpSchema | None:
+def _schema(op_type: str, opset: int, domain: str = "") -> defs.OpSchema | None:
     try:
-        return defs.get_schema(op_type, opset, "")
+        return defs.get_schema(op_type, opset, domain)
     except defs.SchemaError:
         return None
 
 
 def _expanded_once(
-    proto: onnx.ModelProto, source: str, opset: int | None, implemented: Collection[str]
+    proto: onnx.ModelProto, source: str, opsets: dict[str, int], implemented: Collection[str]
 ) -> onnx.ModelProto:
     """``proto`` with every function node replaced by its body (one level; ``proto`` itself when none applies)."""
-    if not any(_expandable(node, opset, implemented) for node in proto.graph.node):
+    if not any(_expandable(node, opsets, implemented) for node in proto.graph.node):
         return proto
     types = _value_types(proto)
     taken = _names(proto.graph)
     nodes, replaced = [], Counter()
     for index, node in enumerate(proto.graph.node):
         body = None
-        if _expandable(node, opset, implemented):
-            body = _body(node, index, opset, types, taken, source)
+        if _expandable(node, opsets, implemented):
+            body = _body(node, index, opsets, types, taken, source)
         if body is None:
             nodes.append(node)
         else:
             nodes.extend(body)
-            replaced[node.op_type] += 1
+            replaced[node.domain, node.op_type] += 1
     if not replaced:
         return proto
-    for op, count in replaced.items():
-        logger.info("%s: %d %s node(s) replaced by the ONNX function body of %s-%d", source, count, op, op, opset)
+    for (domain, op), count in replaced.items():
+        qualified = f"{domain}.{op}" if domain else op
+        logger.info(
+            "%s: %d %s node(s) replaced by the ONNX function body of %s-%d",
+            source,
+            count,
+            op,
+            qualified,
+            opsets[domain],
+        )
     model = onnx.ModelProto()
     model.CopyFrom(proto)
     del model.graph.node[:]
@@ -107,16 +128,17 @@ def _expanded_once(
 
 
 def _body(
-    node: onnx.NodeProto, index: int, opset: int, types: dict, taken: set[str], source: str
+    node: onnx.NodeProto, index: int, opsets: dict[str, int], types: dict, taken: set[str], source: str
 ) -> list[onnx.NodeProto] | None:
     """The nodes of ``node``'s function body, renamed into the graph (their names added to ``taken``), or None
     when the body does not apply (why is a debug record)."""
     label = node.name or f"{node.op_type}_{index}"
-    function, reason = _function(node, opset, types)
+    version = opsets[node.domain]
+    schema = _schema(node.op_type, version, node.domain)
+    function, reason = _function(node, schema, version, opsets[""], types)
     if function is None:
         logger.debug("%s: node '%s' (%s) stays as written: %s", source, label, node.op_type, reason)
         return None
-    schema = _schema(node.op_type, opset)
     attributes = {a.name: a.default_value for a in schema.attributes.values() if a.default_value.type}
     attributes.update({a.name: a for a in node.attribute})
     renamed = {name: node.input[i] if i < len(node.input) else "" for i, name in enumerate(function.input)}
@@ -164,11 +186,14 @@ def _renamed(inner: onnx.NodeProto, name: str, rename, attributes: dict, taken: 
     return copy
 
 
-def _function(node: onnx.NodeProto, opset: int, types: dict) -> tuple[onnx.FunctionProto | None, str]:
-    """``node``'s function body at ``opset`` (the newest written for an opset not above it), or None and why not."""
-    schema = _schema(node.op_type, opset)
-    versions = [v for v in schema.function_opset_versions if v <= opset]
-    dependent = [v for v in schema.context_dependent_function_opset_versions if v <= opset]
+def _function(
+    node: onnx.NodeProto, schema: defs.OpSchema, version: int, opset: int, types: dict
+) -> tuple[onnx.FunctionProto | None, str]:
+    """``node``'s function body from ``schema`` (its op's at ``version``, the model's opset of its domain): the
+    newest written for a version not above ``version``, if its nodes mean at the model's default-domain
+    ``opset`` what they were written for; or None and why not."""
+    versions = [v for v in schema.function_opset_versions if v <= version]
+    dependent = [v for v in schema.context_dependent_function_opset_versions if v <= version]
     function = onnx.FunctionProto()
     if dependent and (not versions or max(dependent) >= max(versions)):
         missing = [name for name in node.input if name and name not in types]
@@ -185,7 +210,7 @@ def _function(node: onnx.NodeProto, opset: int, types: dict) -> tuple[onnx.Funct
     elif versions:
         function.ParseFromString(schema.get_function_with_opset_version(max(versions)))
     else:
-        return None, f"its schema has no function body for opset {opset}"
+        return None, f"its schema has no function body for opset {version}"
     if not function.node:
         return None, "its function body is empty"
     return _check_versions(function, opset)

@@ -8,9 +8,10 @@ the order :func:`dcaccel.frontend.onnx_import.from_onnx` runs them:
    the opset up under ``""`` only), graph inputs that are also initializers become weights only, and
    a model whose opset is older than :data:`MIN_OPSET` (or an opset-9 model with an ``Upsample``) is
    converted with ``onnx.version_converter``; an op dcaccel has no canonical implementation of but ONNX
-   defines by a function body is replaced by that body (:mod:`dcaccel.frontend.functions`); control flow
-   (``If``, ``Loop``, ``Scan``) is replaced by the straight-line graph it denotes
-   (:func:`dcaccel.frontend.control_flow.straight_line`); scalar ``Constant`` nodes (``value_float``...)
+   defines by a function body is replaced by that body (:mod:`dcaccel.frontend.functions`) and control flow
+   (``If``, ``Loop``, ``Scan``) by the straight-line graph it denotes
+   (:func:`dcaccel.frontend.control_flow.straight_line`), in turn until neither applies (a function op in a
+   ``Loop`` body is replaced once the loop is unrolled); scalar ``Constant`` nodes (``value_float``...)
    are written with a ``value`` tensor, the one form DaCe's importer reads (:func:`tensor_constants`);
 2. :func:`check_consistent`: the ONNX checker with strict shape and type inference;
 3. :func:`simplify`: onnx-simplifier folds every value computable from initializers and constants
@@ -103,10 +104,9 @@ logger = logging.getLogger(__name__)
 def normalize(proto: onnx.ModelProto, source: str) -> onnx.ModelProto:
     """A copy of ``proto`` with the default domain written ``""``, graph inputs that are also initializers
     made weights only, the ops dcaccel has no canonical implementation of but ONNX defines by a function body
-    replaced by that body (:func:`_with_function_bodies`), its control flow unrolled
-    (:mod:`dcaccel.frontend.control_flow`), scalar ``Constant`` nodes written as tensors (:func:`tensor_constants`),
-    its opset at least :data:`MIN_OPSET`, and an opset-9 ``Upsample`` made a ``Resize`` (the model converted to
-    :data:`RESIZE_OPSET`).
+    replaced by that body and its control flow unrolled (:func:`_straight_line_with_function_bodies`), scalar
+    ``Constant`` nodes written as tensors (:func:`tensor_constants`), its opset at least :data:`MIN_OPSET`, and
+    an opset-9 ``Upsample`` made a ``Resize`` (the model converted to :data:`RESIZE_OPSET`).
 
     Old exporters listed every weight as a graph input too; ONNX lets a caller override such an input
     with a value of its own, dcaccel never does, so it is a weight (and constant folding may go through
@@ -129,7 +129,7 @@ def normalize(proto: onnx.ModelProto, source: str) -> onnx.ModelProto:
         del model.graph.input[:]
         model.graph.input.extend(inputs)
         model.ir_version = max(model.ir_version, _INITIALIZERS_NOT_INPUTS_IR)
-    model = tensor_constants(control_flow.straight_line(_with_function_bodies(model, source), source))
+    model = tensor_constants(_straight_line_with_function_bodies(model, source))
     opset = versions.get("")
     if opset is None:
         raise DcaccelError(f"{source} does not import the default ONNX domain (its opset_import names no version)")
@@ -258,6 +258,20 @@ def _with_function_bodies(proto: onnx.ModelProto, source: str) -> onnx.ModelProt
     from dcaccel.expansions import supported_ops
 
     return functions.with_function_bodies(proto, source, set(supported_ops()))
+
+
+def _straight_line_with_function_bodies(proto: onnx.ModelProto, source: str) -> onnx.ModelProto:
+    """``proto`` with its function ops replaced by their bodies (:func:`_with_function_bodies`) and its control flow
+    unrolled (:func:`dcaccel.frontend.control_flow.straight_line`), one after the other until neither changes the
+    graph: a function body may hold control flow (unrolled next), and an unrolled ``Loop``, ``If`` or ``Scan`` body
+    function ops (replaced next)."""
+    model = proto
+    for _ in range(functions.MAX_DEPTH):
+        rewritten = control_flow.straight_line(_with_function_bodies(model, source), source)
+        if rewritten is model:
+            break
+        model = rewritten
+    return model
 
 
 def simplify(proto: onnx.ModelProto, source: str) -> onnx.ModelProto:

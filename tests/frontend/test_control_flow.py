@@ -2,9 +2,9 @@
 
 Each form (scans over axes and directions, opset 8's batched scan, loops stopped by their trip count or by a
 condition computed from the iteration number, If on a constant and on a computed condition, control flow in
-a body, a torch-scripted loop) is checked twice: fast, the unrolled graph against the original one, both run
-by onnxruntime (nothing compiled); slow, every form in one model imported, lowered canonically and compiled
-once, against onnxruntime. Refusals are one line naming op, node and reason.
+a body, a function op in a loop body, a torch-scripted loop) is checked twice: fast, the unrolled graph against
+the original one, both run by onnxruntime (nothing compiled); slow, every form in one model imported, lowered
+canonically and compiled once, against onnxruntime. Refusals are one line naming op, node and reason.
 """
 
 import numpy as np
@@ -197,6 +197,29 @@ def nested_model() -> onnx.ModelProto:
     )
 
 
+def function_loop_model() -> onnx.ModelProto:
+    """A loop of 3 steps whose body applies ``LogSoftmax`` (an ONNX function op without a canonical implementation)
+    to the carried ``y`` [2, 3] plus the outer-scope ``w``; the scan output is each step's ``y``."""
+    body = helper.make_graph(
+        [
+            helper.make_node("Add", ["y_in", "w"], ["shifted"]),
+            helper.make_node("LogSoftmax", ["shifted"], ["y_out"]),
+            helper.make_node("Identity", ["cond_in"], ["cond_out"]),
+            helper.make_node("Identity", ["y_out"], ["scan_out"]),
+        ],
+        "function_body",
+        [_value("i", INT64, []), _value("cond_in", BOOL, []), _value("y_in", shape=[2, 3])],
+        [_value("cond_out", BOOL, []), _value("y_out", shape=[2, 3]), _value("scan_out", shape=[2, 3])],
+    )
+    loop = helper.make_node("Loop", ["trips", "", "y0"], ["y", "ys"], name="loop", body=body)
+    return _model(
+        [loop],
+        [_value("y0", shape=[2, 3])],
+        [_value("y", shape=[2, 3]), _value("ys", shape=[3, 2, 3])],
+        [_constant("trips", np.int64(3)), _constant("w", np.array([1.0, -2.0, 0.5], np.float32))],
+    )
+
+
 FORMS = {
     "scan_axis0": scan_model(0, 0, 0, 0),
     "scan_axis1_reverse": scan_model(1, 1, 0, 0),
@@ -210,6 +233,7 @@ FORMS = {
     "if_false": if_model(False),
     "if_where": if_model(None),
     "nested": nested_model(),
+    "loop_function_op": function_loop_model(),
 }
 """Small models of every form, at the opset of the canonical tests."""
 
@@ -286,6 +310,22 @@ def test_nested_control_flow_is_unrolled_with_its_enclosing_step():
     names = [node.name for node in straight_line(FORMS["nested"], "nested").graph.node]
     assert "outer_step0_parity_then_Add" in names and "outer_step1_parity_else_Mul" in names
     assert not any("parity_else" in name for name in names if name.startswith(("outer_step0", "outer_step2")))
+
+
+def test_a_function_op_in_a_loop_body_is_replaced_by_its_function_body_once_unrolled():
+    """normalize unrolls the loop, then replaces each step's ``LogSoftmax`` (no canonical implementation) by its
+    ONNX function body, named after the step."""
+    model = FORMS["loop_function_op"]
+    normalized = normalize(model, "loop")
+    assert not _op_types(normalized) & {"LogSoftmax", *CONTROL_FLOW_OPS}
+    names = [node.name for node in normalized.graph.node]
+    assert {name.partition("/")[0] for name in names if "/LogSoftmax/" in name} == {
+        f"loop_step{k}_LogSoftmax" for k in range(3)
+    }
+    feed = _feed(model)
+    expected, actual = run_reference(model, feed), run_reference(normalized, feed)
+    for name, value in expected.items():
+        np.testing.assert_allclose(actual[name], value, rtol=1e-6, atol=1e-6)
 
 
 def test_a_model_without_control_flow_is_returned_as_is():

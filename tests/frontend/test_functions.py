@@ -1,8 +1,9 @@
 """Function ops replaced by their ONNX function bodies at import (``dcaccel.frontend.functions``), and scalar
 ``Constant`` nodes written as tensors (``onnx_prepare.tensor_constants``).
 
-The bodies are checked against onnxruntime on the op itself (the expanded model computes what the node did),
-then through ``dcaccel.load``: lowered with no opaque or host task, and (slow) compiled and verified.
+The bodies are checked against onnxruntime on the op itself (the expanded model computes what the node did;
+``ai.onnx.preview``'s FlexAttention, which onnxruntime has no kernel for, against numpy), then through
+``dcaccel.load``: lowered with no opaque or host task, and (slow) compiled and verified.
 """
 
 import logging
@@ -147,6 +148,64 @@ def test_mvn_before_opset_13_expands_too():
     np.testing.assert_allclose(run_reference(expanded, feed)["y"], run_reference(model, feed)["y"], atol=1e-5)
 
 
+PREVIEW = "ai.onnx.preview"
+
+FLEX_SHAPES = {"q": (1, 4, 3, 8), "k": (1, 2, 5, 8), "v": (1, 2, 5, 6)}
+"""Grouped-query attention: 4 query heads over 2 key/value heads, 3 queries, 5 keys, value size 6."""
+
+
+def _flex_attention() -> onnx.ModelProto:
+    """``ai.onnx.preview``'s FlexAttention (opset 1, default domain 26) of :data:`FLEX_SHAPES` whose ``score_mod``
+    graph adds 0.5 to every score."""
+    score_mod = helper.make_graph(
+        [helper.make_node("Add", ["scores", "bias"], ["scores_out"])],
+        "score_mod",
+        [helper.make_tensor_value_info("scores", TensorProto.FLOAT, None)],
+        [helper.make_tensor_value_info("scores_out", TensorProto.FLOAT, None)],
+        [onnx.numpy_helper.from_array(np.float32(0.5), "bias")],
+    )
+    node = helper.make_node(
+        "FlexAttention", ["q", "k", "v"], ["y"], name="/attn/FlexAttention", domain=PREVIEW, score_mod=score_mod
+    )
+    graph = helper.make_graph(
+        [node],
+        "flex",
+        [helper.make_tensor_value_info(name, TensorProto.FLOAT, shape) for name, shape in FLEX_SHAPES.items()],
+        [helper.make_tensor_value_info("y", TensorProto.FLOAT, (1, 4, 3, 6))],
+    )
+    opsets = [helper.make_opsetid("", 26), helper.make_opsetid(PREVIEW, 1)]
+    return helper.make_model(graph, opset_imports=opsets, ir_version=10)
+
+
+def _attention(q: np.ndarray, k: np.ndarray, v: np.ndarray) -> np.ndarray:
+    """``softmax(q kᵀ / sqrt(E) + 0.5) v``, each key/value head serving two query heads (numpy, float64)."""
+    k, v = (np.repeat(t.astype(np.float64), q.shape[1] // t.shape[1], axis=1) for t in (k, v))
+    scores = q @ k.transpose(0, 1, 3, 2) / np.sqrt(q.shape[-1]) + 0.5
+    weights = np.exp(scores - scores.max(-1, keepdims=True))
+    return weights / weights.sum(-1, keepdims=True) @ v
+
+
+def test_an_op_of_another_domain_dace_cannot_import_is_replaced_by_its_function_body(caplog):
+    """FlexAttention's body is built for the node (its ``score_mod`` graph inlined) at the model's opset of
+    ``ai.onnx.preview``; the body's ops are default-domain, and it computes the attention numpy does."""
+    model = _flex_attention()
+    with caplog.at_level(logging.INFO, logger=functions.__name__):
+        expanded = functions.with_function_bodies(model, "model 'm'", IMPLEMENTED | {"Softmax"})
+    assert {node.domain for node in expanded.graph.node} == {""}
+    assert all(node.name.startswith("/attn/FlexAttention/") for node in expanded.graph.node)
+    assert caplog.messages == [
+        "model 'm': 1 FlexAttention node(s) replaced by the ONNX function body of ai.onnx.preview.FlexAttention-1"
+    ]
+    feed = _feed(FLEX_SHAPES)
+    np.testing.assert_allclose(run_reference(expanded, feed)["y"], _attention(**feed), rtol=1e-5, atol=1e-6)
+
+
+def test_an_op_of_another_domain_is_kept_without_that_domain_in_the_opsets():
+    model = _flex_attention()
+    del model.opset_import[1:]
+    assert functions.with_function_bodies(model, "m", IMPLEMENTED) is model
+
+
 _ATTRIBUTE_TYPES = {
     "value": onnx.AttributeProto.TENSOR,
     "value_float": onnx.AttributeProto.FLOAT,
@@ -224,6 +283,18 @@ def test_a_network_of_function_ops_lowers_canonically_and_verifies(fold):
     from dcaccel.verification import verify
 
     workload = load(_network(), fold=fold)
+    lowered = workload.lower()
+    assert lowered.opaque == {}
+    report = verify(workload, lowered)
+    assert report.passed, report
+
+
+@pytest.mark.slow
+def test_flex_attention_lowers_canonically_and_verifies():
+    from dcaccel.frontend.load import load
+    from dcaccel.verification import verify
+
+    workload = load(_flex_attention(), fold=False)
     lowered = workload.lower()
     assert lowered.opaque == {}
     report = verify(workload, lowered)
