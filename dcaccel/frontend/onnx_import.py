@@ -29,6 +29,7 @@ from google.protobuf.message import DecodeError
 from dcaccel.errors import DcaccelError, UnsupportedOpError
 from dcaccel.frontend import ml_domain
 from dcaccel.frontend import onnx_prepare as prepare
+from dcaccel.frontend.half_scalars import install_half_scalar_arguments
 from dcaccel.frontend.naming import identifier
 from dcaccel.frontend.shapes import (
     bind_symbols,
@@ -112,7 +113,9 @@ def from_onnx(
 
 def weights_as_arguments(imported) -> None:
     """Make every weight of the DaCe ONNX model ``imported`` a program argument: DaCe's importer leaves a weight
-    that is also a graph output (a ``Constant`` output) transient, so the program never took its value."""
+    that is also a graph output (a ``Constant`` output) transient, so the program never took its value. DaCe's
+    call then passes float16 scalar ones too (:func:`~dcaccel.frontend.half_scalars.install_half_scalar_arguments`)."""
+    install_half_scalar_arguments()
     for container in imported.clean_weights:
         if container in imported.sdfg.arrays:
             imported.sdfg.arrays[container].transient = False
