@@ -90,6 +90,7 @@ class EinsumMap:
 
     @property
     def out_shape(self) -> tuple[int, ...]:
+        """The output's shape: the sizes of its labels."""
         return tuple(self.sizes[label] for label in self.output)
 
     def params(self) -> dict[str, str]:
@@ -134,9 +135,9 @@ class EinsumMap:
         dtype = steps.desc(output).dtype
         params = self.params()
         element = subscript([params[label] for label in self.output])
+        out_ranges = index_ranges([params[label] for label in self.output], self.out_shape)
         if math.prod(self.sizes.values()) == 0:  # no product to sum: an empty output, or zeros
             if math.prod(self.out_shape):
-                out_ranges = index_ranges([params[label] for label in self.output], self.out_shape)
                 steps.flat_map(
                     "zeros", out_ranges, {}, f"out = {literal(0, dtype)}", {"out": Memlet(f"{output}[{element}]")}
                 )
@@ -157,7 +158,7 @@ class EinsumMap:
         steps.flat_map("reduce", ranges, memlets, code, {"out": Memlet(f"{accumulator}[{element}]", wcr=WCR_SUM)})
         steps.flat_map(
             "output",
-            index_ranges([params[label] for label in self.output], self.out_shape),
+            out_ranges,
             {"a": Memlet(f"{accumulator}[{element}]")},
             "out = a",
             {"out": Memlet(f"{output}[{element}]")},
