@@ -12,7 +12,8 @@ the order :func:`dcaccel.frontend.onnx_import.from_onnx` runs them:
    (``If``, ``Loop``, ``Scan``) by the straight-line graph it denotes
    (:func:`dcaccel.frontend.control_flow.straight_line`), in turn until neither applies (a function op in a
    ``Loop`` body is replaced once the loop is unrolled); scalar ``Constant`` nodes (``value_float``...)
-   are written with a ``value`` tensor, the one form DaCe's importer reads (:func:`tensor_constants`);
+   are written with a ``value`` tensor, the one form DaCe's importer reads (:func:`tensor_constants`), and
+   the attributes ONNX's shape inference misreads when absent with their defaults (:func:`explicit_defaults`);
 2. :func:`check_consistent`: the ONNX checker with strict shape and type inference;
 3. :func:`simplify`: onnx-simplifier folds every value computable from initializers and constants
    (``ConstantOfShape``, ``Shape`` → ``Gather`` → ``Concat`` → ``Reshape`` chains, ``Cast`` of
@@ -105,8 +106,9 @@ def normalize(proto: onnx.ModelProto, source: str) -> onnx.ModelProto:
     """A copy of ``proto`` with the default domain written ``""``, graph inputs that are also initializers
     made weights only, the ops dcaccel has no canonical implementation of but ONNX defines by a function body
     replaced by that body and its control flow unrolled (:func:`_straight_line_with_function_bodies`), scalar
-    ``Constant`` nodes written as tensors (:func:`tensor_constants`), its opset at least :data:`MIN_OPSET`, and
-    an opset-9 ``Upsample`` made a ``Resize`` (the model converted to :data:`RESIZE_OPSET`).
+    ``Constant`` nodes written as tensors (:func:`tensor_constants`), the defaults ONNX's shape inference misreads
+    written out (:func:`explicit_defaults`), its opset at least :data:`MIN_OPSET`, and an opset-9 ``Upsample`` made
+    a ``Resize`` (the model converted to :data:`RESIZE_OPSET`).
 
     Old exporters listed every weight as a graph input too; ONNX lets a caller override such an input
     with a value of its own, dcaccel never does, so it is a weight (and constant folding may go through
@@ -129,7 +131,7 @@ def normalize(proto: onnx.ModelProto, source: str) -> onnx.ModelProto:
         del model.graph.input[:]
         model.graph.input.extend(inputs)
         model.ir_version = max(model.ir_version, _INITIALIZERS_NOT_INPUTS_IR)
-    model = tensor_constants(_straight_line_with_function_bodies(model, source))
+    model = explicit_defaults(tensor_constants(_straight_line_with_function_bodies(model, source)))
     opset = versions.get("")
     if opset is None:
         raise DcaccelError(f"{source} does not import the default ONNX domain (its opset_import names no version)")
@@ -250,6 +252,38 @@ def _scalar_constant(node: onnx.NodeProto) -> onnx.AttributeProto | None:
 
 
 _SCALAR_CONSTANT_ATTRIBUTES = ("value_float", "value_int", "value_floats", "value_ints")
+
+
+MISREAD_DEFAULTS: dict[str, tuple[str, ...]] = {"STFT": ("onesided",)}
+"""Attributes whose absence ONNX's shape inference reads otherwise than their schema's default, by op: STFT's
+``onesided`` as 0, its default being 1 (ONNX 1.23; onnx/onnx#7731 fixes it), so that a model leaving it out was given
+``frame_length`` bins and the checker refused its declared output shape (ONNX's ``test_stft`` cases).
+:func:`explicit_defaults` writes them out."""
+
+
+def explicit_defaults(proto: onnx.ModelProto) -> onnx.ModelProto:
+    """``proto`` with every attribute of :data:`MISREAD_DEFAULTS` that a default-domain node leaves out written with
+    its schema's default at the model's opset (a copy computing the same; ``proto`` itself when no node leaves one
+    out)."""
+    opset = next((entry.version for entry in proto.opset_import if entry.domain == ""), None)
+    if opset is None or not any(_left_out_defaults(node) for node in proto.graph.node):
+        return proto
+    model = onnx.ModelProto()
+    model.CopyFrom(proto)
+    for node in model.graph.node:
+        names = _left_out_defaults(node)
+        if names:
+            schema = onnx.defs.get_schema(node.op_type, opset)
+            node.attribute.extend(schema.attributes[name].default_value for name in names)
+    return model
+
+
+def _left_out_defaults(node: onnx.NodeProto) -> list[str]:
+    """The attributes of :data:`MISREAD_DEFAULTS` that ``node`` leaves out."""
+    if node.domain:
+        return []
+    written = {attribute.name for attribute in node.attribute}
+    return [name for name in MISREAD_DEFAULTS.get(node.op_type, ()) if name not in written]
 
 
 def _with_function_bodies(proto: onnx.ModelProto, source: str) -> onnx.ModelProto:
