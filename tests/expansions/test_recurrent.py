@@ -2,8 +2,9 @@
 every case, each case under one of the MMM shapes), over directions, initial states, biases, peepholes, clip,
 input_forget, linear_before_reset, activations with their alpha and beta, sequence_lens (constant, or data; shorter
 sequences in forward, reverse and bidirectional cells), layout 1 (batch first; onnxruntime computes its time-major
-twin) and the optional outputs; the task DAG of a cell (the gate products are MMM tasks of the chosen shape, one
-gate task per step); refusals in one line naming the node and attribute.
+twin), float64 (against ONNX's reference evaluator) and the optional outputs; the task DAG of a cell (the gate
+products are MMM tasks of the chosen shape, one gate task per step); refusals in one line naming the node and
+attribute.
 """
 
 import numpy as np
@@ -18,10 +19,13 @@ GATES = {"LSTM": 4, "GRU": 3, "RNN": 1}
 BIAS_INITIAL = ["x", "w", "r", "b", "", "h0"]
 
 
-def _cell(name, op, node_inputs, outputs, directions=1, steps=STEPS, seed=0, lengths=None, **attributes) -> OpCase:
-    """A case of ``op`` on a random ``x`` of steps × batch × inputs (batch × steps × inputs with ``layout`` 1);
-    weights, biases, initial states and peepholes (those in ``node_inputs``) drawn from ``seed``, scaled by 1/2 to
-    keep the gates off saturation; a constant ``lens`` of ``lengths`` (default: every sequence ``steps`` long)."""
+def _cell(
+    name, op, node_inputs, outputs, directions=1, steps=STEPS, seed=0, lengths=None, dtype=np.float32, **attributes
+) -> OpCase:
+    """A case of ``op`` on a random ``x`` of steps × batch × inputs (batch × steps × inputs with ``layout`` 1) of
+    ``dtype``; weights, biases, initial states and peepholes (those in ``node_inputs``) drawn from ``seed``, scaled by
+    1/2 to keep the gates off saturation; a constant ``lens`` of ``lengths`` (default: every sequence ``steps``
+    long)."""
     rng = np.random.default_rng(seed)
     gates = GATES[op] * HIDDEN
     state = (BATCH, directions, HIDDEN) if attributes.get("layout") else (directions, BATCH, HIDDEN)
@@ -33,14 +37,14 @@ def _cell(name, op, node_inputs, outputs, directions=1, steps=STEPS, seed=0, len
         "c0": state,
         "p": (directions, 3 * HIDDEN),
     }
-    constants = {n: (rng.standard_normal(shapes[n]) / 2).astype(np.float32) for n in node_inputs if n in shapes}
+    constants = {n: (rng.standard_normal(shapes[n]) / 2).astype(dtype) for n in node_inputs if n in shapes}
     if "lens" in node_inputs:
         constants["lens"] = np.asarray(lengths or [steps] * BATCH, np.int32)
     attributes = {"hidden_size": HIDDEN, **attributes}
     if directions == 2:
         attributes["direction"] = "bidirectional"
     x = (BATCH, steps, INPUTS) if attributes.get("layout") else (steps, BATCH, INPUTS)
-    return OpCase(name, op, node_inputs, {"x": x}, constants, attributes, outputs)
+    return OpCase(name, op, node_inputs, {"x": x}, constants, attributes, outputs, dtype)
 
 
 def _time_major(case: OpCase) -> OpCase:
@@ -49,7 +53,9 @@ def _time_major(case: OpCase) -> OpCase:
     swapped = {n: np.swapaxes(v, 0, 1) if n in ("h0", "c0") else v for n, v in case.constants.items()}
     inputs = {n: (shape[1], shape[0], *shape[2:]) for n, shape in case.inputs.items()}
     attributes = {k: v for k, v in case.attributes.items() if k != "layout"}
-    return OpCase(f"{case.name}_tm", case.op_type, case.node_inputs, inputs, swapped, attributes, case.outputs)
+    return OpCase(
+        f"{case.name}_tm", case.op_type, case.node_inputs, inputs, swapped, attributes, case.outputs, case.dtype
+    )
 
 
 BATCH_FIRST = {"y": (2, 0, 1, 3), "yh": (1, 0, 2), "yc": (1, 0, 2)}
@@ -94,17 +100,20 @@ CASES = {
     ],
 }
 CASES["mv"] += [
+    _cell("rnn_double", "RNN", BIAS_INITIAL, ("y", "yh"), dtype=np.float64),
     _cell("lstm_batch_first", "LSTM", [*BIAS_INITIAL, "c0", "p"], LSTM_OUTPUTS, directions=2, layout=1),
     _cell("lstm_short", "LSTM", ["x", "w", "r", "b", "lens", "h0", "c0", "p"], LSTM_OUTPUTS, lengths=[3, 1]),
     _cell("rnn_short_batch_first", "RNN", ["x", "w", "r", "", "lens"], ("y", "yh"), lengths=[2, 3], layout=1),
 ]
 CASES["op"] += [
+    _cell("lstm_double", "LSTM", [*BIAS_INITIAL, "c0", "p"], LSTM_OUTPUTS, directions=2, dtype=np.float64),
     _cell("gru_batch_first", "GRU", BIAS_INITIAL, ("y", "yh"), direction="reverse", layout=1, seed=2),
     _cell(
         "lstm_short_reverse", "LSTM", ["x", "w", "r", "b", "lens"], LSTM_OUTPUTS, direction="reverse", lengths=[2, 3]
     ),
 ]
 CASES["lmv"] += [
+    _cell("gru_double", "GRU", BIAS_INITIAL, ("y", "yh"), dtype=np.float64, seed=5),
     _cell("rnn_batch_first_no_state", "RNN", ["x", "w", "r", "b"], ("y", "yh"), layout=1, seed=3),
     _cell("gru_short_bidirectional", "GRU", ["x", "w", "r", "b", "lens", "h0"], ("y", "yh"), 2, lengths=[1, 2], seed=4),
 ]
@@ -116,7 +125,7 @@ def _lengths_as_data(case: OpCase) -> OpCase:
     constants = {n: v for n, v in case.constants.items() if n != "lens"}
     inputs = {**case.inputs, "lens": case.constants["lens"].shape}
     name = f"{case.name}_data"
-    return OpCase(name, case.op_type, case.node_inputs, inputs, constants, case.attributes, case.outputs)
+    return OpCase(name, case.op_type, case.node_inputs, inputs, constants, case.attributes, case.outputs, case.dtype)
 
 
 DATA_LENGTHS = {_lengths_as_data(c).name: c.constants["lens"] for c in CASES["mv"] if c.name == "lstm_short"}
@@ -137,10 +146,20 @@ def _model_and_feed(cases: list[OpCase]):
     return model, feed
 
 
+def _evaluate(model: onnx.ModelProto, feed: dict) -> dict:
+    """The outputs of ``model`` from ONNX's reference evaluator (onnxruntime's recurrent kernels are float only)."""
+    from onnx.reference import ReferenceEvaluator
+
+    names = [o.name for o in model.graph.output]
+    inputs = {i.name: feed[i.name] for i in model.graph.input}
+    return dict(zip(names, ReferenceEvaluator(model).run(names, inputs), strict=True))
+
+
 @pytest.fixture(scope="module")
 def results():
     """Outputs of every case from the canonical lowerings (one compile) and from onnxruntime, which computes the
-    time-major twin of a batch-first case (:func:`_time_major`, outputs transposed back)."""
+    time-major twin of a batch-first case (:func:`_time_major`, outputs transposed back); float64 cases from ONNX's
+    reference evaluator."""
     model, feed = _model_and_feed(ALL)
     canonical = run_canonical(model, feed, "test_recurrent", SHAPE)
     twins = [_time_major(c) if c.attributes.get("layout") else c for c in ALL]
@@ -149,8 +168,9 @@ def results():
         for name in case.inputs:
             value = feed[case.tensor(name)]
             twin_feed[twin.tensor(name)] = np.swapaxes(value, 0, 1) if twin is not case and name == "x" else value
-    twin_model, _ = _model_and_feed(twins)
-    computed = run_reference(twin_model, twin_feed)
+    single = _model_and_feed([twin for twin in twins if twin.dtype != np.float64])[0]
+    computed = run_reference(single, {i.name: twin_feed[i.name] for i in single.graph.input})
+    computed |= _evaluate(_model_and_feed([twin for twin in twins if twin.dtype == np.float64])[0], twin_feed)
     reference = {}
     for case, twin in zip(ALL, twins, strict=True):
         for output in filter(None, case.outputs):
