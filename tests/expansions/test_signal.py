@@ -1,6 +1,7 @@
 """Canonical DFT, STFT and MelWeightMatrix (folded): values against onnxruntime (one compile) over real and
 complex inputs, signal axes, ``dft_length`` shorter and longer than the signal (truncated, zero-padded), one-sided
-and inverse transforms, frame steps and windows, mel matrices of float and double type; ONNX's inverse one-sided
+and inverse transforms, frame steps and windows, real STFT signals without a components dimension (``[batch,
+length]``, as ``torch.stft`` exports them), mel matrices of float and double type; ONNX's inverse one-sided
 DFT (irfft, which onnxruntime does not run) against numpy; the output shapes the import gives them (fast); task
 DAGs (none opaque).
 """
@@ -64,6 +65,8 @@ CASES = [
     _stft("stft_window", (2, 15, 1), 2, window=6, onesided=1),
     _stft("stft_window_and_length", (1, 10, 2), 4, length=4, window=4, onesided=0),
     _stft("stft_one_frame", (1, 7, 1), 10, length=7, onesided=1),
+    _stft("stft_2d_signal", (2, 16), 4, length=8, onesided=1),
+    _stft("stft_2d_signal_window", (3, 13), 3, window=5, onesided=0),
     _mel("mel_onnx_test", 8, 16, 8192, 0, 8192 / 2),
     _mel("mel_double", 5, 31, 16000, 100, 6000, output_datatype=11),
 ]
