@@ -53,7 +53,7 @@ def einsum_terms(equation: str, ranks: Sequence[int]) -> tuple[list[list[str]], 
 @dataclass(frozen=True)
 class EinsumMap:
     """An Einsum equation over operands of known shapes: the labels of each operand and of the output, and the
-    size of every label (the largest of its dimensions: a dimension of size 1 broadcasts)."""
+    size of every label (that of its dimensions other than 1: a dimension of size 1 broadcasts)."""
 
     operands: tuple[tuple[str, ...], ...]
     output: tuple[str, ...]
@@ -63,15 +63,17 @@ class EinsumMap:
     @classmethod
     def of(cls, equation: str, shapes: Sequence[Sequence[int]]) -> "EinsumMap":
         """``equation`` over operands of ``shapes``; ValueError if malformed, if a label has two sizes other than
-        1, or if an output label is repeated or in no operand."""
+        1, if an output label is repeated or in no operand, or for a symbolic size."""
         operands, output = einsum_terms(equation, [len(shape) for shape in shapes])
+        if any(dace.symbolic.issymbolic(size) for shape in shapes for size in shape):
+            raise ValueError(f"symbolic sizes {[tuple(shape) for shape in shapes]} (one map over known sizes)")
         sizes: dict[str, int] = {}
         for term, shape in zip(operands, shapes, strict=True):
-            for label, size in zip(term, shape, strict=True):
-                known = sizes.setdefault(label, int(size))
+            for label, size in zip(term, map(int, shape), strict=True):
+                known = sizes.setdefault(label, size)
                 if known != size and 1 not in (known, size):
                     raise ValueError(f"label '{label}' of sizes {known} and {size}")
-                sizes[label] = max(known, int(size)) if 1 in (known, size) else known
+                sizes[label] = size if known == 1 else known
         if len(set(output)) != len(output) or not set(output) <= set(sizes):
             raise ValueError(f"output labels {''.join(output)} repeated or in no operand")
         return cls(

@@ -386,15 +386,15 @@ class _OnnxEinsum(CanonicalForward):
 
     @staticmethod
     def check(node, state, sdfg) -> None:
-        einsum_map(node, state, sdfg)
+        if _einsum_product(node, state, sdfg) is None:
+            einsum_map(node, state, sdfg)
 
     @classmethod
     def forward(cls, node, state, sdfg):
-        spec = einsum_map(node, state, sdfg)
         product = _einsum_product(node, state, sdfg)
         if product is None:
             steps = node_builder(node, state, sdfg)
-            spec.build(steps, ordered_inputs(node, state), "Output")
+            einsum_map(node, state, sdfg).build(steps, ordered_inputs(node, state), "Output")
             return steps.sdfg
         dtype = in_desc_with_name(node, state, sdfg, EINSUM_INPUTS[0]).dtype
         name = f"{node.label}_einsum_{cls.mmm_implementation}"

@@ -153,6 +153,7 @@ def _general_cases(equations: dict) -> list[OpCase]:
         ("bi,bj,bk", [(2, 3), (2, 2), (2, 1)], ("i", "j", "k"), ("b",)),
         ("...i,...i->...", [(2, 1, 3), (4, 3)], ("...0", "...1"), ("i",)),
         ("->", [()], (), ()),
+        ("i,i->i", [(1,), (0,)], ("i",), ()),  # 1 broadcasts against 0
     ],
 )
 def test_map_labels_are_the_output_then_the_summed(equation, shapes, labels, summed):
@@ -163,7 +164,14 @@ def test_map_labels_are_the_output_then_the_summed(equation, shapes, labels, sum
 
 @pytest.mark.parametrize(
     "equation, shapes",
-    [("ij,jk->ik", [(3, 4), (5, 6)]), ("ij->ii", [(3, 3)]), ("ij->k", [(3, 4)]), ("ij", [(3,)]), ("i,j", [(3,)])],
+    [
+        ("ij,jk->ik", [(3, 4), (5, 6)]),
+        ("ij->ii", [(3, 3)]),
+        ("ij->k", [(3, 4)]),
+        ("ij", [(3,)]),
+        ("i,j", [(3,)]),
+        ("ij->j", [(dace.symbol("N"), 3)]),
+    ],
 )
 def test_malformed_equations_raise(equation, shapes):
     with pytest.raises(ValueError):
