@@ -3,10 +3,11 @@ complex inputs, signal axes, ``dft_length`` shorter and longer than the signal (
 and inverse transforms, frame steps and windows, real STFT signals without a components dimension (``[batch,
 length]``, as ``torch.stft`` exports them), mel matrices of float and double type; ONNX's inverse one-sided
 DFT (irfft, which onnxruntime does not run) against numpy; the output shapes the import gives them (fast); task
-DAGs (none opaque).
+DAGs (none opaque); ``torch.stft`` of a (batch, samples) signal exported, lowered and verified.
 """
 
 import numpy as np
+import onnx
 import pytest
 
 from tests.expansions.canonical_onnx import (
@@ -140,3 +141,35 @@ def test_tasks_none_opaque(case, dags):
     if case.op_type == "MelWeightMatrix":
         steps = ["matrix"]
     assert tasks == sorted(f"{case.name}_{step}_map" for step in steps)
+
+
+def torch_stft_model() -> onnx.ModelProto:
+    """``torch.stft`` of a real (batch, samples) signal [2, 32] (8-sample Hann frames every 4 samples, not centered),
+    exported by TorchScript's exporter at opset 17: an STFT of the 2-D signal, then a Transpose."""
+    import io
+
+    import torch
+
+    class Spectrogram(torch.nn.Module):
+        def forward(self, x):
+            window = torch.hann_window(8)
+            return torch.stft(x, n_fft=8, hop_length=4, window=window, center=False, return_complex=False)
+
+    buffer = io.BytesIO()
+    torch.onnx.export(Spectrogram(), (torch.ones(2, 32),), buffer, dynamo=False, opset_version=17, input_names=["x"])
+    return onnx.load_from_string(buffer.getvalue())
+
+
+@pytest.mark.slow
+def test_torch_stft_of_a_2d_signal_lowers_and_verifies():
+    from dcaccel.frontend.load import load
+    from dcaccel.verification import verify
+
+    model = torch_stft_model()
+    assert [len(value.type.tensor_type.shape.dim) for value in model.graph.input] == [2]
+    workload = load(model, fold=False)
+    assert workload.outputs[0].shape == (2, 5, 7, 2)
+    lowered = workload.lower()
+    assert lowered.opaque == {}
+    report = verify(workload, lowered)
+    assert report.passed, report
