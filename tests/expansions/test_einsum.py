@@ -258,3 +258,27 @@ def test_other_equations_match_onnxruntime(compiled_einsums, name):
         np.testing.assert_array_equal(result, expected)
     else:
         np.testing.assert_allclose(result, expected, rtol=1e-5, atol=1e-6)
+
+
+@pytest.mark.parametrize(
+    ("equation", "shapes", "reason"),
+    [
+        ("ij->ji", [(3, 4)], "reorder"),
+        ("j,ij->ij", [(4,), (3, 4)], "reuse"),
+        ("ij,j->ij", [(3, 4), (4,)], None),
+        ("ij->i", [(3, 4)], None),
+    ],
+)
+def test_operand_made_by_another_task_is_buffered_when_reread_or_reordered(equation, shapes, reason):
+    """A Relu's output, the first operand of an Einsum, read by its map out of order (a transpose) or more than once
+    (broadcast along i) is copied into a buffer first (no task); read once row-major it streams."""
+    from tests.expansions.canonical_onnx import assert_flat_maps, buffer_copies, canonical_model
+
+    others = {f"x{k}": shape for k, shape in enumerate(shapes) if k}
+    einsum = OpCase("e", "Einsum", ["x0", *others], {"x0": shapes[0], **others}, attributes={"equation": equation})
+    model = build_model([OpCase("pre", "Relu", ["x"], {"x": shapes[0]}), einsum])
+    model.graph.node[1].input[0] = "pre__y"
+    model.graph.input.remove(next(i for i in model.graph.input if i.name == "e__x0"))
+    sdfg = canonical_model(model, "einsum_buffer", {"e": "mv"}).sdfg
+    assert_flat_maps(sdfg)
+    assert [(source, mark) for source, _, mark in buffer_copies(sdfg)] == ([("pre__y", reason)] if reason else [])
