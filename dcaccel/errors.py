@@ -16,6 +16,7 @@ class UnsupportedOpError(DcaccelError):
     def __init__(self, op_type: str, node_name: str, detail: str = ""):
         self.op_type = op_type
         self.node_name = node_name
+        self.detail = detail
         suffix = f": {detail}" if detail else ""
         super().__init__(f"unsupported op {op_type} (node '{node_name}'){suffix}")
 

@@ -200,10 +200,10 @@ def partition(
         workload = resolve(workload)
     arch = load_architecture(arch)
     host = host_of(arch)
-    instances, annotations = annotations_of(workload, arch, host)
+    choices = dict(choices or {})
+    instances, annotations = annotations_of(workload, arch, host, choices)
     supported = {name for name, annotation in annotations.items() if annotation.offloaded}
     groups = regions_of(instances, supported)
-    choices = dict(choices or {})
     costed, links = link_units(arch, {annotations[name].target for name in supported} if host else set())
     by_pair = {pair: name for name, pair in links.items()}
 

@@ -100,7 +100,7 @@ def lower_workload(workload: Workload, choices: dict[str, str], strict: bool):
     if strict:
         from dcaccel.transforms.lower import refuse_opaque
 
-        refuse_opaque(workload.sdfg)
+        refuse_opaque(workload.sdfg, choices)
     return workload.lower(choices)
 
 

@@ -7,7 +7,7 @@ assignment whose every node has a fragment, :meth:`Composer.dag` builds the prog
 would give without lowering anything:
 
 1. each node's implementation is resolved as ``lower()`` resolves it
-   (:func:`~dcaccel.transforms.lower.chosen_implementation`);
+   (:func:`~dcaccel.transforms.lower.lowered_implementation`);
 2. the fragments' steps are joined in program order, the nodes' own containers and states renamed
    as DaCe's inlining would name them in this program (:func:`~dcaccel.dag.fragments.inline_names`);
 3. the joined program is walked by the one walk of :mod:`dcaccel.dag.walk`, exactly as
@@ -91,7 +91,7 @@ class Composer:
         from dcaccel.frontend.ops import library_nodes
 
         self.expansions = expansions
-        self.nodes = [node for node, _ in library_nodes(workload.sdfg)]
+        self.nodes = library_nodes(workload.sdfg)
         return self
 
     def __getstate__(self) -> dict:
@@ -160,9 +160,9 @@ class Composer:
 
     def implementations(self, choices: Mapping[str, str]) -> dict[str, str | None]:
         """The implementation ``lower()`` gives each top-level node under ``choices`` (None: opaque)."""
-        from dcaccel.transforms.lower import chosen_implementation
+        from dcaccel.transforms.lower import lowered_implementation
 
-        return {node.label: chosen_implementation(node, choices) for node in self.nodes}
+        return {node.label: lowered_implementation(node, state, choices) for node, state in self.nodes}
 
     # -- composition
     def program(self, implementations: Mapping[str, str | None], fragments=None):

@@ -14,8 +14,9 @@ from dcaccel.frontend.ops import library_nodes
 from dcaccel.transforms.lower import (
     OpaqueOpWarning,
     available_implementations,
+    describe_opaque,
     op_type,
-    opaque_nodes,
+    opaque_reasons,
     refuse_opaque,
 )
 from dcaccel.transforms.opaque import fallback_implementation
@@ -75,12 +76,13 @@ def drop_unknown_keys(workload, implementations: Mapping[str, Sequence[str]]) ->
 
 
 def report_opaque(workload, strict: bool) -> None:
-    """Refuse (``strict``) or announce in one warning the nodes of ``workload`` that have no canonical
-    implementation and are lowered as opaque tasks. A node that DaCe cannot expand either would fail every
-    assignment: it is refused (:class:`UnsupportedOpError`, as ``lower`` and ``dcaccel dag`` refuse it)."""
+    """Refuse (``strict``) or announce in one warning the nodes of ``workload`` that are lowered as opaque tasks
+    (no canonical implementation, or one whose check refuses them: :func:`~dcaccel.transforms.lower.opaque_node`).
+    A node that DaCe cannot expand either would fail every assignment: it is refused (:class:`UnsupportedOpError`,
+    as ``lower`` and ``dcaccel dag`` refuse it)."""
     if strict:
         refuse_opaque(workload.sdfg)
-    opaque = opaque_nodes(workload.sdfg)
+    opaque = opaque_reasons(workload.sdfg)
     if not opaque:
         return
     for node, state in library_nodes(workload.sdfg):
@@ -88,7 +90,7 @@ def report_opaque(workload, strict: bool) -> None:
             fallback_implementation(node, state)
     warnings.warn(
         f"explore {workload.name}: {len(opaque)} node(s) with no canonical implementation lowered as opaque "
-        "tasks: " + ", ".join(f"{node} ({op})" for node, op in opaque.items()),
+        "tasks: " + describe_opaque(opaque),
         OpaqueOpWarning,
         stacklevel=3,
     )

@@ -14,14 +14,17 @@ DaCe matrix product (``dace.libraries.blas`` ``MatMul``) is ``"MatMul"``; any ot
 is its class name (``"Inv"``, ``"Transpose"``) and needs a dcaccel implementation registered on its
 class. Library nodes that an expansion creates with an implementation already set (the MMM nodes of
 a Conv) keep it; those created without one are resolved like the workload's own nodes. The chosen
-implementation's ``check`` runs on every node before anything is expanded, so an implementation that
-does not apply raises :class:`UnsupportedOpError` naming the node and why, with the graph untouched.
+implementation's ``check`` runs on every node before anything is expanded.
 
-A node with no dcaccel implementation at all becomes an opaque task (:mod:`dcaccel.transforms.opaque`):
-DaCe's own implementation expands it into one nested SDFG that is kept whole and marked, the
-``LoweredWorkload`` lists it in ``opaque``, and one warning (:class:`OpaqueOpWarning`) names every such
-node. ``strict=True`` refuses it instead, with :class:`UnsupportedOpError`. Naming such a node or its op
-type in ``choices`` is refused likewise (there is nothing to choose).
+A node with no dcaccel implementation at all, or one the check of its implementation refuses
+(:class:`UnsupportedOpError`: an Einsum of one operand, RoiAlign's adaptive sampling), becomes an opaque
+task (:mod:`dcaccel.transforms.opaque`): DaCe's own implementation expands it into one nested SDFG that is
+kept whole and marked, or onnxruntime runs it on the host; the ``LoweredWorkload`` lists it in ``opaque``
+and why in ``opaque_reasons``, and one warning (:class:`OpaqueOpWarning`) names every such node (with the
+refusal, for a refused one). ``strict=True`` refuses it instead, with :class:`UnsupportedOpError` naming the
+node and why, the graph untouched; so does naming such a node or its op type in ``choices`` (nothing to
+choose, or a choice that does not apply). :func:`opaque_node` is that rule, applied before anything is
+lowered by :func:`opaque_nodes` and :func:`refuse_opaque` (the CLI's ``--strict``, the sweep, a partition).
 """
 
 import contextlib
@@ -47,15 +50,21 @@ from dcaccel.transforms.opaque import OpaqueOpWarning, expand_opaque, fallback_i
 from dcaccel.transforms.opaque_mark import is_opaque
 
 __all__ = [
+    "NO_IMPLEMENTATION",
     "LoweredWorkload",
+    "OpaqueNode",
     "OpaqueOpWarning",
     "SourceNode",
     "available_implementations",
     "chosen_implementation",
+    "describe_opaque",
     "expand_all",
     "lower",
+    "lowered_implementation",
     "op_type",
+    "opaque_node",
     "opaque_nodes",
+    "opaque_reasons",
     "refuse_opaque",
 ]
 
@@ -84,6 +93,7 @@ class LoweredWorkload:
     unused_choices: dict[str, str] = field(default_factory=dict)  # choices naming no node or op type
     origins: dict[nodes.Node, SourceNode] = field(default_factory=dict)  # map scope / opaque task -> node it lowers
     opaque: dict[str, str] = field(default_factory=dict)  # node name -> op type, nodes kept as opaque tasks
+    opaque_reasons: dict[str, "OpaqueNode"] = field(default_factory=dict)  # node name -> why it is an opaque task
 
 
 def available_implementations(node: nodes.LibraryNode) -> list[str]:
@@ -103,12 +113,71 @@ def _default_implementation(available: list[str]) -> str | None:
 def chosen_implementation(node: nodes.LibraryNode, choices: Mapping[str, str]) -> str | None:
     """The implementation :func:`lower` gives ``node`` under ``choices``: its name in ``choices``, else its
     op type, else the implementation already set on it (if dcaccel has it), else the default; None when
-    dcaccel has none (an opaque task). Nothing is checked or expanded."""
+    dcaccel has none (an opaque task). Nothing is checked or expanded: :func:`lowered_implementation` also
+    says None when that implementation refuses the node."""
     available = available_implementations(node)
     if not available:
         return None
     preset = node.implementation if node.implementation in available else None
     return choices.get(node.label, choices.get(op_type(node), preset or _default_implementation(available)))
+
+
+#: Why a node dcaccel has no implementation of is an opaque task (and the detail of ``strict``'s refusal of it).
+NO_IMPLEMENTATION = "no dcaccel implementation"
+#: Why a node a partition puts on the host is an opaque task (:mod:`dcaccel.transforms.offload`).
+ON_THE_HOST = "on the host side of a partition"
+
+
+@dataclass(frozen=True)
+class OpaqueNode:
+    """A library node that lowering keeps as an opaque task, and why: dcaccel has no implementation of it
+    (``reason`` :data:`NO_IMPLEMENTATION`), or the check of the implementation it was given (``refused_by``)
+    refuses it (``reason``: the refusal's detail, as :class:`UnsupportedOpError` words it)."""
+
+    op: str
+    reason: str
+    refused_by: str | None = None
+
+    @property
+    def why(self) -> str:
+        """The reason in one phrase: ``no dcaccel implementation``, ``canonical refuses it: equation ...``."""
+        return self.reason if self.refused_by is None else f"{self.refused_by} refuses it: {self.reason}"
+
+
+def opaque_node(
+    node: nodes.LibraryNode, state: dace.SDFGState, choices: Mapping[str, str], strict: bool = False
+) -> OpaqueNode | None:
+    """Whether lowering keeps ``node`` as an opaque task under ``choices``, and why; None when it lowers with
+    the implementation it is given (:func:`chosen_implementation`). The one rule of it (lowering,
+    :func:`opaque_nodes`, :func:`refuse_opaque` and a partition's annotation apply it): an opaque task when dcaccel
+    has no implementation of the node, or when the check of the implementation it is given raises
+    :class:`UnsupportedOpError` (Einsum of one operand, RoiAlign's adaptive sampling) and the user did not name the
+    node or its op type in ``choices``. With ``strict``, or when ``choices`` name it, that raises instead
+    (:class:`UnsupportedOpError` naming op and node); an implementation the node does not have raises
+    :class:`DcaccelError` listing those it has. Nothing is expanded."""
+    op = op_type(node)
+    named = node.label in choices or op in choices
+    available = available_implementations(node)
+    if not available:
+        if strict or named:
+            raise UnsupportedOpError(op, node.label, NO_IMPLEMENTATION)
+        return OpaqueNode(op, NO_IMPLEMENTATION)
+    chosen = chosen_implementation(node, choices)
+    if chosen not in available:
+        raise DcaccelError(f"{op} node '{node.label}': no implementation '{chosen}'; available: {', '.join(available)}")
+    try:
+        implementation_of(node, chosen).expansion.check(node, state, state.sdfg)
+    except UnsupportedOpError as refusal:
+        if strict or named:
+            raise
+        return OpaqueNode(op, refusal.detail, chosen)
+    return None
+
+
+def lowered_implementation(node: nodes.LibraryNode, state: dace.SDFGState, choices: Mapping[str, str]) -> str | None:
+    """The implementation ``node`` is lowered with under ``choices`` (:func:`chosen_implementation`), None when it
+    becomes an opaque task (:func:`opaque_node`); raises where lowering would. Nothing is expanded."""
+    return None if opaque_node(node, state, choices) is not None else chosen_implementation(node, choices)
 
 
 def _resolve(
@@ -118,41 +187,61 @@ def _resolve(
     seen: set[str],
     strict: bool,
     host: frozenset[str] = frozenset(),
-) -> tuple[str, bool]:
-    """Choose ``node``'s implementation — its name in ``choices``, else its op type, else the
-    implementation already set on it (if dcaccel has it), else the default — and check that it
-    applies; adds the node's name and op type to ``seen``. Returns the implementation and whether the
-    node becomes an opaque task (no dcaccel implementation: DaCe's, unless ``strict`` or named in
-    ``choices``; a node named in ``host`` always: it runs on the host, dcaccel.transforms.offload)."""
+) -> tuple[str, OpaqueNode | None]:
+    """Choose ``node``'s implementation and check that it applies (:func:`opaque_node`); adds the node's name and
+    op type to ``seen``. Returns the implementation and, for a node that becomes an opaque task, why: the rule of
+    :func:`opaque_node`, or its name in ``host`` (it runs on the host, dcaccel.transforms.offload). An opaque
+    task's implementation is DaCe's or the host's (:func:`~dcaccel.transforms.opaque.fallback_implementation`);
+    when neither can run a node its implementation refused, the error gives both reasons (:func:`_with_refusal`)."""
     op = op_type(node)
     seen.update((node.label, op))
-    if node.label in host:
-        return fallback_implementation(node, state), True
-    available = available_implementations(node)
-    if not available:
-        if strict or node.label in choices or op in choices:
-            raise UnsupportedOpError(op, node.label, "no dcaccel implementation")
-        return fallback_implementation(node, state), True
-    chosen = chosen_implementation(node, choices)
-    if chosen not in available:
-        raise DcaccelError(f"{op} node '{node.label}': no implementation '{chosen}'; available: {', '.join(available)}")
-    implementation_of(node, chosen).expansion.check(node, state, state.sdfg)
-    return chosen, False
+    opaque = OpaqueNode(op, ON_THE_HOST) if node.label in host else opaque_node(node, state, choices, strict)
+    if opaque is None:
+        return chosen_implementation(node, choices), None
+    try:
+        return fallback_implementation(node, state), opaque
+    except UnsupportedOpError as failure:
+        raise _with_refusal(node, opaque, failure) from failure
 
 
-def opaque_nodes(sdfg: dace.SDFG) -> dict[str, str]:
-    """The library nodes of ``sdfg`` that lowering would keep as opaque tasks (no dcaccel implementation),
-    name -> op type, in program order. Nothing is expanded."""
-    return {node.label: op_type(node) for node, _ in library_nodes(sdfg) if not available_implementations(node)}
+def _with_refusal(node: nodes.LibraryNode, opaque: OpaqueNode, failure: UnsupportedOpError) -> UnsupportedOpError:
+    """The error for ``node``, an opaque task because of ``opaque``, that neither DaCe nor onnxruntime runs
+    (``failure``): ``failure`` itself, or for a node its implementation refused, the refusal then the failure
+    (``exclusive=5 (0 or 1); onnxruntime cannot run it on the host: ...``)."""
+    if opaque.refused_by is None:
+        return failure
+    detail = failure.detail if failure.node_name == node.label else str(failure)  # a node DaCe's expansion made
+    return UnsupportedOpError(opaque.op, node.label, f"{opaque.reason}; {detail}")
 
 
-def refuse_opaque(sdfg: dace.SDFG) -> None:
-    """Raise the error of ``lower(..., strict=True)`` for the first node of ``sdfg`` that dcaccel has no
-    canonical implementation of, before anything is lowered."""
-    opaque = opaque_nodes(sdfg)
-    if opaque:
-        node, op = next(iter(opaque.items()))
-        raise UnsupportedOpError(op, node, "no dcaccel implementation")
+def opaque_reasons(sdfg: dace.SDFG, choices: Mapping[str, str] | None = None) -> dict[str, OpaqueNode]:
+    """The library nodes of ``sdfg`` that lowering under ``choices`` would keep as opaque tasks, and why
+    (:func:`opaque_node`), by name in program order. Raises where lowering would (a node ``choices`` name that
+    its implementation refuses). Nothing is expanded."""
+    choices = choices or {}
+    found = ((node, opaque_node(node, state, choices)) for node, state in library_nodes(sdfg))
+    return {node.label: opaque for node, opaque in found if opaque is not None}
+
+
+def opaque_nodes(sdfg: dace.SDFG, choices: Mapping[str, str] | None = None) -> dict[str, str]:
+    """The library nodes of ``sdfg`` that lowering under ``choices`` would keep as opaque tasks, name -> op type,
+    in program order (:func:`opaque_reasons` says why). Nothing is expanded."""
+    return {name: opaque.op for name, opaque in opaque_reasons(sdfg, choices).items()}
+
+
+def refuse_opaque(sdfg: dace.SDFG, choices: Mapping[str, str] | None = None) -> None:
+    """Raise the error of ``lower(..., choices, strict=True)`` for the first node of ``sdfg`` that lowering would
+    keep as an opaque task (:func:`opaque_node`), before anything is lowered."""
+    for node, state in library_nodes(sdfg):
+        opaque_node(node, state, choices or {}, strict=True)
+
+
+def describe_opaque(opaque: Mapping[str, OpaqueNode]) -> str:
+    """The opaque tasks as the warnings list them: ``name (Op)``, and why for one its implementation refused."""
+    return ", ".join(
+        f"{name} ({node.op})" if node.refused_by is None else f"{name} ({node.op}: {node.why})"
+        for name, node in opaque.items()
+    )
 
 
 @dataclass(frozen=True)
@@ -178,13 +267,14 @@ def expand_all(
     cache: ExpansionCache | None = None,
     strict: bool = False,
     host: frozenset[str] = frozenset(),
-) -> tuple[dict[str, str], set[str], dict[str, str]]:
+) -> tuple[dict[str, str], set[str], dict[str, OpaqueNode]]:
     """Expand every library node of ``sdfg`` (in place) until none is left.
 
     The nodes present at the start are all resolved; nodes that expansions create are resolved when
-    they carry no implementation. A node without a dcaccel implementation is expanded as an opaque task
-    (refused with ``strict``). Returns the implementation chosen per resolved node name, the names and
-    op types of the resolved nodes, and the nodes kept as opaque tasks (name -> op type).
+    they carry no implementation. A node without a dcaccel implementation, or one the check of its implementation
+    refuses, is expanded as an opaque task (:func:`opaque_node`; refused with ``strict``). Returns the
+    implementation chosen per resolved node name, the names and op types of the resolved nodes, and the nodes
+    kept as opaque tasks with why (name -> :class:`OpaqueNode`).
 
     ``cache`` (of lowerings of the workload whose SDFG this is a copy of) maps (node name, implementation) to a
     :class:`CachedExpansion`. Its rule: every implementation checks that it applies before it touches the
@@ -197,21 +287,24 @@ def expand_all(
 
     implementations: dict[str, str] = {}
     seen: set[str] = set()
-    opaque: dict[str, str] = {}
+    opaque: dict[str, OpaqueNode] = {}
     fallback: set[nodes.LibraryNode] = set()
 
     def resolve(node: nodes.LibraryNode, state: dace.SDFGState) -> None:
         chosen, opaque_task = _resolve(node, state, choices, seen, strict, host)
         node.implementation = implementations[node.label] = chosen
-        if opaque_task:
+        if opaque_task is not None:
             fallback.add(node)
-            opaque[node.label] = op_type(node)
+            opaque[node.label] = opaque_task
 
     def expand(node: nodes.LibraryNode, state: dace.SDFGState) -> None:
-        if node in fallback:
-            expand_opaque(node, state, node.implementation)
-        else:
+        if node not in fallback:
             node.expand(state)
+            return
+        try:
+            expand_opaque(node, state, node.implementation)
+        except UnsupportedOpError as failure:
+            raise _with_refusal(node, opaque[node.label], failure) from failure
 
     pending = library_nodes(sdfg)
     for node, state in pending:
@@ -313,9 +406,11 @@ def lower(
 
     ``choices`` maps an op type or a node name to an implementation name (``{"Conv": "op", "conv2":
     "lmv"}``); a node name wins over its op type. An implementation an op does not have raises
-    :class:`DcaccelError` listing the ones it has. An op without any dcaccel implementation becomes an
-    opaque task (DaCe's expansion, kept whole; listed in ``opaque`` with one :class:`OpaqueOpWarning`),
-    or raises :class:`UnsupportedOpError` with ``strict`` (or when DaCe cannot expand it either).
+    :class:`DcaccelError` listing the ones it has. An op without any dcaccel implementation, or one its
+    implementation's check refuses and ``choices`` do not name, becomes an opaque task (DaCe's expansion kept
+    whole, or onnxruntime's on the host; listed in ``opaque``, why in ``opaque_reasons``, with one
+    :class:`OpaqueOpWarning`), or raises :class:`UnsupportedOpError` with ``strict`` (or when neither DaCe nor
+    onnxruntime can run it).
     Choices naming no node or op type of the workload are returned in ``unused_choices`` with one
     warning. The nodes named in ``host`` (a partition's host side) are expanded by DaCe as opaque tasks
     whatever dcaccel has for them. ``expansions``: the cache of earlier lowerings of ``workload`` to reuse
@@ -343,7 +438,7 @@ def lower(
     if opaque:
         warnings.warn(
             f"lower {sdfg.name}: {len(opaque)} node(s) with no canonical implementation kept as opaque tasks: "
-            + ", ".join(f"{name} ({op})" for name, op in opaque.items()),
+            + describe_opaque(opaque),
             OpaqueOpWarning,
             stacklevel=2,
         )
@@ -360,5 +455,6 @@ def lower(
         implementations,
         unused_choices=unused,
         origins=origins,
-        opaque=opaque,
+        opaque={name: node.op for name, node in opaque.items()},
+        opaque_reasons=opaque,
     )

@@ -6,8 +6,10 @@ The transforms stage of ``dcaccel.partition`` (:mod:`dcaccel.partitioning` runs 
 1. **Annotate** (:func:`annotations_of`). Every operator of the imported graph (:func:`op_instances`) gets
    the first accelerator unit kind whose support declarations run it
    (:func:`dcaccel.architecture.support.annotate`: support rules with constraints, composite patterns),
-   else the architecture's host with the reason (unsupported op, the violated constraint); an operator with
-   no canonical implementation runs on the host whatever the kinds declare (reason :data:`NO_LOWERING`).
+   else the architecture's host with the reason (unsupported op, the violated constraint); an operator that
+   lowering keeps as an opaque task (:func:`dcaccel.transforms.lower.opaque_node`) runs on the host whatever the
+   kinds declare: one with no canonical implementation (reason :data:`NO_LOWERING`), or one the check of its
+   implementation refuses (reason the refusal, ``canonical refuses it: sampling_ratio=0 ...``).
 2. **Regions** (:func:`regions_of`). Maximal connected sets of offloaded operators (operators joined by a
    tensor one produces and the other reads) are the accelerator regions.
 3. **Policy.** ``greedy`` offloads every region; ``min-region`` keeps a region on the host when it has
@@ -35,7 +37,7 @@ from dcaccel.architecture import Architecture
 from dcaccel.architecture.support import Annotation, OpInstance, annotate
 from dcaccel.errors import DcaccelError
 from dcaccel.frontend.ops import library_nodes, op_type
-from dcaccel.transforms.lower import ExpansionCache, LoweredWorkload, OpaqueOpWarning, lower, opaque_nodes
+from dcaccel.transforms.lower import ExpansionCache, LoweredWorkload, OpaqueOpWarning, lower, opaque_reasons
 
 #: The partitioning policies.
 POLICIES = ("greedy", "min-region", "cost")
@@ -135,13 +137,16 @@ def regions_of(instances: list[OpInstance], offloaded: set[str]) -> list[list[st
     return list(groups.values())
 
 
-def annotations_of(workload, arch: Architecture, host: str | None) -> tuple[list[OpInstance], dict[str, Annotation]]:
-    """The operators of ``workload`` and their annotation on ``arch`` (see the module docstring). Raises
-    when an operator no accelerator kind runs has no host to run it."""
+def annotations_of(
+    workload, arch: Architecture, host: str | None, choices: Mapping[str, str] | None = None
+) -> tuple[list[OpInstance], dict[str, Annotation]]:
+    """The operators of ``workload`` and their annotation on ``arch`` (see the module docstring), the opaque
+    tasks those of its lowering under ``choices``. Raises when an operator no accelerator kind runs has no host
+    to run it."""
     instances = op_instances(workload)
     annotations = annotate(arch.units, instances)
-    for name in opaque_nodes(workload.sdfg):  # no canonical lowering: nothing an accelerator kind could run
-        annotations[name] = Annotation(host, False, NO_LOWERING)
+    for name, opaque in opaque_reasons(workload.sdfg, choices).items():  # nothing an accelerator kind could run
+        annotations[name] = Annotation(host, False, NO_LOWERING if opaque.refused_by is None else opaque.why)
     for instance in instances:
         if annotations[instance.name].target is None:
             raise DcaccelError(

@@ -1,8 +1,9 @@
 """Adversarial models for the host fallback and the reference run (issue 22's bar applied to
-transforms/host.py and verify): an op whose attributes ONNX and onnxruntime refuse (CumSum exclusive=5, read
-as true and lowered) is refused in one line when lowered, and verify says in one line that onnxruntime cannot
-run the reference model instead of raising onnxruntime's exception; an op without any implementation that
-onnxruntime has no kernel for (RandomUniformLike into float16) is refused in one line naming op and node."""
+transforms/host.py and verify): an op whose attributes ONNX and onnxruntime refuse (CumSum exclusive=5) is refused
+in one line when lowered (its canonical implementation refuses it, and so does onnxruntime on the host: both
+reasons), and verify says in one line that onnxruntime cannot run the reference model instead of raising
+onnxruntime's exception; an op without any implementation that onnxruntime has no kernel for (RandomUniformLike
+into float16) is refused in one line naming op and node."""
 
 import numpy as np
 import onnx
@@ -35,7 +36,11 @@ def _cumsum(exclusive: int) -> onnx.ModelProto:
 @pytest.mark.parametrize(
     ("model", "message"),
     [
-        (_cumsum(5), "unsupported op CumSum (node 'scan'): exclusive=5 (0 or 1)"),
+        (
+            _cumsum(5),
+            "unsupported op CumSum (node 'scan'): exclusive=5 (0 or 1); onnxruntime cannot run it on the host: "
+            "[ONNXRuntimeError] : 1 : FAIL : Exception during initialization: ",
+        ),
         (
             _model(
                 helper.make_node("RandomUniformLike", ["h"], ["y"], name="noise", dtype=onnx.TensorProto.FLOAT16),
@@ -54,7 +59,7 @@ def test_refused_in_one_line_when_lowered(model, message):
 
     with pytest.raises(DcaccelError) as refusal:
         dcaccel.load(model).lower({})
-    assert str(refusal.value) == message
+    assert str(refusal.value).startswith(message) and "\n" not in str(refusal.value)
 
 
 @pytest.mark.slow

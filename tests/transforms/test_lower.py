@@ -128,7 +128,15 @@ def test_op_without_any_implementation_is_unsupported(strict, detail):
     assert str(raised.value) == f"unsupported op GlobalLpPool (node 'pool1'): {detail}"
 
 
-def test_implementation_that_does_not_apply_is_unsupported():
+@pytest.mark.parametrize(
+    ("choices", "strict"),
+    [({"MatMul": "mv"}, False), ({"dot": "mv"}, False), ({}, True)],
+    ids=["op_chosen", "node_chosen", "strict"],
+)
+def test_implementation_that_does_not_apply_is_unsupported_when_chosen_or_strict(choices, strict):
+    """A dot product of two vectors, which the MMM's implementations refuse: an opaque task when nothing names it
+    (tests/transforms/test_refused_to_host.py), refused in one line with the graph untouched when the user chose
+    its implementation (by op type or node name) or lowers strictly."""
     model = _model(
         [helper.make_node("MatMul", ["u", "v"], ["d"], name="dot")],
         [_value("u", (4,)), _value("v", (4,))],
@@ -139,7 +147,7 @@ def test_implementation_that_does_not_apply_is_unsupported():
     with pytest.raises(
         UnsupportedOpError, match=r"^unsupported op MatMul \(node 'dot'\): a dot product of two vectors$"
     ):
-        lower(sdfg)
+        lower(sdfg, choices, strict=strict)
     assert sdfg.to_json() == before
 
 
