@@ -17,8 +17,8 @@ a Conv) keep it; those created without one are resolved like the workload's own 
 implementation's ``check`` runs on every node before anything is expanded.
 
 A node with no dcaccel implementation at all, or one the check of its implementation refuses
-(:class:`UnsupportedOpError`: an Einsum of one operand, RoiAlign's adaptive sampling), becomes an opaque
-task (:mod:`dcaccel.transforms.opaque`): DaCe's own implementation expands it into one nested SDFG that is
+(:class:`UnsupportedOpError`: a CumSum along an axis that is data, RoiAlign's adaptive sampling), becomes an
+opaque task (:mod:`dcaccel.transforms.opaque`): DaCe's own implementation expands it into one nested SDFG that is
 kept whole and marked, or onnxruntime runs it on the host; the ``LoweredWorkload`` lists it in ``opaque``
 and why in ``opaque_reasons``, and one warning (:class:`OpaqueOpWarning`) names every such node (with the
 refusal, for a refused one). ``strict=True`` refuses it instead, with :class:`UnsupportedOpError` naming the
@@ -151,9 +151,9 @@ def opaque_node(
     the implementation it is given (:func:`chosen_implementation`). The one rule of it (lowering,
     :func:`opaque_nodes`, :func:`refuse_opaque` and a partition's annotation apply it): an opaque task when dcaccel
     has no implementation of the node, or when the check of the implementation it is given raises
-    :class:`UnsupportedOpError` (Einsum of one operand, RoiAlign's adaptive sampling) and the user did not name the
-    node or its op type in ``choices``. With ``strict``, or when ``choices`` name it, that raises instead
-    (:class:`UnsupportedOpError` naming op and node); an implementation the node does not have raises
+    :class:`UnsupportedOpError` (a CumSum along an axis that is data, RoiAlign's adaptive sampling) and the user
+    did not name the node or its op type in ``choices``. With ``strict``, or when ``choices`` name it, that raises
+    instead (:class:`UnsupportedOpError` naming op and node); an implementation the node does not have raises
     :class:`DcaccelError` listing those it has. Nothing is expanded."""
     op = op_type(node)
     named = node.label in choices or op in choices
