@@ -3,8 +3,9 @@
 Lists the op types with their counts and dcaccel's canonical implementations, then every
 operator (library node) with its op type and operand shapes. An operator dcaccel has no canonical
 implementation of shows ``opaque (NAME)`` (lowering keeps it as one opaque task, expanded with DaCe's
-implementation NAME) or ``unsupported`` (DaCe cannot expand it either); a closing line names them.
-Nothing is compiled.
+implementation NAME) or ``unsupported`` (DaCe cannot expand it either); a closing line names them, and the
+nodes the check of their implementation refuses (lowered as opaque tasks too) with the refusal. Nothing is
+compiled.
 """
 
 import argparse
@@ -94,13 +95,19 @@ def _fallback(node, state) -> str:
 
 
 def fallback_lines(workload: Workload) -> list[str]:
-    """Lines naming the nodes lowered as opaque tasks, and those no lowering accepts (none when neither)."""
-    choices = implementations_by_node(workload)
+    """Lines naming the nodes lowered as opaque tasks (:func:`~dcaccel.transforms.lower.opaque_reasons`: no
+    canonical implementation, or one whose check refuses them, with the refusal), and those no lowering accepts
+    (none when neither)."""
+    from dcaccel.frontend.ops import library_nodes
+    from dcaccel.transforms.lower import describe_opaque, opaque_reasons
+
+    reasons = opaque_reasons(workload.sdfg)
+    runs = {node.label: _fallback(node, state) for node, state in library_nodes(workload.sdfg) if node.label in reasons}
     lines = []
-    opaque = [f"{op.node} ({op.op_type})" for op in operators(workload.sdfg) if choices[op.node].startswith(OPAQUE)]
+    opaque = {name: reason for name, reason in reasons.items() if runs[name] != UNSUPPORTED}
     if opaque:
-        lines += ["", f"opaque tasks (no canonical implementation; refused by --strict): {', '.join(opaque)}"]
-    unsupported = [f"{op.node} ({op.op_type})" for op in operators(workload.sdfg) if choices[op.node] == UNSUPPORTED]
+        lines += ["", f"opaque tasks (no canonical implementation; refused by --strict): {describe_opaque(opaque)}"]
+    unsupported = [f"{name} ({reason.op})" for name, reason in reasons.items() if runs[name] == UNSUPPORTED]
     if unsupported:
         lines += ["", f"unsupported (neither dcaccel nor DaCe can lower them): {', '.join(unsupported)}"]
     return lines

@@ -184,6 +184,17 @@ def test_verify_strict_refuses_the_first_refused_node_in_one_line(mixed, capsys)
     )
 
 
+@pytest.mark.slow
+def test_info_names_the_refused_nodes_as_opaque_tasks_with_their_reasons(mixed, capsys):
+    from dcaccel.cli import main
+    from dcaccel.transforms.lower import describe_opaque, opaque_reasons
+
+    workload, path = mixed
+    assert main(["info", path]) == 0
+    closing = capsys.readouterr().out.splitlines()[-1]
+    assert closing.startswith("opaque tasks ") and closing.endswith(describe_opaque(opaque_reasons(workload.sdfg)))
+
+
 @pytest.fixture(scope="module")
 def lowered(workloads):
     from dcaccel.transforms.lower import OpaqueOpWarning
