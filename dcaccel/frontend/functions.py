@@ -76,8 +76,8 @@ def _expandable(node: onnx.NodeProto, opsets: dict[str, int], implemented: Colle
     domain, which the bodies are written in."""
     if "" not in opsets or node.domain not in opsets:
         return False
-    imported = importable_node(node) if node.domain else node.op_type in implemented
-    if imported:
+    handled = importable_node(node) if node.domain else node.op_type in implemented
+    if handled:
         return False
     schema = _schema(node.op_type, opsets[node.domain], node.domain)
     return schema is not None and (schema.has_function or schema.has_context_dependent_function)
