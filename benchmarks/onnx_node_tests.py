@@ -10,13 +10,16 @@ compile → run → comparison with the reference outputs at the case's toleranc
 
 - ``pass``: every op lowered canonically, outputs equal to the reference (when the tested op is no longer in
   the imported graph, the reason says what it was lowered as: its function body, or an ``Identity``);
-- ``host`` (with ``--fallback``): outputs equal to the reference, an op without a canonical
-  implementation run through lowering's fallback (``dcaccel.transforms.opaque``: DaCe's expansion
-  kept as one opaque task, else a host task calling onnxruntime); the reason names op and fallback;
-- ``skip``, with the reason: the model uses an op dcaccel does not lower (without ``--fallback``), a
-  tensor type DaCe cannot represent, or an attribute the implementation (or fallback, or the import) rejects
-  (``UnsupportedOpError``, one line naming the op);
-- ``fail``, with the reason (the error, or the largest deviation from the reference).
+- ``host`` (with ``--fallback``): outputs equal to the reference, a node lowering keeps as an opaque task
+  (``dcaccel.transforms.lower.opaque_node``: its op has no canonical implementation, or the canonical
+  implementation's check refuses this node) run through lowering's fallback (``dcaccel.transforms.opaque``:
+  DaCe's expansion kept as one opaque task, else a host task calling onnxruntime); the reason names op,
+  fallback and the refusal if there was one;
+- ``skip``, with the reason: the model uses an op dcaccel does not lower, or an attribute the canonical
+  implementation refuses (both without ``--fallback``), a tensor type DaCe cannot represent, or what the
+  fallback or the import rejects (``UnsupportedOpError``, one line naming the op);
+- ``fail``, with the reason (the error, or the largest deviation from the reference); a case that draws random
+  values (:func:`draws_random`) and differs from its reference (one draw of onnx's generator) is a ``skip``.
 
 The per-op table merges an op's implementations (``Conv[mv]``, ``Conv[op]``...) into one row and gives the
 ``_expanded`` cases (the op's function body written out by ONNX's test generator: the op itself is not in their
@@ -343,16 +346,19 @@ def _host_calling_model():
     return HostCallingModel
 
 
-def _import_and_expand(name: str, model: onnx.ModelProto, choices: dict[str, str]):
+def _import_and_expand(name: str, model: onnx.ModelProto, choices: dict[str, str], fallback: bool = True):
     """Import ``model``, choose dcaccel's implementation of every ONNX node (``choices`` by node name) and expand.
 
-    A node of an op without a dcaccel implementation is expanded by lowering's fallback
-    (:func:`dcaccel.transforms.opaque.fallback_implementation`). Returns the imported model and the fallback
-    chosen per such op.
+    A node lowering would keep as an opaque task (:func:`dcaccel.transforms.lower.opaque_node`: its op has no
+    dcaccel implementation, or the chosen one's check refuses it) is expanded by lowering's fallback
+    (:func:`dcaccel.transforms.opaque.fallback_implementation`); without ``fallback`` it raises the refusal
+    (:class:`UnsupportedOpError`) instead. Returns the imported model and, per op so expanded, its fallback
+    implementation (and the refusal that sent it there).
     """
     from dace.libraries.onnx.nodes.onnx_op import ONNXOp
 
     import dcaccel.expansions
+    from dcaccel.transforms.lower import opaque_node
     from dcaccel.transforms.opaque import expand_opaque, fallback_implementation
 
     imported = _host_calling_model()(name, model, onnx_simplify=False)
@@ -362,11 +368,13 @@ def _import_and_expand(name: str, model: onnx.ModelProto, choices: dict[str, str
         if isinstance(node, ONNXOp):
             if dcaccel.expansions.implementations(node.schema.name):
                 node.implementation = choices.get(node.label) or default_implementation(node.schema.name)
-            else:
-                unlowered.append((node, state))
-    for node, state in unlowered:
-        fallbacks[node.schema.name] = fallback_implementation(node, state)
-        expand_opaque(node, state, fallbacks[node.schema.name])
+            opaque = opaque_node(node, state, {}, strict=not fallback)
+            if opaque is not None:
+                unlowered.append((node, state, opaque))
+    for node, state, opaque in unlowered:
+        implementation = fallback_implementation(node, state)
+        fallbacks[node.schema.name] = implementation if opaque.refused_by is None else f"{implementation}; {opaque.why}"
+        expand_opaque(node, state, implementation)
     imported.sdfg.expand_library_nodes()
     return imported, fallbacks
 
@@ -402,7 +410,7 @@ def dry_run(prepared: PreparedCase, supported: set[str], fallback: bool = False)
     if types := _unsupported_types(prepared.model):
         return CaseOutcome(prepared.label, name, Status.SKIP, f"tensor types DaCe cannot represent: {types}")
     try:
-        _, prepared.fallbacks = _import_and_expand(f"dry_{name}", prepared.model, prepared.choices())
+        _, prepared.fallbacks = _import_and_expand(f"dry_{name}", prepared.model, prepared.choices(), fallback)
     except UnsupportedOpError as error:
         return CaseOutcome(prepared.label, name, Status.SKIP, str(error))
     except Exception as error:  # noqa: BLE001 - every failure is reported with its reason
@@ -460,22 +468,47 @@ def compile_and_run(
     return result
 
 
+#: Ops whose outputs are random draws.
+RANDOM_OPS = frozenset(
+    {"Bernoulli", "Multinomial", "RandomNormal", "RandomNormalLike", "RandomUniform", "RandomUniformLike"}
+)
+
+
+def draws_random(model: onnx.ModelProto) -> bool:
+    """Whether ``model`` computes random values: a node of :data:`RANDOM_OPS`, or a ``Dropout`` in training mode
+    (a constant ``training_mode`` true) with a ratio other than 0 (its mask is random)."""
+    constants = {tensor.name: _as_array(tensor) for tensor in model.graph.initializer}
+    for node in model.graph.node:
+        if node.op_type in RANDOM_OPS:
+            return True
+        inputs = [*node.input, "", ""]
+        if node.op_type == "Dropout" and inputs[2] in constants and constants[inputs[2]].item():
+            ratio = float(constants[inputs[1]].item()) if inputs[1] in constants else None  # None: data, or 0.5
+            if ratio != 0:
+                return True
+    return False
+
+
 def compare(prepared: PreparedCase, outputs: Sequence) -> CaseOutcome:
     """The outcome of one case from its outputs (graph output order) and its reference outputs."""
     name = prepared.case.name
+
+    def differs(reason: str) -> CaseOutcome:
+        if draws_random(prepared.model):
+            return CaseOutcome(prepared.label, name, Status.SKIP, f"random values, no reference to verify: {reason}")
+        return CaseOutcome(prepared.label, name, Status.FAIL, reason)
+
     for index, (actual, expected) in enumerate(zip(outputs, prepared.expected, strict=True)):
         actual = np.asarray(actual)
         if actual.shape != expected.shape:
-            return CaseOutcome(
-                prepared.label, name, Status.FAIL, f"output {index}: shape {actual.shape} != {expected.shape}"
-            )
+            return differs(f"output {index}: shape {actual.shape} != {expected.shape}")
         if expected.dtype.kind in "fc":
             deviation = np.abs(actual.astype(np.complex128) - expected) if actual.size else np.zeros(0)
             if not np.allclose(actual, expected, rtol=prepared.case.rtol, atol=prepared.case.atol, equal_nan=True):
                 worst = float(np.nanmax(deviation)) if deviation.size else 0.0
-                return CaseOutcome(prepared.label, name, Status.FAIL, f"output {index}: max abs deviation {worst:.3g}")
+                return differs(f"output {index}: max abs deviation {worst:.3g}")
         elif not np.array_equal(actual, expected.astype(actual.dtype) if expected.dtype != object else expected):
-            return CaseOutcome(prepared.label, name, Status.FAIL, f"output {index}: values differ")
+            return differs(f"output {index}: values differ")
     if prepared.fallbacks:
         through = ", ".join(f"{op} ({implementation})" for op, implementation in sorted(prepared.fallbacks.items()))
         return CaseOutcome(prepared.label, name, Status.HOST, f"fallback: {through}")

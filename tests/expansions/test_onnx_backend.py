@@ -308,3 +308,61 @@ def test_an_op_without_lowering_verifies_through_the_host_fallback(runner_module
     skipped = runner_module.Runner(batch=1, isolate=False).run(selected, supported)
     assert [outcome.status for outcome in skipped] == [runner_module.Status.SKIP]
     assert "TfIdfVectorizer" in skipped[0].reason
+
+
+def _dropout_model(training_mode: bool | None, ratio: float | None) -> onnx.ModelProto:
+    """One Dropout of a 4-vector, ``ratio`` and ``training_mode`` constants (None: the input left out)."""
+    from onnx import TensorProto, helper, numpy_helper
+
+    inputs = ["x", "ratio" if ratio is not None else "", "mode" if training_mode is not None else ""]
+    while not inputs[-1]:  # trailing optional inputs left out
+        inputs.pop()
+    constants = [numpy_helper.from_array(np.array(ratio, np.float32), "ratio")] if ratio is not None else []
+    constants += [numpy_helper.from_array(np.array(training_mode), "mode")] if training_mode is not None else []
+    graph = helper.make_graph(
+        [helper.make_node("Dropout", inputs, ["y"])],
+        "dropout",
+        [helper.make_tensor_value_info("x", TensorProto.FLOAT, [4])],
+        [helper.make_tensor_value_info("y", TensorProto.FLOAT, [4])],
+        constants,
+    )
+    return helper.make_model(graph, opset_imports=[helper.make_opsetid("", 13)])
+
+
+@pytest.mark.parametrize(
+    ("training_mode", "ratio", "random"),
+    [(True, 0.5, True), (True, None, True), (True, 0.0, False), (False, 0.5, False), (None, 0.5, False)],
+    ids=["training", "training-default-ratio", "training-ratio-0", "inference", "no-mode"],
+)
+def test_dropout_draws_random_only_when_training_with_a_ratio(runner_module, training_mode, ratio, random):
+    assert runner_module.draws_random(_dropout_model(training_mode, ratio)) is random
+
+
+def test_random_ops_draw_random(runner_module, cases):
+    assert runner_module.draws_random(cases["test_bernoulli"].model)
+    assert not runner_module.draws_random(cases["test_relu"].model)
+
+
+@pytest.mark.slow
+def test_a_node_its_implementation_refuses_goes_to_the_host_with_the_refusal(runner_module):
+    """CumSum along an axis that is data: the canonical check refuses it; with the fallback it is expanded as a
+    host task and the refusal is named, without it the refusal is raised (the case's skip)."""
+    from onnx import TensorProto, helper
+
+    from dcaccel.errors import UnsupportedOpError
+
+    graph = helper.make_graph(
+        [helper.make_node("CumSum", ["x", "axis"], ["y"])],
+        "cumsum",
+        [
+            helper.make_tensor_value_info("x", TensorProto.FLOAT, [2, 3]),
+            helper.make_tensor_value_info("axis", TensorProto.INT64, []),
+        ],
+        [helper.make_tensor_value_info("y", TensorProto.FLOAT, [2, 3])],
+    )
+    model = helper.make_model(graph, opset_imports=[helper.make_opsetid("", 14)])
+    _, fallbacks = runner_module._import_and_expand("refused_cumsum", model, {})
+    assert list(fallbacks) == ["CumSum"]
+    assert fallbacks["CumSum"].startswith("onnxruntime; canonical refuses it: 'axis' must be a constant")
+    with pytest.raises(UnsupportedOpError, match="CumSum"):
+        runner_module._import_and_expand("refused_cumsum_strict", model, {}, fallback=False)
