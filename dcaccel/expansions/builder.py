@@ -62,6 +62,11 @@ def subscript(indices: Sequence) -> str:
     return ", ".join(str(i) for i in indices) if indices else "0"
 
 
+def at_axis(values: Sequence, axis: int, value) -> list:
+    """``values`` (indices, sizes) with the one of ``axis`` replaced by ``value``."""
+    return [value if d == axis else v for d, v in enumerate(values)]
+
+
 def whole(shape: Sequence) -> str:
     """The subset of every element of a container of ``shape``."""
     return subscript([f"0:{size}" for size in shape])

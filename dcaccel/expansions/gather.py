@@ -27,13 +27,7 @@ import dace
 from dace import SDFG, Memlet, SDFGState
 
 from dcaccel.buffers import BufferReason
-from dcaccel.expansions.builder import (
-    ExpansionBuilder,
-    connector,
-    index_params,
-    index_ranges,
-    subscript,
-)
+from dcaccel.expansions.builder import ExpansionBuilder, at_axis, connector, index_params, index_ranges, subscript
 from dcaccel.expansions.implementation import CANONICAL, Implementation
 from dcaccel.expansions.node import (
     CanonicalForward,
@@ -197,7 +191,7 @@ class CanonicalGatherElements(CanonicalForward):
         axis = normalize_axis(node.axis, len(shape), node)
         params = index_params(len(out_shape))
         source = steps.operand("data", reused=True)
-        row = [f"0:{shape[axis]}" if d == axis else p for d, p in enumerate(params)]
+        row = at_axis(params, axis, f"0:{shape[axis]}")
         tasklet = steps.flat_map(
             "gather_elements",
             index_ranges(params, out_shape),
@@ -344,7 +338,7 @@ class CanonicalReverseSequence(CanonicalForward):
         params = index_params(len(shape))
         t, size = params[time_axis], shape[time_axis]
         source = steps.operand("input", reused=True)
-        line = [f"0:{size}" if d == time_axis else p for d, p in enumerate(params)]
+        line = at_axis(params, time_axis, f"0:{size}")
         element = _element("line", [f"(n - 1 - {t} if {t} < n else {t})"], [size])
         tasklet = steps.flat_map(
             "reverse_sequence",
@@ -391,7 +385,7 @@ class CanonicalTensorScatter(CanonicalForward):
         params = index_params(len(shape))
         s, size, count = params[axis], shape[axis], length[axis]
         source = steps.operand("update", reused=True)
-        line = [f"0:{count}" if d == axis else p for d, p in enumerate(params)]
+        line = at_axis(params, axis, f"0:{count}")
         inputs = {"line": _data_dependent(source, line), "past": Memlet(f"past_cache[{subscript(params)}]")}
         start = "0"
         if input_edge(node, state, "write_indices") is not None:

@@ -13,7 +13,7 @@ import dace
 import numpy as np
 from dace import SDFG, Memlet, SDFGState
 
-from dcaccel.expansions.builder import WCR_SUM, connector, index_params, index_ranges, literal, subscript
+from dcaccel.expansions.builder import WCR_SUM, at_axis, connector, index_params, index_ranges, literal, subscript
 from dcaccel.expansions.implementation import CANONICAL, Implementation
 from dcaccel.expansions.node import (
     CanonicalForward,
@@ -131,7 +131,7 @@ class CanonicalCompress(CanonicalForward):
     def check(node, state: SDFGState, sdfg: SDFG) -> None:
         axis, kept = _kept(node, state, sdfg)
         shape = input_shape(node, state, sdfg, "input")
-        expected = [len(kept)] if axis is None else [len(kept) if d == axis else s for d, s in enumerate(shape)]
+        expected = [len(kept)] if axis is None else at_axis(shape, axis, len(kept))
         if list(output_shape(node, state, sdfg, "output")) != expected:
             raise unsupported(node, f"imported output shape is not the kept {expected}")
 
@@ -162,7 +162,7 @@ class CanonicalCompress(CanonicalForward):
                     )
                 continue
             kept_index = chosen if length == slab else f"__s * {slab} + {chosen}"
-            index = [f"{first} + {step} * ({kept_index})" if d == axis else p for d, p in enumerate(params)]
+            index = at_axis(params, axis, f"{first} + {step} * ({kept_index})")
             target = [f"{offset} + {kept_index}" if p == chosen else p for p in params]
             body = index_ranges(params, [slab if p == chosen else n for p, n in zip(params, out_shape, strict=True)])
             read, write = {"v": Memlet(f"input[{subscript(index)}]")}, {"out": Memlet(f"output[{subscript(target)}]")}

@@ -18,6 +18,7 @@ from dcaccel.buffers import BufferReason
 from dcaccel.expansions.builder import (
     WCR_SUM,
     ExpansionBuilder,
+    at_axis,
     broadcast_indices,
     index_params,
     index_ranges,
@@ -432,10 +433,10 @@ class CanonicalLpNormalization(CanonicalForward):
         dtype = steps.desc("output").dtype
         source = steps.operand("input", reused=True)
         params = index_params(len(shape))
-        line = [1 if d == axis else size for d, size in enumerate(shape)]
+        line = at_axis(shape, axis, 1)
         norm = steps.transient("norm", line, dtype, BufferReason.REUSE)
         add_reduction(steps, reduction_named(f"ReduceL{node.p}"), source, [axis], norm, keepdims=True)
-        index = subscript(["0" if d == axis else p for d, p in enumerate(params)])
+        index = subscript(at_axis(params, axis, "0"))
         steps.flat_map(
             "normalize",
             index_ranges(params, shape),

@@ -23,6 +23,7 @@ from dcaccel.expansions.builder import (
     WCR_MAX,
     WCR_SUM,
     ExpansionBuilder,
+    at_axis,
     index_params,
     index_ranges,
     literal,
@@ -252,8 +253,8 @@ def add_arg_index(
     params = index_params(len(shape))
     ranges = index_ranges(params, shape)
     element = subscript(params)
-    row_shape = [1 if d == axis else s for d, s in enumerate(shape)]
-    row = subscript(["0" if d == axis else p for d, p in enumerate(params)])
+    row_shape = at_axis(shape, axis, 1)
+    row = subscript(at_axis(params, axis, "0"))
     label = extreme.op.removeprefix("Reduce").lower()
     dtype = steps.desc(source).dtype
     row_extreme = steps.transient(f"row_{label}", row_shape, dtype, BufferReason.REUSE)
@@ -302,7 +303,7 @@ def _arg_implementation(op: str, extreme: Reduction) -> Implementation:
             source = steps.operand("data", reused=True)
             index = add_arg_index(steps, source, axis, extreme, last, steps.desc("reduced").dtype)
             params = index_params(len(shape))
-            row = subscript(["0" if d == axis else p for d, p in enumerate(params)])
+            row = subscript(at_axis(params, axis, "0"))
             out_params = [p for d, p in enumerate(params) if d != axis]
             steps.flat_map(
                 "output",
@@ -349,7 +350,7 @@ class CanonicalHardmax(CanonicalForward):
         source = steps.operand("input", reused=True)
         index = add_arg_index(steps, source, axis, reduction_named("ReduceMax"), False, dace.int64)
         params = index_params(len(shape))
-        row = subscript(["0" if d == axis else p for d, p in enumerate(params)])
+        row = subscript(at_axis(params, axis, "0"))
         steps.flat_map(
             "output",
             index_ranges(params, shape),

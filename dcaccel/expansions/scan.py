@@ -12,7 +12,7 @@ import dace
 from dace import SDFG, Memlet, SDFGState
 
 from dcaccel.buffers import BufferReason
-from dcaccel.expansions.builder import WCR_SUM, index_params, index_ranges, literal, subscript, whole
+from dcaccel.expansions.builder import WCR_SUM, at_axis, index_params, index_ranges, literal, subscript, whole
 from dcaccel.expansions.implementation import CANONICAL, Implementation
 from dcaccel.expansions.node import (
     CanonicalForward,
@@ -29,7 +29,7 @@ from dcaccel.expansions.reduce import WCR_PRODUCT
 
 def _with(params: list[str], axis: int, index: str) -> str:
     """The subscript of ``params`` with the one of ``axis`` replaced by ``index``."""
-    return subscript([index if d == axis else p for d, p in enumerate(params)])
+    return subscript(at_axis(params, axis, index))
 
 
 def _topk_k(node, state: SDFGState, sdfg: SDFG) -> int:
@@ -73,7 +73,7 @@ class CanonicalTopK(CanonicalForward):
         steps = node_builder(node, state, sdfg, drop=["K"] if input_edge(node, state, "K") is not None else [])
         shape = onnx_shape(steps.desc("X"))
         axis = normalize_axis(node.axis, len(shape), node)
-        out_shape = [k if d == axis else s for d, s in enumerate(shape)]
+        out_shape = at_axis(shape, axis, k)
         if math.prod(out_shape) == 0:
             return steps.sdfg
         dtype, index_dtype = steps.desc("Values").dtype, steps.desc("Indices").dtype

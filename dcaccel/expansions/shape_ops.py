@@ -18,6 +18,7 @@ from dace.sdfg.utils import out_desc_with_name
 from dcaccel.buffers import BufferReason
 from dcaccel.expansions.builder import (
     ExpansionBuilder,
+    at_axis,
     broadcast_indices,
     connector,
     index_params,
@@ -276,7 +277,7 @@ class CanonicalSplit(CanonicalForward):
         if len(sizes) != len(outputs) or sum(sizes) != shape[axis]:
             raise unsupported(node, f"split {sizes} of an axis of {shape[axis]} into {len(outputs)} outputs")
         for name, size in zip(outputs, sizes, strict=True):
-            expected = [size if d == axis else s for d, s in enumerate(shape)]
+            expected = at_axis(shape, axis, size)
             if list(output_shape(node, state, sdfg, name)) != expected:
                 raise unsupported(node, f"imported shape of {name} {list(output_shape(node, state, sdfg, name))}")
 
