@@ -739,6 +739,14 @@ def _block_size(node, state: SDFGState, sdfg: SDFG, data: str, divided: int) -> 
     return block
 
 
+def _mode(node) -> str:
+    """The ``mode`` of DepthToSpace or SpaceToDepth: DCR (the default) or CRD; any other is refused."""
+    mode = getattr(node, "mode", None) or "DCR"
+    if mode not in ("DCR", "CRD"):
+        raise unsupported(node, f"mode='{node.mode}'")
+    return mode
+
+
 def _rearranged(steps: ExpansionBuilder, label: str, source: str, ranges: dict, read: list, written: list) -> None:
     """One flat map over ``ranges`` copying ``source[read]`` to ``output[written]`` (the output produced in the
     order of ``ranges``), reading an input another task produces from a REORDER buffer."""
@@ -764,8 +772,7 @@ class CanonicalDepthToSpace(CanonicalForward):
     @staticmethod
     def check(node, state: SDFGState, sdfg: SDFG) -> None:
         _block_size(node, state, sdfg, "input", 1)
-        if (getattr(node, "mode", None) or "DCR") not in ("DCR", "CRD"):
-            raise unsupported(node, f"mode='{node.mode}'")
+        _mode(node)
 
     @staticmethod
     def forward(node, state: SDFGState, sdfg: SDFG) -> SDFG:
@@ -777,7 +784,7 @@ class CanonicalDepthToSpace(CanonicalForward):
         out_channels = channels // (block * block)
         n, c, h, i, w, j = index_params(6)
         ranges = index_ranges([n, c, h, i, w, j], [batch, out_channels, height, block, width, block])
-        if (getattr(node, "mode", None) or "DCR") == "DCR":
+        if _mode(node) == "DCR":
             channel = f"({i} * {block} + {j}) * {out_channels} + {c}"
         else:
             channel = f"{c} * {block * block} + {i} * {block} + {j}"
@@ -798,8 +805,7 @@ class CanonicalSpaceToDepth(CanonicalForward):
     @staticmethod
     def check(node, state: SDFGState, sdfg: SDFG) -> None:
         _block_size(node, state, sdfg, "input", 2)
-        if (getattr(node, "mode", None) or "DCR") not in ("DCR", "CRD"):
-            raise unsupported(node, f"mode='{node.mode}'")
+        _mode(node)
 
     @staticmethod
     def forward(node, state: SDFGState, sdfg: SDFG) -> SDFG:
@@ -809,7 +815,7 @@ class CanonicalSpaceToDepth(CanonicalForward):
         if batch * channels * height * width == 0:
             return steps.sdfg
         n, i, j, c, h, w = index_params(6)
-        if (getattr(node, "mode", None) or "DCR") == "DCR":
+        if _mode(node) == "DCR":
             order, sizes = [n, i, j, c, h, w], [batch, block, block, channels]
             channel = f"({i} * {block} + {j}) * {channels} + {c}"
         else:
