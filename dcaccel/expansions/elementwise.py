@@ -398,7 +398,10 @@ def expand_elementwise(spec: ElementwiseOp, node, state: SDFGState, sdfg: SDFG) 
     return steps.sdfg
 
 
-def _implementation(spec: ElementwiseOp) -> Implementation:
+def elementwise_implementation(spec: ElementwiseOp) -> Implementation:
+    """The canonical implementation of the element-wise op ``spec`` (checked by :func:`check_elementwise`, expanded
+    by :func:`expand_elementwise`)."""
+
     class Forward(CanonicalForward):
         @staticmethod
         def check(node, state: SDFGState, sdfg: SDFG) -> None:
@@ -416,4 +419,4 @@ def _implementation(spec: ElementwiseOp) -> Implementation:
     return Implementation(spec.op, CANONICAL, Forward)
 
 
-IMPLEMENTATIONS = tuple(_implementation(spec) for spec in ELEMENTWISE_OPS)
+IMPLEMENTATIONS = tuple(elementwise_implementation(spec) for spec in ELEMENTWISE_OPS)

@@ -11,28 +11,15 @@ from dace import SDFG, Memlet, SDFGState
 from dace.sdfg.utils import in_desc_with_name
 
 from dcaccel.expansions.builder import connector, index_params, index_ranges, subscript
-from dcaccel.expansions.elementwise import ElementwiseOp, check_elementwise, expand_elementwise
+from dcaccel.expansions.elementwise import ElementwiseOp, elementwise_implementation
 from dcaccel.expansions.implementation import CANONICAL, Implementation
 from dcaccel.expansions.node import CanonicalForward, input_shape, node_builder, onnx_shape, unsupported
 
 BINARIZER = ElementwiseOp(
     "Binarizer",
     lambda x, T, node: f"({T}(1) if {x['X']} > {float(node.threshold or 0)!r} else {T}(0))",
-    "Y = 1 where X > threshold, else 0",
+    "Y = 1 where X > threshold, else 0, in X's type",
 )
-
-
-class CanonicalBinarizer(CanonicalForward):
-    """Canonical Binarizer: ``Y = 1`` where ``X > threshold``, else 0, in X's type. One flat map over the output;
-    the output is produced row-major."""
-
-    @staticmethod
-    def check(node, state: SDFGState, sdfg: SDFG) -> None:
-        check_elementwise(BINARIZER, node, state, sdfg)
-
-    @staticmethod
-    def forward(node, state: SDFGState, sdfg: SDFG) -> SDFG:
-        return expand_elementwise(BINARIZER, node, state, sdfg)
 
 
 class CanonicalArrayFeatureExtractor(CanonicalForward):
@@ -186,7 +173,7 @@ class CanonicalTreeEnsemble(CanonicalForward):
 
 
 IMPLEMENTATIONS = (
-    Implementation("Binarizer", CANONICAL, CanonicalBinarizer),
+    elementwise_implementation(BINARIZER),
     Implementation("ArrayFeatureExtractor", CANONICAL, CanonicalArrayFeatureExtractor),
     Implementation("TreeEnsemble", CANONICAL, CanonicalTreeEnsemble),
 )
