@@ -6,7 +6,7 @@ through DaCe with every ONNX node expanded by dcaccel's canonical implementation
 compile checks every case of the module.
 """
 
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 
 import numpy as np
@@ -139,6 +139,40 @@ def run_canonical(
     return {n: np.asarray(r) for n, r in zip(names, results, strict=True)}
 
 
+def lowered_dag(model: onnx.ModelProto, name: str):
+    """The task DAG of ``model`` imported into DaCe as ``name`` (without constant folding) and lowered
+    canonically, nothing compiled."""
+    from dace.ml import ONNXModel
+
+    from dcaccel.dag import extract
+    from dcaccel.expansions import register
+    from dcaccel.transforms.lower import lower
+
+    register()
+    return extract(lower(ONNXModel(name, model, onnx_simplify=False).sdfg))
+
+
+def task_volumes(dag, prefix: str) -> dict[str, tuple[int, int]]:
+    """Per task of ``dag`` (its label without ``prefix_``, a case's name, and the map's ``_map``): its total volume
+    in and out."""
+    return {
+        dag.label(t).removeprefix(f"{prefix}_").removesuffix("_map"): (
+            sum(dag.volume(p, t) for p in dag.predecessors(t)),
+            sum(dag.volume(t, s) for s in dag.successors(t)),
+        )
+        for t in dag.tasks
+    }
+
+
+def assert_node_tasks(dag, name: str, expected: Sequence[str]) -> None:
+    """The tasks of node ``name`` in ``dag`` are ``expected`` (labels without ``name_`` and ``_map``, in any
+    order) and none is opaque."""
+    ours = [t for t in dag.tasks if dag.info(t).node == name]
+    assert not any(dag.info(t).opaque for t in ours)
+    labels = sorted(dag.label(t).removeprefix(f"{name}_").removesuffix("_map") for t in ours)
+    assert labels == sorted(expected)
+
+
 #: How many cases a task-DAG test lowers in one model: DaCe inlines each expanded node by walking its whole
 #: state, so lowering n independent nodes in one state grows as n² (105 element-wise cases: 6.8 s in one
 #: model, 2.4 s in groups of 15).
@@ -161,13 +195,7 @@ class LoweredDags(Mapping):
     def __getitem__(self, case_name: str):
         start = self._groups[case_name]
         if start not in self._lowered:
-            from dace.ml import ONNXModel
-
-            from dcaccel.dag import extract
-            from dcaccel.transforms.lower import lower
-
-            model = ONNXModel(f"{self._name}_{start}", build_model(self._chunks[start]), onnx_simplify=False)
-            self._lowered[start] = extract(lower(model.sdfg))
+            self._lowered[start] = lowered_dag(build_model(self._chunks[start]), f"{self._name}_{start}")
         return self._lowered[start]
 
     def __iter__(self):
@@ -198,6 +226,32 @@ def reference_and_canonical(cases: Sequence[OpCase], name: str) -> tuple[dict, d
     model = build_model(cases)
     feed = random_feed(cases)
     return run_reference(model, feed), run_canonical(model, feed, name)
+
+
+def outputs_per_opset(
+    models: Mapping[int, Sequence[OpCase]],
+    name: str,
+    model: Callable[[Sequence[OpCase], int], onnx.ModelProto] = build_model,
+    feed: Callable[[Sequence[OpCase], int], dict[str, np.ndarray]] = random_feed,
+) -> dict[int, tuple[dict, dict]]:
+    """Per opset of ``models``, the outputs of its cases merged into one model (``model(cases, opset)``) from
+    onnxruntime and from dcaccel's canonical implementations (one compile per opset, named ``name_opset``), on
+    ``feed(cases, opset)`` (the random feed seeded by the opset)."""
+    outputs = {}
+    for opset, cases in models.items():
+        merged, values = model(cases, opset), feed(cases, opset)
+        outputs[opset] = run_reference(merged, values), run_canonical(merged, values, f"{name}_{opset}")
+    return outputs
+
+
+def opset_cases(models: Mapping[int, Sequence[OpCase]]) -> list[tuple[int, OpCase]]:
+    """Every (opset, case) of ``models``, to parametrize a test over with :func:`opset_case_id`."""
+    return [(opset, case) for opset, cases in models.items() for case in cases]
+
+
+def opset_case_id(value) -> str:
+    """The test id of an opset (``opset18``) or a case (its name)."""
+    return value.name if isinstance(value, OpCase) else f"opset{value}"
 
 
 def assert_output_matches(

@@ -7,12 +7,14 @@ import pytest
 
 from tests.expansions.canonical_onnx import (
     OpCase,
+    assert_node_tasks,
     assert_output_matches,
     build_model,
     canonical_model,
-    random_feed,
-    run_canonical,
-    run_reference,
+    lowered_dag,
+    opset_case_id,
+    opset_cases,
+    outputs_per_opset,
 )
 
 I64 = np.int64
@@ -73,20 +75,11 @@ MODELS = {24: CASES_24, 10: CASES_10}
 @pytest.fixture(scope="module")
 def results():
     """Outputs of every case per opset, from onnxruntime and from the canonical implementations (one compile each)."""
-    outputs = {}
-    for opset, cases in MODELS.items():
-        model = build_model(cases, opset=opset)
-        feed = random_feed(cases, seed=opset)
-        outputs[opset] = run_reference(model, feed), run_canonical(model, feed, f"test_gather_nd_{opset}")
-    return outputs
+    return outputs_per_opset(MODELS, "test_gather_nd")
 
 
 @pytest.mark.slow
-@pytest.mark.parametrize(
-    ("opset", "case"),
-    [(opset, case) for opset, cases in MODELS.items() for case in cases],
-    ids=lambda v: v.name if isinstance(v, OpCase) else f"opset{v}",
-)
+@pytest.mark.parametrize(("opset", "case"), opset_cases(MODELS), ids=opset_case_id)
 def test_matches_onnxruntime(opset, case, results):
     assert_output_matches(results[opset], case.tensor("y"), same_dtype=True)  # elements moved: exact
 
@@ -99,24 +92,10 @@ TASKS = {
 }
 
 
-def _dag(case: OpCase, opset: int = 24):
-    """The task DAG of ``case`` lowered canonically at ``opset`` (nothing compiled)."""
-    from dace.ml import ONNXModel
-
-    from dcaccel.dag import extract
-    from dcaccel.transforms.lower import lower
-
-    return extract(lower(ONNXModel(f"{case.name}_dag", build_model([case], opset=opset), onnx_simplify=False).sdfg))
-
-
 @pytest.mark.parametrize("name", TASKS)
 def test_lowers_to_its_tasks_none_opaque(name):
     (case,) = [c for c in CASES_24 if c.name == name]
-    dag = _dag(case)
-    ours = [t for t in dag.tasks if dag.info(t).node == name]
-    assert not any(dag.info(t).opaque for t in ours)
-    labels = sorted(dag.label(t).removeprefix(f"{name}_").removesuffix("_map") for t in ours)
-    assert labels == sorted(TASKS[name])
+    assert_node_tasks(lowered_dag(build_model([case], opset=24), f"{name}_dag"), name, TASKS[name])
 
 
 @pytest.mark.parametrize(

@@ -12,6 +12,7 @@ from tests.expansions.canonical_onnx import (
     OpCase,
     assert_output_matches,
     build_model,
+    lowered_dag,
     random_feed,
     run_canonical,
     run_reference,
@@ -152,14 +153,7 @@ def test_import_gives_the_output_shape_of_the_constant_inputs(case):
 @pytest.fixture(scope="module")
 def dag():
     """The task DAG of every case lowered canonically (nothing compiled)."""
-    from dace.ml import ONNXModel
-
-    from dcaccel.dag import extract
-    from dcaccel.expansions import register
-    from dcaccel.transforms.lower import lower
-
-    register()
-    return extract(lower(ONNXModel("indexing_dag", _declared(CASES), onnx_simplify=False).sdfg))
+    return lowered_dag(_declared(CASES), "indexing_dag")
 
 
 STEPS = {"OneHot": ["onehot"], "Col2Im": ["col2im", "init_output"], "MaxUnpool": ["zero", "unpool"]}

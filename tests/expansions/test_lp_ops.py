@@ -6,6 +6,7 @@ import pytest
 
 from tests.expansions.canonical_onnx import (
     OpCase,
+    assert_node_tasks,
     assert_output_matches,
     build_model,
     canonical_model,
@@ -68,11 +69,7 @@ def dags():
 
 @pytest.mark.parametrize("name", TASKS)
 def test_lowers_to_its_tasks_none_opaque(name, dags):
-    dag = dags[name]
-    ours = [t for t in dag.tasks if dag.info(t).node == name]
-    assert not any(dag.info(t).opaque for t in ours)
-    labels = sorted(dag.label(t).removeprefix(f"{name}_").removesuffix("_map") for t in ours)
-    assert labels == sorted(TASKS[name])
+    assert_node_tasks(dags[name], name, TASKS[name])
 
 
 @pytest.mark.parametrize(

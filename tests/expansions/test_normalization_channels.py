@@ -6,16 +6,17 @@ import math
 import numpy as np
 import onnx
 import pytest
-from dace.ml import ONNXModel
 from onnx import helper
 
 from tests.expansions.canonical_onnx import (
     OpCase,
     assert_output_matches,
     build_model,
-    random_feed,
-    run_canonical,
-    run_reference,
+    lowered_dag,
+    opset_case_id,
+    opset_cases,
+    outputs_per_opset,
+    task_volumes,
 )
 
 
@@ -74,38 +75,20 @@ def _model(cases, opset):
 @pytest.fixture(scope="module")
 def results():
     """Outputs of every case per opset, from onnxruntime and from the canonical implementations (one compile each)."""
-    outputs = {}
-    for opset, cases in MODELS.items():
-        model = _model(cases, opset)
-        feed = random_feed(cases, seed=opset)
-        outputs[opset] = run_reference(model, feed), run_canonical(model, feed, f"test_normalization_{opset}")
-    return outputs
+    return outputs_per_opset(MODELS, "test_normalization", model=_model)
 
 
 @pytest.mark.slow
-@pytest.mark.parametrize(
-    ("opset", "case"),
-    [(opset, case) for opset, cases in MODELS.items() for case in cases],
-    ids=lambda v: v.name if isinstance(v, OpCase) else f"opset{v}",
-)
+@pytest.mark.parametrize(("opset", "case"), opset_cases(MODELS), ids=opset_case_id)
 def test_matches_onnxruntime(opset, case, results):
     assert_output_matches(results[opset], case.tensor("y"), rtol=1e-4, atol=1e-5)
 
 
 def _task_volumes(case, opset) -> dict[str, tuple[int, int]]:
     """Per task of the extracted DAG (label without the case's prefix): total volume in and out."""
-    from dcaccel.dag import extract
-    from dcaccel.transforms.lower import lower
-
-    dag = extract(lower(ONNXModel(case.name, _model([case], opset), onnx_simplify=False).sdfg))
+    dag = lowered_dag(_model([case], opset), case.name)
     dag.validate()
-    return {
-        dag.label(t).removeprefix(f"{case.name}_").removesuffix("_map"): (
-            sum(dag.volume(p, t) for p in dag.predecessors(t)),
-            sum(dag.volume(t, s) for s in dag.successors(t)),
-        )
-        for t in dag.tasks
-    }
+    return task_volumes(dag, case.name)
 
 
 @pytest.mark.parametrize(

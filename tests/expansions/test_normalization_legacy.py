@@ -20,6 +20,7 @@ from tests.expansions.canonical_onnx import (
     batchnorm_case,
     build_model,
     canonical_model,
+    lowered_dag,
     random_feed,
     run_canonical,
     run_reference,
@@ -146,13 +147,9 @@ def test_every_form_is_one_flat_map(opset):
 
 @pytest.mark.parametrize("opset", OPSETS)
 def test_task_dag_has_one_task_per_node_and_no_opaque_task(opset):
-    from dace.ml import ONNXModel
-
-    from dcaccel.dag import extract
     from dcaccel.dag.metrics import opaque_work
-    from dcaccel.transforms.lower import lower
 
-    dag = extract(lower(ONNXModel(f"bn_legacy_dag_{opset}", _model(opset, CASES[opset]), onnx_simplify=False).sdfg))
+    dag = lowered_dag(_model(opset, CASES[opset]), f"bn_legacy_dag_{opset}")
     dag.validate()
     assert opaque_work(dag)[0] == 0
     tasks = {dag.info(t).node: dag.info(t).op for t in dag.tasks}

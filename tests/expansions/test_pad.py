@@ -11,6 +11,7 @@ from tests.expansions.canonical_onnx import (
     assert_output_matches,
     build_model,
     canonical_model,
+    lowered_dag,
     reference_and_canonical,
 )
 
@@ -64,12 +65,7 @@ def test_matches_onnxruntime(case, results):
 @pytest.fixture(scope="module")
 def dag():
     """The task DAG of every case, lowered together (no compile)."""
-    from dace.ml import ONNXModel
-
-    from dcaccel.dag import extract
-    from dcaccel.transforms.lower import lower
-
-    return extract(lower(ONNXModel("pad_structure", build_model(CASES), onnx_simplify=False).sdfg))
+    return lowered_dag(build_model(CASES), "pad_structure")
 
 
 @pytest.mark.parametrize("case", CASES, ids=lambda c: c.name)

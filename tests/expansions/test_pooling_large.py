@@ -4,7 +4,6 @@ against onnxruntime (one compile), the clipped window, the WCR reduction's tasks
 import math
 
 import pytest
-from dace.ml import ONNXModel
 
 from dcaccel.expansions.pooling import UNROLLED_WINDOW, PoolGeometry
 from tests.expansions.canonical_onnx import (
@@ -12,7 +11,9 @@ from tests.expansions.canonical_onnx import (
     assert_output_matches,
     build_model,
     canonical_model,
+    lowered_dag,
     reference_and_canonical,
+    task_volumes,
 )
 
 
@@ -141,25 +142,12 @@ def _case(name):
     return next(c for c in CASES if c.name == name)
 
 
-def _dag(case):
-    from dcaccel.dag import extract
-    from dcaccel.transforms.lower import lower
-
-    lowered = lower(ONNXModel(case.name, build_model([case]), onnx_simplify=False).sdfg)
-    dag = extract(lowered)
+def _task_volumes(name: str) -> dict[str, tuple[int, int]]:
+    """Per task of case ``name`` lowered (DAG validated; label without the case's prefix): total volume in and
+    out."""
+    dag = lowered_dag(build_model([_case(name)]), name)
     dag.validate()
-    return dag
-
-
-def _task_volumes(dag, prefix) -> dict[str, tuple[int, int]]:
-    """Per task (label without the case prefix): total volume in and out."""
-    return {
-        dag.label(t).removeprefix(f"{prefix}_").removesuffix("_map"): (
-            sum(dag.volume(p, t) for p in dag.predecessors(t)),
-            sum(dag.volume(t, s) for s in dag.successors(t)),
-        )
-        for t in dag.tasks
-    }
+    return task_volumes(dag, name)
 
 
 @pytest.mark.parametrize(
@@ -176,7 +164,7 @@ def _task_volumes(dag, prefix) -> dict[str, tuple[int, int]]:
 def test_tasks_read_outputs_times_clipped_window(name, outputs, window):
     """Windows of more than UNROLLED_WINDOW positions: init, reduce (each output's clipped window, plus the
     accumulator it combines with), output; smaller ones: one pool map reading the clipped window."""
-    volumes = _task_volumes(_dag(_case(name)), name)
+    volumes = _task_volumes(name)
     reads = outputs * window
     if window > UNROLLED_WINDOW:
         assert volumes == {

@@ -8,12 +8,14 @@ import pytest
 
 from tests.expansions.canonical_onnx import (
     OpCase,
+    assert_node_tasks,
     assert_output_matches,
     build_model,
     lowered_dags,
+    opset_case_id,
+    opset_cases,
+    outputs_per_opset,
     random_feed,
-    run_canonical,
-    run_reference,
 )
 
 REDUCE_OPS = ("ReduceProd", "ReduceL1", "ReduceSumSquare", "ReduceLogSum", "ReduceLogSumExp")
@@ -100,20 +102,11 @@ def _feed(cases, seed):
 @pytest.fixture(scope="module")
 def results():
     """Outputs of every case per opset, from onnxruntime and from the canonical implementations (one compile each)."""
-    outputs = {}
-    for opset, cases in MODELS.items():
-        model = build_model(cases, opset=opset)
-        feed = _feed(cases, opset)
-        outputs[opset] = run_reference(model, feed), run_canonical(model, feed, f"test_reduce_arg_ops_{opset}")
-    return outputs
+    return outputs_per_opset(MODELS, "test_reduce_arg_ops", feed=_feed)
 
 
 @pytest.mark.slow
-@pytest.mark.parametrize(
-    ("opset", "case"),
-    [(opset, case) for opset, cases in MODELS.items() for case in cases],
-    ids=lambda v: v.name if isinstance(v, OpCase) else f"opset{v}",
-)
+@pytest.mark.parametrize(("opset", "case"), opset_cases(MODELS), ids=opset_case_id)
 def test_matches_onnxruntime(opset, case, results):
     exact = case.op_type in ("ArgMin", "Hardmax")
     rtol = None if exact else 1e-5
@@ -149,11 +142,7 @@ def dags():
 
 @pytest.mark.parametrize("name", TASKS)
 def test_lowers_to_its_tasks_none_opaque(name, dags):
-    dag = dags[name]
-    ours = [t for t in dag.tasks if dag.info(t).node == name]
-    assert not any(dag.info(t).opaque for t in ours)
-    labels = sorted(dag.label(t).removeprefix(f"{name}_").removesuffix("_map") for t in ours)
-    assert labels == sorted(TASKS[name])
+    assert_node_tasks(dags[name], name, TASKS[name])
 
 
 def test_hardmax_before_opset13_off_the_last_axis_is_refused():

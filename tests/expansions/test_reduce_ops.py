@@ -6,15 +6,16 @@ import math
 
 import numpy as np
 import pytest
-from dace.ml import ONNXModel
 
 from tests.expansions.canonical_onnx import (
     OpCase,
     assert_output_matches,
     build_model,
-    random_feed,
-    run_canonical,
-    run_reference,
+    lowered_dag,
+    opset_case_id,
+    opset_cases,
+    outputs_per_opset,
+    task_volumes,
 )
 
 REDUCE_OPS = ("ReduceSum", "ReduceMax", "ReduceMin", "ReduceL2")
@@ -81,43 +82,21 @@ MODELS = {18: REDUCE_CASES + ARGMAX_CASES, 11: ATTRIBUTE_CASES}
 @pytest.fixture(scope="module")
 def results():
     """Outputs of every case per opset, from onnxruntime and from the canonical implementations (one compile each)."""
-    outputs = {}
-    for opset, cases in MODELS.items():
-        model = build_model(cases, opset=opset)
-        feed = random_feed(cases, seed=opset)
-        outputs[opset] = run_reference(model, feed), run_canonical(model, feed, f"test_reduce_ops_{opset}")
-    return outputs
+    return outputs_per_opset(MODELS, "test_reduce_ops")
 
 
 @pytest.mark.slow
-@pytest.mark.parametrize(
-    ("opset", "case"),
-    [(opset, case) for opset, cases in MODELS.items() for case in cases],
-    ids=lambda v: v.name if isinstance(v, OpCase) else f"opset{v}",
-)
+@pytest.mark.parametrize(("opset", "case"), opset_cases(MODELS), ids=opset_case_id)
 def test_matches_onnxruntime(opset, case, results):
     assert_output_matches(results[opset], case.tensor("y"), rtol=1e-5, atol=1e-6, same_dtype=True)
 
 
-def _dag(case, opset=18):
-    from dcaccel.dag import extract
-    from dcaccel.transforms.lower import lower
-
-    lowered = lower(ONNXModel(case.name, build_model([case], opset=opset), onnx_simplify=False).sdfg)
-    dag = extract(lowered)
+def _task_volumes(case: OpCase) -> dict[str, tuple[int, int]]:
+    """Per task of ``case`` lowered at opset 18 (label without the case's prefix, DAG validated): total volume in
+    and out."""
+    dag = lowered_dag(build_model([case], opset=18), case.name)
     dag.validate()
-    return dag
-
-
-def _task_volumes(dag) -> dict[str, tuple[int, int]]:
-    """Per task (label without the prefix of the case, named "case"): total volume in and out."""
-    return {
-        dag.label(t).removeprefix("case_").removesuffix("_map"): (
-            sum(dag.volume(p, t) for p in dag.predecessors(t)),
-            sum(dag.volume(t, s) for s in dag.successors(t)),
-        )
-        for t in dag.tasks
-    }
+    return task_volumes(dag, case.name)
 
 
 @pytest.mark.parametrize("op", REDUCE_OPS)
@@ -127,7 +106,7 @@ def test_reduction_tasks_read_the_input_once(op, label, shape, axes):
     case = OpCase("case", op, ["x", "axes"] if axes else ["x"], {"x": shape}, _axes(axes), {"keepdims": 0})
     size = math.prod(shape)
     kept = math.prod(s for d, s in enumerate(shape) if axes is not None and d not in [a % len(shape) for a in axes])
-    assert _task_volumes(_dag(case)) == {
+    assert _task_volumes(case) == {
         "init_accumulator": (kept, kept),
         "reduce": (size + size, size),  # the input and the accumulator it combines with, element by element
         "output": (kept, kept),
@@ -144,7 +123,7 @@ def test_argmax_tasks_max_then_index(shape, axis, keepdims):
     """The maximum and the index steps read the input once each; the output reads the index of each row."""
     case = OpCase("case", "ArgMax", ["x"], {"x": shape}, {}, {"axis": axis, "keepdims": keepdims})
     size, rows = math.prod(shape), math.prod(shape) // shape[axis]
-    assert _task_volumes(_dag(case)) == {
+    assert _task_volumes(case) == {
         "init_row_max": (rows, rows),
         "init_index": (rows, rows),
         "max": (2 * size, size),

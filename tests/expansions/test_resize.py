@@ -12,6 +12,7 @@ from tests.expansions.canonical_onnx import (
     assert_output_matches,
     build_model,
     canonical_model,
+    lowered_dag,
     reference_and_canonical,
 )
 
@@ -82,12 +83,7 @@ def test_nearest_index_is_the_exact_rounded_coordinate(transformation, size, out
 @pytest.fixture(scope="module")
 def dag():
     """The task DAG of every case, lowered together (no compile)."""
-    from dace.ml import ONNXModel
-
-    from dcaccel.dag import extract
-    from dcaccel.transforms.lower import lower
-
-    return extract(lower(ONNXModel("resize_structure", build_model(CASES), onnx_simplify=False).sdfg))
+    return lowered_dag(build_model(CASES), "resize_structure")
 
 
 CORNERS = {

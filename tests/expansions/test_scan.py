@@ -12,6 +12,7 @@ from tests.expansions.canonical_onnx import (
     assert_output_matches,
     build_model,
     canonical_model,
+    lowered_dag,
     lowered_dags,
     random_feed,
     run_canonical,
@@ -152,13 +153,8 @@ def test_every_task_is_one_flat_map():
 
 def test_cumprod_lowers_to_its_steps_none_opaque():
     """cumprod_reverse: the product buffer's initialisation, the n x n product and the output, none opaque."""
-    from dace.ml import ONNXModel
-
-    from dcaccel.dag import extract
-    from dcaccel.transforms.lower import lower
-
     (case,) = [c for c in CUMPROD if c.name == "cumprod_reverse"]
-    dag = extract(lower(ONNXModel("scan_cumprod_dag", build_model([case], opset=26), onnx_simplify=False).sdfg))
+    dag = lowered_dag(build_model([case], opset=26), "scan_cumprod_dag")
     assert not any(dag.info(t).opaque for t in dag.tasks)
     steps = ("init_product", "cumprod", "output")
     assert sorted(dag.label(t) for t in dag.tasks) == sorted(f"cumprod_reverse_{s}_map" for s in steps)

@@ -12,6 +12,7 @@ from tests.expansions.canonical_onnx import (
     buffer_copies,
     build_model,
     canonical_model,
+    lowered_dag,
     reference_and_canonical,
 )
 
@@ -182,13 +183,8 @@ def dag():
     (A Range of constants reads nothing: ``extract`` refuses its zero-volume edge from the pseudo source. DaCe's
     import of this model gives the uneven ``num_outputs`` Split wrong output shapes, which its check refuses.)
     """
-    from dace.ml import ONNXModel
-
-    from dcaccel.dag import extract
-    from dcaccel.transforms.lower import lower
-
     cases = [c for c in CASES if c.op_type in ("Split", "Expand", "Tile", "Gather") and c.name != "split_num_outputs"]
-    return extract(lower(ONNXModel("shape_structure_dag", build_model(cases), onnx_simplify=False).sdfg))
+    return lowered_dag(build_model(cases), "shape_structure_dag")
 
 
 def _reads(dag, label: str) -> dict[str, int]:
