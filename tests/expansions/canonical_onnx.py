@@ -6,6 +6,7 @@ through DaCe with every ONNX node expanded by dcaccel's canonical implementation
 compile checks every case of the module.
 """
 
+import itertools
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 
@@ -79,6 +80,35 @@ def random_feed(cases: Sequence[OpCase], seed: int = 0) -> dict[str, np.ndarray]
                 value = rng.standard_normal(shape)
             feed[case.tensor(name)] = np.asarray(value, dtype=case.dtype)
     return feed
+
+
+def arg_case(op: str, label: str, shape: tuple, axis: int, keepdims: int, last: int, dtype=np.float32) -> OpCase:
+    """An ArgMax or ArgMin (``op``) case of input ``x`` of ``shape`` along ``axis``, with ``keepdims`` and
+    ``select_last_index`` (``last``), named by op, ``label`` and attributes."""
+    name = f"{op}_{label}_axis{axis}_keep{keepdims}_last{last}".replace("-", "m").lower()
+    attributes = {"axis": axis, "keepdims": keepdims, "select_last_index": last}
+    return OpCase(name, op, ["x"], {"x": shape}, {}, attributes, dtype=dtype)
+
+
+#: The inputs of the ArgMax and ArgMin cases: (label, shape, axis, dtype); small integers have many ties, where
+#: select_last_index matters.
+ARG_INPUTS = [
+    ("float", (2, 3, 4), 1, np.float32),
+    ("float", (2, 3, 4), -1, np.float32),
+    ("ties", (3, 5), 0, np.int32),
+    ("ties", (3, 5), 1, np.int32),
+    ("size_one_axis", (3, 1, 2), 1, np.float32),
+    ("rank_one", (6,), 0, np.int32),
+]
+
+
+def arg_cases(op: str) -> list[OpCase]:
+    """The cases of ArgMax or ArgMin (``op``): every input of :data:`ARG_INPUTS`, with and without ``keepdims``
+    and ``select_last_index``."""
+    return [
+        arg_case(op, label, shape, axis, keepdims, last, dtype)
+        for (label, shape, axis, dtype), keepdims, last in itertools.product(ARG_INPUTS, (0, 1), (0, 1))
+    ]
 
 
 def batchnorm_case(name: str, shape: tuple, seed: int, parameter_shape=None, outputs=("y",), **attributes) -> OpCase:

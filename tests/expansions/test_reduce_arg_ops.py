@@ -8,6 +8,7 @@ import pytest
 
 from tests.expansions.canonical_onnx import (
     OpCase,
+    arg_cases,
     assert_node_tasks,
     assert_output_matches,
     build_model,
@@ -40,12 +41,6 @@ def _reduce(op, label, shape, axes, keepdims, **attributes):
     return OpCase(name, op, inputs, {"x": shape}, constants, {"keepdims": keepdims, **attributes})
 
 
-def _arg(op, label, shape, axis, keepdims, last, dtype=np.float32):
-    name = f"{op}_{label}_axis{axis}_keep{keepdims}_last{last}".replace("-", "m").lower()
-    attributes = {"axis": axis, "keepdims": keepdims, "select_last_index": last}
-    return OpCase(name, op, ["x"], {"x": shape}, {}, attributes, dtype=dtype)
-
-
 def _hardmax(label, shape, axis, dtype=np.float32):
     return OpCase(f"hardmax_{label}_axis{axis}".replace("-", "m"), "Hardmax", ["x"], {"x": shape}, {}, {"axis": axis})
 
@@ -59,21 +54,7 @@ REDUCE_CASES = [
 LARGE = np.array([[1000.0, 999.0, -1000.0], [500.0, 500.0, 0.0]], np.float32)
 LARGE_CASE = OpCase("reducelogsumexp_large", "ReduceLogSumExp", ["x", "axes"], {}, {"x": LARGE, "axes": [1]})
 
-ARGMIN_CASES = [
-    _arg("ArgMin", label, shape, axis, keepdims, last, dtype)
-    for (label, shape, axis, dtype), keepdims, last in itertools.product(
-        [
-            ("float", (2, 3, 4), 1, np.float32),
-            ("float", (2, 3, 4), -1, np.float32),
-            ("ties", (3, 5), 0, np.int32),  # small integers: many ties, where select_last_index matters
-            ("ties", (3, 5), 1, np.int32),
-            ("size_one_axis", (3, 1, 2), 1, np.float32),
-            ("rank_one", (6,), 0, np.int32),
-        ],
-        (0, 1),
-        (0, 1),
-    )
-]
+ARGMIN_CASES = arg_cases("ArgMin")
 
 HARDMAX_CASES = [_hardmax("rank3", (3, 4, 5), axis) for axis in (0, 1, 2, -1)] + [
     _hardmax("rank1", (7,), 0),

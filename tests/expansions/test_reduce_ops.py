@@ -9,6 +9,8 @@ import pytest
 
 from tests.expansions.canonical_onnx import (
     OpCase,
+    arg_case,
+    arg_cases,
     assert_output_matches,
     build_model,
     lowered_dag,
@@ -41,38 +43,18 @@ def _reduce(op, label, shape, axes, keepdims, opset=18, **attributes):
     return OpCase(name, op, ["x", "axes"] if axes is not None else ["x"], {"x": shape}, constants, attributes)
 
 
-def _argmax(label, shape, axis, keepdims, last, dtype=np.float32):
-    name = f"argmax_{label}_axis{axis}_keep{keepdims}_last{last}".replace("-", "m")
-    attributes = {"axis": axis, "keepdims": keepdims, "select_last_index": last}
-    return OpCase(name, "ArgMax", ["x"], {"x": shape}, {}, attributes, dtype=dtype)
-
-
 REDUCE_CASES = [
     _reduce(op, label, shape, axes, keepdims)
     for op, (label, shape, axes), keepdims in itertools.product(REDUCE_OPS, AXES, (0, 1))
 ] + [_reduce(op, "noop", (2, 3), None, 1, noop_with_empty_axes=1) for op in REDUCE_OPS]
 
-ARGMAX_CASES = [
-    _argmax(label, shape, axis, keepdims, last, dtype)
-    for (label, shape, axis, dtype), keepdims, last in itertools.product(
-        [
-            ("float", (2, 3, 4), 1, np.float32),
-            ("float", (2, 3, 4), -1, np.float32),
-            ("ties", (3, 5), 0, np.int32),  # small integers: many ties, where select_last_index matters
-            ("ties", (3, 5), 1, np.int32),
-            ("size_one_axis", (3, 1, 2), 1, np.float32),
-            ("rank_one", (6,), 0, np.int32),
-        ],
-        (0, 1),
-        (0, 1),
-    )
-]
+ARGMAX_CASES = arg_cases("ArgMax")
 
 # Axes as an attribute (opset 11; ReduceSum took them as an input from opset 13 on) and ArgMax-11.
 ATTRIBUTE_CASES = [
     _reduce(op, label, shape, axes, 0, opset=11)
     for op, (label, shape, axes) in itertools.product(REDUCE_OPS, [AXES[1], AXES[3]])
-] + [_argmax("opset11", (2, 3, 4), 2, 1, 0)]
+] + [arg_case("ArgMax", "opset11", (2, 3, 4), 2, 1, 0)]
 for case in ATTRIBUTE_CASES[-1:]:
     case.attributes.pop("select_last_index")
 
@@ -136,7 +118,7 @@ def test_argmax_buffers():
     from dcaccel.buffers import BufferReason, buffer_reason
     from tests.expansions.canonical_onnx import assert_flat_maps, canonical_model
 
-    case = _argmax("marks", (2, 3), 1, 1, 0)
+    case = arg_case("ArgMax", "marks", (2, 3), 1, 1, 0)
     sdfg = canonical_model(build_model([case], opset=18), "argmax_marks").sdfg
     assert_flat_maps(sdfg)  # inlines the expansion
     transients = {name: d for name, d in sdfg.arrays.items() if d.transient and buffer_reason(d)}
