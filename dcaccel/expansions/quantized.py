@@ -44,6 +44,7 @@ from dcaccel.buffers import BufferReason
 from dcaccel.expansions.builder import (
     WCR_MAX,
     ExpansionBuilder,
+    at_axis,
     broadcast_indices,
     index_params,
     index_ranges,
@@ -117,10 +118,10 @@ def quantization_index(node, x_shape: tuple, parameter_shape: tuple, params: lis
         if tuple(parameter_shape) != (x_shape[axis],):
             raise unsupported(node, f"a scale of shape {tuple(parameter_shape)} for axis {axis} of x {tuple(x_shape)}")
         return params[axis]
-    blocked = tuple(-(-size // block) if d == axis else size for d, size in enumerate(x_shape))
+    blocked = tuple(at_axis(x_shape, axis, -(-x_shape[axis] // block)))
     if tuple(parameter_shape) != blocked:
         raise unsupported(node, f"a scale of shape {tuple(parameter_shape)} for blocks of {block} along {axis}")
-    return subscript([f"{p} // {block}" if d == axis else p for d, p in enumerate(params)])
+    return subscript(at_axis(params, axis, f"{params[axis]} // {block}"))
 
 
 def side_index(node, name: str, parameter_shape: tuple, shape: tuple, params: list[str], axis: int | None) -> str:

@@ -29,6 +29,7 @@ from dcaccel.expansions.builder import (
     FLOAT_TYPES,
     WCR_SUM,
     ExpansionBuilder,
+    at_axis,
     index_params,
     index_ranges,
     literal,
@@ -135,7 +136,7 @@ class DftGeometry:
             raise unsupported(node, f"dft_length {length}")
         self.length, self.components = length, shape[-1]
         bins = length // 2 + 1 if self.onesided and not self.inverse else length
-        self.out_shape = tuple(bins if d == self.axis else s for d, s in enumerate(shape[:-1]))
+        self.out_shape = tuple(at_axis(shape[:-1], self.axis, bins))
         self.out_shape += (1 if self.inverse and self.onesided else 2,)
         self.count = min(size, length // 2 + 1 if self.inverse and self.onesided else length)
 
@@ -168,7 +169,7 @@ class CanonicalDFT(CanonicalForward):
         out_shape = onnx_shape(steps.desc("output"))
         positions = index_params(len(out_shape) - 1)
         summed = "__n"
-        index = [summed if d == geometry.axis else p for d, p in enumerate(positions)]
+        index = at_axis(positions, geometry.axis, summed)
         weight = ""
         if geometry.inverse:
             weight = f" / {float(geometry.length)!r}"
