@@ -338,7 +338,8 @@ def build_einsum_sdfg(
 
 def _einsum_product(node, state, sdfg) -> tuple[Operand, Operand, Operand, EinsumProduct] | None:
     """The operands A, B, Y of the Einsum ``node`` and the product its equation makes of them, or None unless it
-    is a matrix product (:func:`einsum_product`) of two floating-point operands without an empty dimension."""
+    is a matrix product (:func:`einsum_product`) of two floating-point operands without an empty dimension, whose
+    inner dimensions are equal (a summed label of size 1 in one operand broadcasts: the general map)."""
     if sorted(node.in_connectors) != list(EINSUM_INPUTS):
         return None
     try:
@@ -351,7 +352,7 @@ def _einsum_product(node, state, sdfg) -> tuple[Operand, Operand, Operand, Einsu
         check_matmul_shapes(node, a_matrix, b_matrix, y)
     except UnsupportedOpError:
         return None
-    if 0 in (*a, *b):
+    if 0 in (*a, *b) or a_matrix[-1] != b_matrix[-2]:  # an inner label of size 1 broadcasts: not an MMM
         return None
     return Operand(EINSUM_INPUTS[0], a), Operand(EINSUM_INPUTS[1], b), Operand("Output", y), product
 

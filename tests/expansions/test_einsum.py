@@ -126,6 +126,7 @@ GENERAL = {
     "empty_output": ("ij->ji", [(0, 3)], np.float32),
     "size_one": ("i,i->", [(1,), (1,)], np.float64),
     "product_fp64": ("bhqd,bhkd->bhqk", [(1, 2, 3, 4), (1, 2, 5, 4)], np.float64),
+    "inner_broadcast": ("ij,jk->ik", [(3, 1), (4, 5)], np.float32),  # j of size 1 in A: not an MMM
 }
 
 
@@ -212,6 +213,7 @@ def test_output_shape_other_than_the_equations_is_refused():
         ("transpose", ["einsum"]),
         ("outer_batched", ["einsum"]),
         ("three_operands", ["init_accumulator", "reduce", "output"]),
+        ("inner_broadcast", ["init_accumulator", "reduce", "output"]),
         ("scalar", ["einsum"]),
         ("empty_inner", ["zeros"]),
     ],
