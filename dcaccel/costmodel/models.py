@@ -4,13 +4,16 @@
   per cycle and port, docs/dag.md), scaled by one factor fitted on the training rows (the geometric mean
   of measured time over analytic time);
 * :class:`BoostedModel` — gradient-boosted trees on the hand features (:func:`feature_matrix`), target the
-  logarithm of the time; trained by scikit-learn's ``HistGradientBoostingRegressor`` (one thread) and kept
+  time per unit of work; trained by scikit-learn's ``HistGradientBoostingRegressor`` (one thread) and kept
   as its trees (thresholds, leaf values), so that a model file is data evaluated by :meth:`predict`;
 * :class:`SequenceModel` — a small convolutional encoder over the step's IR tokens (the seed paper's "IR
   as text": token embeddings, one convolution over neighbouring tokens, mean and max over the sequence),
-  with the logarithm of the analytic work, into a two-layer head; target the logarithm of the time;
-  PyTorch on the CPU, one thread, seconds to train on the shipped set. (A GRU took a second per batch
-  of 64 on this shared machine: minutes per fold.)
+  with the logarithm of the analytic work, into a two-layer head; target the logarithm of the time per
+  unit; PyTorch on the CPU, one thread, seconds to train on the shipped set. (A GRU took a second per
+  batch of 64 on this shared machine: minutes per fold.)
+
+Both are trained for the metric by default: their loss (:data:`LOSSES`) is the relative error of a step's
+time, what task MAPE scores.
 
 :class:`CostModel` holds the three trained on one set of rows and reads and writes them as one JSON file
 (no pickle: the trees and the network's weights are lists of numbers, checked when read).
@@ -33,7 +36,7 @@ from dcaccel.errors import DcaccelError
 
 #: The model file's format name and version (a file of another format or version is refused).
 FORMAT = "dcaccel-costmodel"
-VERSION = 2
+VERSION = 3
 #: The learned models a file holds, by name.
 KINDS = ("boosted", "sequence")
 #: Largest model file read.
@@ -88,6 +91,22 @@ def _target(data: dict) -> str:
     return target
 
 
+#: What a learned model's training minimises: ``squared`` error of the logarithm of its target (the
+#: geometric mean), ``absolute`` error of the logarithm (the median), or ``relative`` error, the absolute
+#: error of the target over its value (what task MAPE scores; the boosted model's trees then fit the target
+#: itself, the sequence model's network still its logarithm).
+LOSSES = ("squared", "absolute", "relative")
+#: The loss of the boosted model and of the sequence model when none is chosen.
+BOOSTED_LOSS, SEQUENCE_LOSS = "relative", "relative"
+
+
+def _loss(data: dict) -> str:
+    loss = str(data["loss"])
+    if loss not in LOSSES:
+        raise DcaccelError(f"costmodel model: the loss is '{loss}', expected one of {', '.join(LOSSES)}")
+    return loss
+
+
 @dataclass
 class AnalyticModel:
     """The analytic time of a step, scaled as the learned models' target: a map's work (``max(I, O)``
@@ -120,10 +139,12 @@ class AnalyticModel:
 
 @dataclass
 class BoostedModel:
-    """Gradient-boosted regression trees on the hand features, predicting the logarithm of the time or of the
-    time per unit of work (``target``, :data:`TARGETS`)."""
+    """Gradient-boosted regression trees on the hand features, predicting the time or the time per unit of work
+    (``target``, :data:`TARGETS`): its logarithm under the ``squared`` and ``absolute`` losses, itself under
+    ``relative`` (``loss``, :data:`LOSSES`)."""
 
     target: str = "per-unit"
+    loss: str = BOOSTED_LOSS
     categories: dict[str, list[str]] = field(default_factory=dict)
     baseline: float = 0.0
     trees: list[dict[str, list]] = field(default_factory=list)  # per tree: feature, threshold, left, right, value
@@ -137,23 +158,39 @@ class BoostedModel:
         self.categories = {name: sorted({str(row.features[name]) for row in rows}) for name in CATEGORICAL}
         features = feature_matrix([row.features for row in rows], self.categories)
         regressor = HistGradientBoostingRegressor(
-            max_iter=self.iterations, learning_rate=0.05, max_leaf_nodes=15, min_samples_leaf=5, random_state=self.seed
+            loss="squared_error" if self.loss == "squared" else "absolute_error",
+            max_iter=self.iterations,
+            learning_rate=0.05,
+            max_leaf_nodes=15,
+            min_samples_leaf=5,
+            random_state=self.seed,
         )
+        target = times(rows) / _scale(rows, self.target)
         with threadpool_limits(1, user_api="openmp"):  # a shared machine: OpenMP threads spin-wait for cores
-            regressor.fit(features, np.log(times(rows) / _scale(rows, self.target)))
+            if self.loss == "relative":  # |predicted - target| / target, summed: the absolute error weighted 1/target
+                regressor.fit(features, target, sample_weight=1.0 / target)
+            else:
+                regressor.fit(features, np.log(target))
         self.baseline = float(np.ravel(regressor._baseline_prediction)[0])
         self.trees = [_tree_json(predictors[0].nodes) for predictors in regressor._predictors]
         return self
 
     def predict(self, rows: Sequence[Row]) -> np.ndarray:
         features = feature_matrix([row.features for row in rows], self.categories)
-        log_time = np.full(len(rows), self.baseline)
+        raw = np.full(len(rows), self.baseline)
         for tree in self.trees:
-            log_time += _evaluate_tree(tree, features)
-        return np.exp(log_time) * _scale(rows, self.target)
+            raw += _evaluate_tree(tree, features)
+        target = raw if self.loss == "relative" else np.exp(raw)  # the relative loss fits the target itself
+        return np.maximum(target * _scale(rows, self.target), 1.0)  # at least 1 ns, as measured times are read
 
     def to_json(self) -> dict:
-        return {"target": self.target, "categories": self.categories, "baseline": self.baseline, "trees": self.trees}
+        return {
+            "target": self.target,
+            "loss": self.loss,
+            "categories": self.categories,
+            "baseline": self.baseline,
+            "trees": self.trees,
+        }
 
     @classmethod
     def from_json(cls, data: dict) -> BoostedModel:
@@ -175,7 +212,7 @@ class BoostedModel:
             ):
                 raise DcaccelError("costmodel model: a tree of the boosted model is malformed")
             trees.append(checked)
-        return cls(_target(data), categories, _finite(data["baseline"], "boosted baseline"), trees)
+        return cls(_target(data), _loss(data), categories, _finite(data["baseline"], "boosted baseline"), trees)
 
 
 def _tree_json(nodes: np.ndarray) -> dict[str, list]:
@@ -212,12 +249,22 @@ def _evaluate_tree(tree: dict[str, list], features: np.ndarray) -> np.ndarray:
 PAD, UNKNOWN = 0, 1
 
 
+def mean_loss(loss: str, error):
+    """The mean ``loss`` (:data:`LOSSES`) of a batch whose predicted logarithms are off by ``error``."""
+    import torch
+
+    if loss == "relative":
+        return torch.expm1(error).abs().mean()  # |predicted - measured| / measured
+    return error.abs().mean() if loss == "absolute" else error.square().mean()
+
+
 @dataclass
 class SequenceModel:
     """A convolutional encoder of a step's IR tokens with the logarithm of its analytic work, predicting the
     logarithm of the time or of the time per unit of work (``target``, :data:`TARGETS`)."""
 
     target: str = "per-unit"
+    loss: str = SEQUENCE_LOSS
     vocabulary: list[str] = field(default_factory=list)
     state: dict[str, dict] = field(default_factory=dict)  # the network's weights: name -> shape, values
     width: int = 32
@@ -277,8 +324,7 @@ class SequenceModel:
                 longest = int(lengths[batch].max())
                 optimizer.zero_grad()
                 predicted = network(ids[batch, :longest], lengths[batch], work[batch])
-                loss = torch.nn.functional.mse_loss(predicted + shift, target[batch])
-                loss.backward()
+                mean_loss(self.loss, predicted + shift - target[batch]).backward()
                 optimizer.step()
         self.state = {
             name: {"shape": list(t.shape), "values": t.flatten().tolist()} for name, t in network.state_dict().items()
@@ -307,7 +353,13 @@ class SequenceModel:
         return np.exp(log_time.astype(np.float64)) * _scale(rows, self.target)
 
     def to_json(self) -> dict:
-        return {"target": self.target, "vocabulary": self.vocabulary, "width": self.width, "state": self.state}
+        return {
+            "target": self.target,
+            "loss": self.loss,
+            "vocabulary": self.vocabulary,
+            "width": self.width,
+            "state": self.state,
+        }
 
     @classmethod
     def from_json(cls, data: dict) -> SequenceModel:
@@ -325,7 +377,7 @@ class SequenceModel:
         width = int(data["width"])
         if not 1 <= width <= MAX_WIDTH:
             raise DcaccelError(f"costmodel model: the sequence model's width is {width}, expected 1 to {MAX_WIDTH}")
-        return cls(_target(data), [str(t) for t in data["vocabulary"]], state, width)
+        return cls(_target(data), _loss(data), [str(t) for t in data["vocabulary"]], state, width)
 
 
 @dataclass

@@ -18,6 +18,7 @@ from .rows import row
 #: A boosted model of one tree: the root splits feature 0 at 10 into two leaves.
 BOOSTED = {
     "target": "per-unit",
+    "loss": "squared",
     "categories": {name: [] for name in CATEGORICAL},
     "baseline": 1.0,
     "trees": [
@@ -33,6 +34,7 @@ BOOSTED = {
 }
 SEQUENCE = {
     "target": "per-unit",
+    "loss": "squared",
     "vocabulary": ["MAP"],
     "width": 2,
     "state": {"head.bias": {"shape": [1], "values": [0.0]}, "shift": {"shape": [], "values": [0.5]}},
@@ -75,6 +77,12 @@ def test_malformed_tree_refused(edit):
 def test_unknown_target_refused():
     with pytest.raises(DcaccelError, match="the target is 'log', expected one of time, per-unit"):
         BoostedModel.from_json(_edited(BOOSTED, lambda d: d.update(target="log")))
+
+
+@pytest.mark.parametrize(("model", "data"), [(BoostedModel, BOOSTED), (SequenceModel, SEQUENCE)])
+def test_unknown_loss_refused(model, data):
+    with pytest.raises(DcaccelError, match="the loss is 'mape', expected one of squared, absolute, relative$"):
+        model.from_json(_edited(data, lambda d: d.update(loss="mape")))
 
 
 def test_nan_baseline_refused():

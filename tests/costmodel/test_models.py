@@ -1,4 +1,5 @@
 import json
+import math
 
 import numpy as np
 import pytest
@@ -6,7 +7,7 @@ import pytest
 from dcaccel.costmodel.data import SHIPPED_ROWS
 from dcaccel.costmodel.features import feature_matrix
 from dcaccel.costmodel.measure import read_rows
-from dcaccel.costmodel.models import VERSION, AnalyticModel, BoostedModel, CostModel, times
+from dcaccel.costmodel.models import VERSION, AnalyticModel, BoostedModel, CostModel, mean_loss, times
 from dcaccel.errors import DcaccelError
 
 from .rows import row
@@ -56,6 +57,27 @@ def test_per_unit_target_extrapolates_in_work(target, extrapolates):
     large = row("f", "w", "a", "t", 8000, 24000.0)
     predicted = BoostedModel(target=target, iterations=50).fit(rows).predict([large])[0]
     assert (abs(predicted - 24000.0) / 24000.0 < 0.1) == extrapolates
+
+
+@pytest.mark.parametrize(("loss", "per_unit"), [("squared", 2.0), ("absolute", 2.0), ("relative", 1.0)])
+def test_each_loss_fits_its_constant(loss, per_unit):
+    """Steps the features cannot tell apart at 1, 2 and 4 ns per element (5 of each): the squared error of the
+    logarithm is least at the geometric mean (2), the absolute error at the median (2), the relative error
+    |predicted - measured| / measured at 1 (total 0 + 5 * 1/2 + 5 * 3/4 against 5 * 1 + 0 + 5 * 1/2 at 2)."""
+    rows = [row("f", "w", "a", f"t{i}", 10, 10.0 * speed) for i, speed in enumerate([1.0, 2.0, 4.0] * 5)]
+    predicted = BoostedModel(loss=loss, iterations=20).fit(rows).predict(rows[:1])[0]
+    assert predicted == pytest.approx(10.0 * per_unit, rel=1e-6)
+
+
+@pytest.mark.parametrize(
+    ("loss", "value"), [("squared", math.log(2) ** 2), ("absolute", math.log(2)), ("relative", 1.0)]
+)
+def test_sequence_losses(loss, value):
+    """A prediction twice the measured time (its logarithm off by log 2) costs log(2)^2, log 2 or 100%."""
+    import torch
+
+    error = torch.full((3,), math.log(2))
+    assert mean_loss(loss, error).item() == pytest.approx(value, rel=1e-6)
 
 
 def test_rows_without_a_feature_refused(small):
