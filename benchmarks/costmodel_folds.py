@@ -28,7 +28,7 @@ import torch
 from tqdm import tqdm
 
 import dcaccel
-from dcaccel.costmodel.measure import measure, read_rows, refeature, write_rows
+from dcaccel.costmodel.measure import WARMUP, measure_programs, read_rows, refeature, write_rows
 from dcaccel.transforms.lower import lower
 from dcaccel.workloads import conv_seed, lenet, mmm, mobilenetv2_block, resnet18, transformer_encoder
 
@@ -44,6 +44,17 @@ CONVS = (
     (4, 12, 5, 24, 1, 2, 1),
     (16, 32, 1, 16, 1, 0, 1),
     (8, 8, 3, 32, 1, 0, 1),
+)
+#: Synthetic convolutions at the scale of the layers of ImageNet networks (same fields as :data:`CONVS`),
+#: 26 to 173 M elements of work: shapes of VGG/ResNet-like stages (a stem, 3x3 layers, a strided 3x3, a
+#: 1x1), chosen before looking at any result and none of ResNet-18's layers (its family is held out).
+LARGE_CONVS = (
+    (3, 64, 7, 160, 2, 3, 1),
+    (64, 64, 3, 48, 1, 1, 1),
+    (64, 128, 3, 64, 2, 1, 1),
+    (96, 128, 3, 28, 1, 1, 1),
+    (192, 192, 3, 16, 1, 1, 1),
+    (512, 512, 1, 7, 1, 0, 1),
 )
 
 
@@ -68,6 +79,10 @@ def catalogue():
         for s in PRODUCTS
     )
     yield from (("convs", lambda c=c: _conv(*c), [{"Conv": x} for x in (*SHAPES, "direct")]) for c in CONVS)
+    yield from (
+        ("large-convs", lambda c=c: _conv(*c), [{"Conv": x} for x in ("mv", "lmv", "op", "direct")])
+        for c in LARGE_CONVS
+    )
     yield "conv-seed", conv_seed.workload, [{"Conv": x} for x in (*SHAPES, "direct")]
     yield "lenet", lenet.workload, [{"Conv": c, "Gemm": g} for c, g in itertools.product(SHAPES, SHAPES)]
     yield "mobilenetv2-block", mobilenetv2_block.workload, [{"Conv": x} for x in SHAPES]
@@ -82,12 +97,16 @@ def run_measure(args) -> None:
         if args.families and family not in args.families:
             continue
         workload = build()
-        for choices in tqdm(assignments, desc=f"{family} {workload.name}", file=sys.stderr):
-            start = time.perf_counter()
-            lowered = lower(workload, choices)
-            rows = measure(lowered, family=family, repeat=args.repeat)
+        start = time.perf_counter()
+        lowereds = [lower(workload, choices) for choices in assignments]
+        calls = len(lowereds) * (WARMUP + args.repeat) * args.processes
+        with tqdm(total=calls, desc=f"{family} {workload.name}", unit="call", file=sys.stderr) as bar:
+            measured = measure_programs(
+                lowereds, family=family, repeat=args.repeat, processes=args.processes, progress=bar.update
+            )
+        for rows in measured:
             write_rows(rows, args.out)
-            tqdm.write(f"{workload.name} {choices}: {len(rows)} rows, {time.perf_counter() - start:.1f} s", sys.stderr)
+        tqdm.write(f"{workload.name}: {sum(map(len, measured))} rows, {time.perf_counter() - start:.1f} s", sys.stderr)
 
 
 def _key(family: str, program: str, sizes: dict, assignment: dict) -> tuple[str, ...]:
@@ -125,7 +144,8 @@ def main() -> None:
     m = sub.add_parser("measure")
     m.add_argument("out")
     m.add_argument("--families", nargs="*", default=[])
-    m.add_argument("--repeat", type=int, default=20)
+    m.add_argument("--repeat", type=int, default=20, help="timed calls per program and process")
+    m.add_argument("--processes", type=int, default=1, help="fresh processes timing each program, samples pooled")
     f = sub.add_parser("folds")
     f.add_argument("rows")
     r = sub.add_parser("refeature")

@@ -32,6 +32,7 @@ from dcaccel.errors import DcaccelError
 FAMILIES = (
     "products",
     "convs",
+    "large-convs",
     "conv-seed",
     "lenet",
     "resnet18",
