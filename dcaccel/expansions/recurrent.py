@@ -302,19 +302,22 @@ class RecurrentBuilder:
 
         With ``sequence_lens`` (:attr:`Recurrence.lengths`), a batch element whose sequence is shorter than ``t + 1``
         keeps its ``previous`` state (zero if none) and gets zeros in Y (``y``): its steps past the end change
-        nothing, and a reverse direction starts from its last element (onnxruntime's rule)."""
+        nothing, and a reverse direction starts from its last element; one of length 0 gets zeros in ``Y_h`` and
+        ``Y_c`` (``y_h``, ``y_c``), not its initial state (onnxruntime's rule)."""
         code = value
+        written = {key: "v" for key in outputs}
         if self.spec.lengths:
             inputs = dict(inputs)
             inputs["length"] = Memlet("sequence_lens[__b]")
-            kept = literal(0, self.spec.dtype)
+            zero = literal(0, self.spec.dtype)
+            kept = zero
             if previous is not None:
                 kept = next((k for k, m in inputs.items() if str(m) == str(Memlet(previous.element))), "previous")
                 inputs.setdefault(kept, Memlet(previous.element))
             code += f"\nv = v if {t} < length else {kept}"
-            if "y" in outputs:
-                code += f"\ny = v if {t} < length else {literal(0, self.spec.dtype)}"
-        code += "".join(f"\n{key} = v" for key in outputs if not (self.spec.lengths and key == "y"))
+            written |= {key: f"v if {t} < length else {zero}" for key in ("y",) if key in outputs}
+            written |= {key: f"v if length > 0 else {zero}" for key in ("y_h", "y_c") if key in outputs}
+        code += "".join(f"\n{key} = {expression}" for key, expression in written.items())
         self.task(label, inputs, code, outputs)
 
     # -- a direction

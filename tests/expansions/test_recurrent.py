@@ -1,10 +1,10 @@
 """Canonical LSTM, GRU and RNN (dcaccel/expansions/recurrent.py): values against onnxruntime (one compile for
 every case, each case under one of the MMM shapes), over directions, initial states, biases, peepholes, clip,
 input_forget, linear_before_reset, activations with their alpha and beta, sequence_lens (constant, or data; shorter
-sequences in forward, reverse and bidirectional cells), layout 1 (batch first; onnxruntime computes its time-major
-twin), float64 (against ONNX's reference evaluator) and the optional outputs; the task DAG of a cell (the gate
-products are MMM tasks of the chosen shape, one gate task per step); refusals in one line naming the node and
-attribute.
+sequences in forward, reverse and bidirectional cells, one of length 0), layout 1 (batch first; onnxruntime
+computes its time-major twin), float64 (against ONNX's reference evaluator) and the optional outputs; the task DAG
+of a cell (the gate products are MMM tasks of the chosen shape, one gate task per step); refusals in one line
+naming the node and attribute.
 """
 
 import numpy as np
@@ -111,11 +111,14 @@ CASES["op"] += [
     _cell(
         "lstm_short_reverse", "LSTM", ["x", "w", "r", "b", "lens"], LSTM_OUTPUTS, direction="reverse", lengths=[2, 3]
     ),
+    # a sequence of length 0: Y_h and Y_c are zeros, not the initial states (onnxruntime)
+    _cell("lstm_empty_sequence", "LSTM", ["x", "w", "r", "b", "lens", "h0", "c0"], LSTM_OUTPUTS, 2, lengths=[0, 2]),
 ]
 CASES["lmv"] += [
     _cell("gru_double", "GRU", BIAS_INITIAL, ("y", "yh"), dtype=np.float64, seed=5),
     _cell("rnn_batch_first_no_state", "RNN", ["x", "w", "r", "b"], ("y", "yh"), layout=1, seed=3),
     _cell("gru_short_bidirectional", "GRU", ["x", "w", "r", "b", "lens", "h0"], ("y", "yh"), 2, lengths=[1, 2], seed=4),
+    _cell("gru_empty_sequence", "GRU", ["x", "w", "r", "b", "lens", "h0"], ("y", "yh"), lengths=[0, 3], seed=6),
 ]
 
 
