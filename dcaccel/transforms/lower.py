@@ -24,7 +24,8 @@ and why in ``opaque_reasons``, and one warning (:class:`OpaqueOpWarning`) names 
 refusal, for a refused one). ``strict=True`` refuses it instead, with :class:`UnsupportedOpError` naming the
 node and why, the graph untouched; so does naming such a node or its op type in ``choices`` (nothing to
 choose, or a choice that does not apply). :func:`opaque_node` is that rule, applied before anything is
-lowered by :func:`opaque_nodes` and :func:`refuse_opaque` (the CLI's ``--strict``, the sweep, a partition).
+lowered by :func:`opaque_reasons` (``dcaccel info``, the sweep's warning, a partition's annotation) and
+:func:`refuse_opaque` (the CLI's ``--strict``).
 """
 
 import contextlib
