@@ -87,8 +87,9 @@ def broadcast_indices(in_shape: Sequence, out_shape: Sequence, out_indices: Sequ
 
 
 def is_broadcast(in_shape: Sequence, out_shape: Sequence) -> bool:
-    """Whether broadcasting ``in_shape`` to ``out_shape`` reads some input element more than once."""
-    return math.prod(int(s) for s in in_shape) != math.prod(int(s) for s in out_shape)
+    """Whether broadcasting ``in_shape`` to ``out_shape`` reads some input element more than once (sizes may be
+    symbolic: ``N`` against ``N`` is not a broadcast, ``()`` against ``N`` is)."""
+    return math.prod(in_shape) != math.prod(out_shape)
 
 
 def literal(value, dtype: dace.typeclass) -> str:

@@ -95,6 +95,27 @@ def test_transposed_operand_broadcast_over_the_batch_is_reused(shape, reason):
     assert mmm_operands(mmm, state).batch == (2,)
 
 
+@pytest.mark.parametrize("shape", SHAPES)
+@pytest.mark.parametrize(
+    ("equation", "a", "b", "y"),
+    [("bij,bjk->bik", ("N", 3, 4), ("N", 4, 5), ("N", 3, 5)), ("bid,jd->bij", ("N", 3, 4), (5, 4), ("N", 3, 5))],
+)
+def test_product_of_a_symbolic_batch_is_one_mmm(equation, a, b, y, shape):
+    """A batch of symbolic size N takes the MMM path (EinsumMap refuses symbolic sizes): an operand without the
+    batch is broadcast over it; it raised a TypeError (a symbol's size converted to int)."""
+    from onnx import TensorProto, helper
+
+    values = [
+        helper.make_tensor_value_info(name, TensorProto.FLOAT, s) for name, s in zip("aby", (a, b, y), strict=True)
+    ]
+    node = helper.make_node("Einsum", ["a", "b"], ["y"], equation=equation, name="e")
+    graph = helper.make_graph([node], "einsum_symbolic", values[:2], values[2:])
+    model = helper.make_model(graph, opset_imports=[helper.make_opsetid("", 13)], ir_version=9)
+    lowered = lower(ONNXModel("einsum_symbolic", model, onnx_simplify=False).sdfg, {"Einsum": shape})
+    assert lowered.implementations == {"e": shape} and lowered.opaque == {}
+    assert_fully_lowered(lowered.sdfg)
+
+
 def test_transposed_operand_of_a_whole_batch_streams():
     product = EinsumProduct(transpose_a=False, transpose_b=True)
     a, b, y = Operand("Inputs__0", (2, 3, 4)), Operand("Inputs__1", (2, 5, 4)), Operand("Output", (2, 3, 5))
