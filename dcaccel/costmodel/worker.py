@@ -20,9 +20,13 @@ import warnings
 import numpy as np
 from dace.codegen.compiler import load_precompiled_sdfg
 
+from dcaccel.frontend.half_scalars import install_half_scalar_arguments
+
 
 def time_programs(manifest: dict) -> None:
-    """Call every program of ``manifest`` its ``calls`` times, in order, finalising each (see the module)."""
+    """Call every program of ``manifest`` its ``calls`` times, in order, finalising each (see the module); float16
+    scalar arguments are passed as the measuring process passes them (:mod:`dcaccel.frontend.half_scalars`)."""
+    install_half_scalar_arguments()
     for entry in manifest["programs"]:
         program = load_precompiled_sdfg(entry["folder"])
         with np.load(entry["arrays"]) as arrays:
