@@ -1,7 +1,9 @@
 """Measuring a lowered program on this machine: one row per (program, sizes, step) with its time and features.
 
-The program is compiled with the nanosecond timer of :mod:`dcaccel.costmodel.timer` on every top-level map
-and every top-level copy, then called ``warmup + repeat`` times directly (the compiled program: no
+The program is compiled with a nanosecond timer of :mod:`dcaccel.costmodel.timer` on every top-level map
+and every top-level copy (the calling thread's CPU time when the program runs on one thread, which the load
+of a shared machine does not inflate; else the wall clock, as a thread's CPU time misses OpenMP's other
+threads: :func:`choose_clock`), then called ``warmup + repeat`` times directly (the compiled program: no
 re-hashing of the SDFG per call, which costs far more than a small program runs). DaCe keeps every event
 of every call in one report written when the program is finalised (``report_each_invocation`` off: one
 file per measurement, not one per call named by the millisecond, where fast calls overwrote each other);
@@ -9,7 +11,7 @@ the report is read and deleted. A step's time is summarised by its median over t
 a shared machine makes outliers of 10x), with the 10th and 90th percentiles, the minimum and the count.
 
 Rows carry their provenance: dcaccel's and DaCe's versions, the workload's fingerprint and sizes, the
-assignment of implementations, the machine and the OpenMP threads of the run.
+assignment of implementations, the machine, the OpenMP threads of the run and the clock that timed it.
 """
 
 from __future__ import annotations
@@ -24,7 +26,7 @@ import sys
 import tempfile
 import warnings
 from collections.abc import Callable, Mapping, Sequence
-from dataclasses import asdict, dataclass, field, replace
+from dataclasses import MISSING, asdict, dataclass, field, replace
 from pathlib import Path
 
 import dace
@@ -36,7 +38,7 @@ from dace.transformation.passes.insert_explicit_copies import InsertExplicitCopi
 
 import dcaccel
 from dcaccel.costmodel.features import StepPlace, step_features, step_tokens
-from dcaccel.costmodel.timer import NANOSECOND_TIMER
+from dcaccel.costmodel.timer import CLOCKS, WALL_EVENT
 from dcaccel.dag.extract import origins_of
 from dcaccel.dag.scopes import Copy, LoweredProgram, TaskScope, read_program
 from dcaccel.dag.task import TaskInfo
@@ -49,6 +51,10 @@ WARMUP = 1
 MAX_REPEAT = 10_000
 #: The most worker processes of one measurement.
 MAX_PROCESSES = 64
+#: A step the thread CPU timer times is timed by its wall clock when that reads a median under this many
+#: nanoseconds: the CPU clock's read is a system call that adds about 0.7 µs to every step (docs/costmodel.md,
+#: "Measuring"), while preemption by other processes (what the CPU clock is for) hardly reaches a step so short.
+WALL_BELOW_NS = 20_000
 
 
 @dataclass(frozen=True)
@@ -77,6 +83,7 @@ class Provenance:
     fingerprint: str
     machine: str
     threads: int
+    clock: str = "wall"  # a key of timer.CLOCKS; rows of before the thread CPU clock were timed by the wall clock
 
 
 @dataclass(frozen=True)
@@ -116,7 +123,7 @@ class Row:
                 timing=Timing(
                     **{k: float(v) for k, v in data["timing"].items() if k != "n"}, n=int(data["timing"]["n"])
                 ),
-                provenance=Provenance(**{k: data["provenance"][k] for k in Provenance.__dataclass_fields__}),
+                provenance=_provenance(data["provenance"]),
                 analytic=float(data.get("analytic", 0.0)),
             )
         except (KeyError, TypeError, ValueError, AttributeError) as err:
@@ -136,8 +143,18 @@ class Row:
         for name, value in data["sizes"].items():
             if isinstance(value, bool) or not isinstance(value, int):
                 raise DcaccelError(f"costmodel row {self.label}: size {name} is {value!r}, expected an integer")
+        if self.provenance.clock not in CLOCKS:
+            raise DcaccelError(
+                f"costmodel row {self.label}: clock {self.provenance.clock!r}, expected one of {', '.join(CLOCKS)}"
+            )
         if not isinstance(data["tokens"], list):
             raise DcaccelError(f"costmodel row {self.label}: tokens must be a list of strings")
+
+
+def _provenance(data: Mapping) -> Provenance:
+    """A row's provenance read back: every field required but those with a default (``clock``)."""
+    fields = Provenance.__dataclass_fields__.values()
+    return Provenance(**{f.name: data[f.name] for f in fields if f.name in data or f.default is MISSING})
 
 
 #: The provenance of a row that was not measured (a step whose time is only predicted).
@@ -150,8 +167,21 @@ def threads() -> int:
     return int(value) if value.isdigit() and int(value) > 0 else os.cpu_count() or 1
 
 
-def instrument(sdfg: dace.SDFG) -> tuple[dict[str, str], dict[tuple[str, str, str], list[str]]]:
-    """Put the nanosecond timer on every top-level map of ``sdfg`` and on every top-level copy, in place.
+def choose_clock(clock: str | None = None) -> str:
+    """The clock a measurement is timed by: ``clock``, by default the calling thread's CPU time when the
+    program runs on one thread (:func:`threads`), else the wall clock; the thread's clock on more than one
+    thread is refused in one line (it misses the other threads' work)."""
+    chosen = clock or ("thread-cpu" if threads() == 1 else "wall")
+    if chosen not in CLOCKS:
+        raise DcaccelError(f"measure: clock {chosen!r}, expected one of {', '.join(CLOCKS)}")
+    if chosen == "thread-cpu" and threads() != 1:
+        raise DcaccelError(f"measure: the thread-cpu clock misses OpenMP's other threads ({threads()}): use wall")
+    return chosen
+
+
+def instrument(sdfg: dace.SDFG, clock: str = "wall") -> tuple[dict[str, str], dict[tuple[str, str, str], list[str]]]:
+    """Put the timer of ``clock`` (:data:`~dcaccel.costmodel.timer.CLOCKS`) on every top-level map of
+    ``sdfg`` and on every top-level copy, in place.
 
     A map is relabelled ``tN``. A copy is made what code generation would make of it (DaCe's explicit copy
     node, expanded): a tasklet, labelled and timed ``cN``, or a nested SDFG whose maps are. Returns the
@@ -162,7 +192,7 @@ def instrument(sdfg: dace.SDFG) -> tuple[dict[str, str], dict[tuple[str, str, st
         for node in state.nodes():
             if isinstance(node, dace.nodes.MapEntry) and state.scope_dict()[node] is None:
                 maps[node.guid] = node.map.label = f"t{len(maps)}"
-                node.map.instrument = NANOSECOND_TIMER
+                node.map.instrument = CLOCKS[clock]
     InsertExplicitCopies().apply_pass(sdfg, {})
     infer_types.infer_connector_types(sdfg)
     for state in sdfg.states():
@@ -175,7 +205,7 @@ def instrument(sdfg: dace.SDFG) -> tuple[dict[str, str], dict[tuple[str, str, st
             timed = [made] if isinstance(made, dace.nodes.Tasklet) else _top_level_maps(made.sdfg)
             for item in timed:
                 item.label = event  # a map entry's label is its map's
-                item.instrument = NANOSECOND_TIMER
+                item.instrument = CLOCKS[clock]
     return maps, copies
 
 
@@ -288,14 +318,16 @@ def measure(
     repeat: int = 20,
     processes: int = 1,
     seed: int = 0,
+    clock: str | None = None,
     progress: Callable[[], None] | None = None,
 ) -> list[Row]:
     """Measure the steps of ``lowered`` (a :class:`~dcaccel.transforms.lower.LoweredWorkload` of a workload
     with every size given) over ``repeat`` timed calls in each of ``processes`` processes (1: this one; more:
-    fresh worker processes, the samples pooled); one row per top-level map and per top-level copy."""
-    return measure_programs([lowered], family=family, repeat=repeat, processes=processes, seed=seed, progress=progress)[
-        0
-    ]
+    fresh worker processes, the samples pooled), timed by ``clock`` (:func:`choose_clock`); one row per
+    top-level map and per top-level copy."""
+    return measure_programs(
+        [lowered], family=family, repeat=repeat, processes=processes, seed=seed, clock=clock, progress=progress
+    )[0]
 
 
 def measure_programs(
@@ -305,6 +337,7 @@ def measure_programs(
     repeat: int = 20,
     processes: int = 1,
     seed: int = 0,
+    clock: str | None = None,
     progress: Callable[[], None] | None = None,
 ) -> list[list[Row]]:
     """:func:`measure` of each of ``lowereds``, the rows of each; with more than one process, every worker
@@ -313,30 +346,32 @@ def measure_programs(
         raise DcaccelError(f"measure: repeat must be 1 to {MAX_REPEAT}, got {repeat}")
     if not 1 <= processes <= MAX_PROCESSES:
         raise DcaccelError(f"measure: processes must be 1 to {MAX_PROCESSES}, got {processes}")
-    prepared = [_prepared(lowered, seed) for lowered in lowereds]
+    clock = choose_clock(clock)
+    prepared = [timed_program(lowered, seed, clock) for lowered in lowereds]
     if processes == 1:
         samples = [run_timed(program, arguments, repeat, progress) for _, _, program, arguments in prepared]
     else:
         calls = [(program, arguments) for _, _, program, arguments in prepared]
         samples = run_timed_in_processes(calls, repeat, processes, progress)
     return [
-        _rows(lowered, symbols, events, timed, family)
+        _rows(lowered, symbols, events, timed, family, clock)
         for (lowered, (symbols, events), _, _), timed in zip(prepared, samples, strict=True)
     ]
 
 
-def _prepared(lowered, seed: int) -> tuple:
-    """``lowered`` with its sizes and timed events, its instrumented program compiled and its arguments."""
+def timed_program(lowered, seed: int, clock: str) -> tuple:
+    """``lowered`` with its sizes and timed events, its program compiled with the timers of ``clock`` and its
+    arguments (of inputs drawn with ``seed``): what :func:`run_timed` calls."""
     workload = lowered.workload
     inputs = workload.random_inputs(seed)
     symbols = workload.bind_symbols(inputs)
-    sdfg, events = _timed_steps(lowered, symbols)
+    sdfg, events = _timed_steps(lowered, symbols, clock)
     with dace.config.set_temporary("instrumentation", "report_each_invocation", value=False):
         program = compiled(sdfg)
     return lowered, (symbols, events), program, program_arguments(program, workload, inputs)
 
 
-def _rows(lowered, symbols: Mapping[str, int], events: list, samples: dict, family: str) -> list[Row]:
+def _rows(lowered, symbols: Mapping[str, int], events: list, samples: dict, family: str, clock: str) -> list[Row]:
     """The rows of ``lowered``'s timed ``events`` from their ``samples``."""
     workload = lowered.workload
     provenance = Provenance(
@@ -345,6 +380,7 @@ def _rows(lowered, symbols: Mapping[str, int], events: list, samples: dict, fami
         fingerprint=_fingerprint(workload),
         machine=f"{platform.node()} {platform.machine()} {platform.processor() or platform.system()}",
         threads=threads(),
+        clock=clock,
     )
     return [
         Row(
@@ -356,13 +392,23 @@ def _rows(lowered, symbols: Mapping[str, int], events: list, samples: dict, fami
             label=label,
             features=features,
             tokens=tokens,
-            timing=Timing.of(samples[event]),
-            provenance=provenance,
+            timing=timing,
+            provenance=replace(provenance, clock=timed_by),
             analytic=float(features["work"]),
         )
         for event, label, features, tokens in events
         if event in samples  # a copy DaCe generates without the copy hooks (e.g. a view) is not timed
+        for timing, timed_by in [_timing(samples, event, clock)]
     ]
+
+
+def _timing(samples: Mapping[str, np.ndarray], event: str, clock: str) -> tuple[Timing, str]:
+    """The timing of ``event`` and the clock it is read from: ``clock``'s, or the wall clock's the thread CPU
+    timer reads inside its own when its median is under :data:`WALL_BELOW_NS`."""
+    wall = samples.get(event + WALL_EVENT)
+    if wall is not None and np.median(wall) < WALL_BELOW_NS:
+        return Timing.of(wall), "wall"
+    return Timing.of(samples[event]), clock
 
 
 def _fingerprint(workload) -> str:
@@ -370,13 +416,15 @@ def _fingerprint(workload) -> str:
     return workload.sdfg.hash_sdfg()[:16]
 
 
-def _timed_steps(lowered, symbols: Mapping[str, int]) -> tuple[dace.SDFG, list[tuple[str, str, dict, list[str]]]]:
-    """A copy of ``lowered``'s SDFG with timers (:func:`instrument`), and per step they time its event, label,
-    features and tokens (read before the timers relabel maps and expand copies)."""
+def _timed_steps(
+    lowered, symbols: Mapping[str, int], clock: str = "wall"
+) -> tuple[dace.SDFG, list[tuple[str, str, dict, list[str]]]]:
+    """A copy of ``lowered``'s SDFG with the timers of ``clock`` (:func:`instrument`), and per step they time
+    its event, label, features and tokens (read before the timers relabel maps and expand copies)."""
     sdfg = copying.deepcopy(lowered.sdfg)
     steps = read_steps(lowered, sdfg, symbols)
     places = step_places(sdfg, steps, symbols)
-    maps, copies = instrument(sdfg)
+    maps, copies = instrument(sdfg, clock)
     # a build folder of its own (DaCe's is the program's name): the assignments of one workload share a name
     sdfg.name = f"{sdfg.name}_timed_{program_key(sdfg)[:12]}"
     return sdfg, list(_events(steps, places, maps, copies))

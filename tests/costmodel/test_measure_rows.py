@@ -4,7 +4,16 @@ from types import SimpleNamespace
 import numpy as np
 import pytest
 
-from dcaccel.costmodel.measure import Timing, _manifest_entry, read_rows, write_rows
+from dcaccel.costmodel.measure import (
+    WALL_BELOW_NS,
+    Row,
+    Timing,
+    _manifest_entry,
+    _timing,
+    choose_clock,
+    read_rows,
+    write_rows,
+)
 from dcaccel.errors import DcaccelError
 
 from .rows import row
@@ -48,3 +57,41 @@ def test_host_tasks_are_timed_in_this_process_only(tmp_path):
     assert entry["scalars"] == {"N": 2} and entry["folder"] == str(tmp_path)
     with np.load(entry["arrays"]) as arrays:
         assert arrays.files == ["X"]
+
+
+def test_a_row_of_before_the_clock_was_timed_by_the_wall_clock():
+    data = row("f", "w", "a", "t0", 10, 100.0).to_json()
+    del data["provenance"]["clock"]
+    assert Row.from_json(data).provenance.clock == "wall"
+    data["provenance"]["clock"] = "sundial"
+    with pytest.raises(DcaccelError, match="clock 'sundial', expected one of wall, thread-cpu"):
+        Row.from_json(data)
+    del data["provenance"]["threads"]
+    with pytest.raises(DcaccelError, match="'threads' missing"):
+        Row.from_json(data)
+
+
+@pytest.mark.parametrize(("threads", "clock"), [("1", "thread-cpu"), ("2", "wall")])
+def test_the_thread_clock_times_a_program_on_one_thread(monkeypatch, threads, clock):
+    monkeypatch.setenv("OMP_NUM_THREADS", threads)
+    assert choose_clock() == clock
+    assert choose_clock("wall") == "wall"
+
+
+def test_the_thread_clock_on_more_threads_or_an_unknown_clock_is_refused(monkeypatch):
+    monkeypatch.setenv("OMP_NUM_THREADS", "2")
+    with pytest.raises(DcaccelError, match="thread-cpu clock misses OpenMP's other threads"):
+        choose_clock("thread-cpu")
+    with pytest.raises(DcaccelError, match="clock 'sundial', expected one of wall, thread-cpu"):
+        choose_clock("sundial")
+
+
+@pytest.mark.parametrize(
+    ("wall_ns", "clock", "median"),
+    [(WALL_BELOW_NS - 1, "wall", WALL_BELOW_NS - 1), (WALL_BELOW_NS, "thread-cpu", 700.0)],
+)
+def test_a_short_step_of_the_thread_timer_is_read_from_its_wall_clock(wall_ns, clock, median):
+    samples = {"t0": np.full(5, 700.0), "t0_wall": np.full(5, float(wall_ns))}
+    timing, timed_by = _timing(samples, "t0", "thread-cpu")
+    assert (timing.median_ns, timed_by) == (median, clock)
+    assert _timing({"t0": np.full(5, 9.0)}, "t0", "wall")[1] == "wall"
