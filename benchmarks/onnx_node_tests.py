@@ -104,6 +104,7 @@ PARAMETER_INPUTS = {
     "Loop": (0, 1),
     "Dropout": (1, 2),
     "CumProd": (1,),
+    "Compress": (1,),
 }
 """Input positions per op that the canonical implementations need as constants (shape parameters)."""
 
