@@ -52,7 +52,7 @@ MAX_REPEAT = 10_000
 #: The most worker processes of one measurement.
 MAX_PROCESSES = 64
 #: A step the thread CPU timer times is timed by its wall clock when that reads a median under this many
-#: nanoseconds: the CPU clock's read is a system call that adds about 0.7 µs to every step (docs/costmodel.md,
+#: nanoseconds: the CPU clock's read is a system call that adds about 0.9 µs to every step (docs/costmodel.md,
 #: "Measuring"), while preemption by other processes (what the CPU clock is for) hardly reaches a step so short.
 WALL_BELOW_NS = 20_000
 

@@ -9,7 +9,7 @@ tasklet that carries the type, in nanoseconds:
   with the load (a step longer than a scheduler time slice is preempted and waits);
 - :data:`THREAD_CPU_TIMER` reads ``clock_gettime(CLOCK_THREAD_CPUTIME_ID)``, the calling thread's CPU time,
   which a competing process does not inflate but which misses the work of any other thread (an OpenMP
-  map on more than one thread); its read is a system call, not a vDSO read, and adds about 0.7 µs to
+  map on more than one thread); its read is a system call, not a vDSO read, and adds about 0.9 µs to
   every step on this machine (docs/costmodel.md, "Measuring"). So it also reads the steady clock inside
   its own reads, as a second event (the step's name and :data:`WALL_EVENT`): a short step is read from
   that (:data:`dcaccel.costmodel.measure.WALL_BELOW_NS`), a long one from the CPU time.
