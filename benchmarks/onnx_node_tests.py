@@ -373,7 +373,7 @@ def _import_and_expand(name: str, model: onnx.ModelProto, choices: dict[str, str
             if opaque is not None:
                 unlowered.append((node, state, opaque))
     for node, state, opaque in unlowered:
-        implementation = fallback_implementation(node, state)
+        implementation = fallback_implementation(node, state, refused=opaque.refused_by is not None)
         fallbacks[node.schema.name] = implementation if opaque.refused_by is None else f"{implementation}; {opaque.why}"
         expand_opaque(node, state, implementation)
     imported.sdfg.expand_library_nodes()

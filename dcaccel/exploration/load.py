@@ -87,7 +87,7 @@ def report_opaque(workload, strict: bool) -> None:
         return
     for node, state in library_nodes(workload.sdfg):
         if node.label in opaque:
-            fallback_implementation(node, state)
+            fallback_implementation(node, state, refused=opaque[node.label].refused_by is not None)
     warnings.warn(
         f"explore {workload.name}: {len(opaque)} node(s) with no canonical implementation lowered as opaque "
         "tasks: " + describe_opaque(opaque),

@@ -200,7 +200,7 @@ def _resolve(
     if opaque is None:
         return chosen_implementation(node, choices), None
     try:
-        return fallback_implementation(node, state), opaque
+        return fallback_implementation(node, state, refused=opaque.refused_by is not None), opaque
     except UnsupportedOpError as failure:
         raise _with_refusal(node, opaque, failure) from failure
 

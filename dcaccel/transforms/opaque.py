@@ -30,11 +30,14 @@ class OpaqueOpWarning(UserWarning):
     """Nodes without a canonical implementation were kept as opaque tasks."""
 
 
-def fallback_implementation(node: nodes.LibraryNode, state: dace.SDFGState) -> str:
+def fallback_implementation(node: nodes.LibraryNode, state: dace.SDFGState, refused: bool = False) -> str:
     """The name of DaCe's implementation that expands ``node`` as an opaque task (the graph is not touched); for
-    an ONNX op DaCe has none for that applies (and gives right values, :func:`_gives_right_values`),
-    :data:`~dcaccel.transforms.host.HOST_IMPLEMENTATION` (the op runs through onnxruntime,
-    :mod:`dcaccel.transforms.host`).
+    an ONNX op DaCe has none for that applies (and gives right values, :func:`_gives_right_values`), or one dcaccel's
+    implementation ``refused``, :data:`~dcaccel.transforms.host.HOST_IMPLEMENTATION` (the op runs through
+    onnxruntime, :mod:`dcaccel.transforms.host`). A refused node goes to the host because DaCe's expansions of the
+    ops dcaccel implements are what dcaccel does not verify, and its refusals are where they fail: among ONNX's
+    backend node tests, DaCe's ``pure`` Resize does not compile for the 28 cases the canonical one refuses, and its
+    Slice of negative steps and Split into uneven parts build invalid SDFGs.
 
     Raises :class:`UnsupportedOpError` naming op and node for a library node other than an ONNX op that DaCe has no
     default for.
@@ -47,7 +50,8 @@ def fallback_implementation(node: nodes.LibraryNode, state: dace.SDFGState) -> s
     if isinstance(node, ONNXOp):
         from dace.libraries.onnx.forward_implementation_abc import ONNXForward
 
-        for name, forward in ONNXForward.registered_implementations(op):
+        candidates = () if refused else ONNXForward.registered_implementations(op)
+        for name, forward in candidates:
             if name in ours or name not in registered or not _gives_right_values(op, name, node, state):
                 continue
             # The forward the node's class expands with under that name: DaCe registers two Expand forwards as

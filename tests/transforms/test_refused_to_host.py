@@ -2,7 +2,8 @@
 
 The examples are refusals of ops whose lowerings are stable: RoiAlign with ``sampling_ratio`` 0 (adaptive: how many
 samples a bin reads is data), CumSum along an axis that is a graph input, Trilu whose diagonal offset ``k`` is a
-graph input. Unless the user names the node or its op type in ``choices``, or lowers strictly, each becomes a host
+graph input, a cubic Resize (DaCe has an expansion of its own for Resize: a refused node runs on the host all the
+same). Unless the user names the node or its op type in ``choices``, or lowers strictly, each becomes a host
 task (onnxruntime runs it) with the refusal as its reason; :func:`~dcaccel.transforms.lower.opaque_reasons`, the
 ``--strict`` check, the sweep's warning and a partition's annotation say the same before anything is lowered. The
 lowered programs compile and match onnxruntime (slow). Assertions on a reason name the op, the node and the input
@@ -60,6 +61,15 @@ def trilu_model() -> onnx.ModelProto:
     return _model("trilu_data_k", [node], inputs, [_value("y", onnx.TensorProto.FLOAT, [4, 5])])
 
 
+def resize_model() -> onnx.ModelProto:
+    """x (1 × 1 × 3 × 4) → Resize, cubic, twice the height and width → y (1 × 1 × 6 × 8): DaCe has an expansion of
+    its own (``pure``) for the Resize the canonical implementation refuses, and the host runs it instead."""
+    node = helper.make_node("Resize", ["x", "", "scales"], ["y"], name="resize", mode="cubic")
+    scales = numpy_helper.from_array(np.array([1, 1, 2, 2], np.float32), "scales")
+    x, y = _value("x", onnx.TensorProto.FLOAT, [1, 1, 3, 4]), _value("y", onnx.TensorProto.FLOAT, [1, 1, 6, 8])
+    return _model("resize_cubic", [node], [x], [y], [scales])
+
+
 def mixed_model() -> onnx.ModelProto:
     """x (1 × 1 × 6 × 6) → RoiAlign (adaptive) → Reshape (2 × 4) → MatMul (4 × 4 weight) → Trilu from the diagonal
     ``k`` (a graph input) → y (2 × 4): two refused nodes around a matrix product an accelerator runs."""
@@ -79,6 +89,7 @@ CASES = {
     "roi_align": (roi_align_model, "roi", "RoiAlign", "sampling_ratio", {}),
     "cumsum_data_axis": (cumsum_model, "cumsum", "CumSum", "axis", {"axis": np.int64(1)}),
     "trilu_data_k": (trilu_model, "trilu", "Trilu", "k", {"k": np.int64(-1)}),
+    "resize_cubic": (resize_model, "resize", "Resize", "cubic", {}),
 }
 
 
