@@ -21,6 +21,12 @@ class UnsupportedOpError(DcaccelError):
         super().__init__(f"unsupported op {op_type} (node '{node_name}'){suffix}")
 
 
+class ImportedShapeError(UnsupportedOpError):
+    """A node whose imported shapes contradict what its op computes from its inputs and attributes (ONNX's shape
+    inference of the model gave another shape than the op's): no implementation, the host's included, can write
+    that node's output, so lowering refuses it instead of falling back."""
+
+
 class ShapeError(DcaccelError):
     """A tensor whose shape does not fit what was declared or expected."""
 

@@ -39,6 +39,7 @@ from dcaccel.expansions.node import (
     onnx_shape,
     output_shape,
     unsupported,
+    wrong_shape,
 )
 from dcaccel.expansions.shape_ops import add_copy
 
@@ -265,7 +266,7 @@ def _gather_nd_shapes(node, state: SDFGState, sdfg: SDFG) -> tuple[tuple, tuple,
     expected = [*indices[:-1], *shape[batch + k :]]
     imported = list(output_shape(node, state, sdfg, "output"))
     if imported != expected:
-        raise unsupported(node, f"imported output shape {imported} is not GatherND's {expected} (batch_dims={batch})")
+        raise wrong_shape(node, f"imported output shape {imported} is not GatherND's {expected} (batch_dims={batch})")
     return shape, indices, batch, k
 
 

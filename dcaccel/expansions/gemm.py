@@ -48,6 +48,7 @@ from dcaccel.expansions.node import (
     ordered_inputs,
     output_shape,
     unsupported,
+    wrong_shape,
 )
 
 
@@ -370,7 +371,7 @@ def einsum_map(node, state, sdfg) -> EinsumMap:
         raise unsupported(node, f"equation '{node.equation}': {error}") from None
     imported = output_shape(node, state, sdfg, "Output")
     if tuple(imported) != spec.out_shape:
-        raise unsupported(node, f"equation '{node.equation}': output {tuple(imported)}, expected {spec.out_shape}")
+        raise wrong_shape(node, f"equation '{node.equation}': output {tuple(imported)}, expected {spec.out_shape}")
     return spec
 
 

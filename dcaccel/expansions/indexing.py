@@ -25,6 +25,7 @@ from dcaccel.expansions.node import (
     onnx_shape,
     output_shape,
     unsupported,
+    wrong_shape,
 )
 
 
@@ -59,7 +60,7 @@ class CanonicalOneHot(CanonicalForward):
         depth = _depth(node, state, sdfg)
         out_shape = output_shape(node, state, sdfg, "output")
         if len(out_shape) != rank + 1 or out_shape[axis] != depth:
-            raise unsupported(node, f"imported output shape {list(out_shape)} does not have depth {depth} at {axis}")
+            raise wrong_shape(node, f"imported output shape {list(out_shape)} does not have depth {depth} at {axis}")
 
     @staticmethod
     def forward(node, state: SDFGState, sdfg: SDFG) -> SDFG:
@@ -133,7 +134,7 @@ class CanonicalCompress(CanonicalForward):
         shape = input_shape(node, state, sdfg, "input")
         expected = [len(kept)] if axis is None else at_axis(shape, axis, len(kept))
         if list(output_shape(node, state, sdfg, "output")) != expected:
-            raise unsupported(node, f"imported output shape is not the kept {expected}")
+            raise wrong_shape(node, f"imported output shape is not the kept {expected}")
 
     @staticmethod
     def forward(node, state: SDFGState, sdfg: SDFG) -> SDFG:
@@ -206,7 +207,7 @@ class CanonicalCol2Im(CanonicalForward):
         image, *_ = _col2im_geometry(node, state, sdfg)
         out_shape = output_shape(node, state, sdfg, "output")
         if list(out_shape[2:]) != image:
-            raise unsupported(node, f"imported output shape {list(out_shape)} is not of image shape {image}")
+            raise wrong_shape(node, f"imported output shape {list(out_shape)} is not of image shape {image}")
 
     @staticmethod
     def forward(node, state: SDFGState, sdfg: SDFG) -> SDFG:
@@ -270,7 +271,7 @@ class CanonicalMaxUnpool(CanonicalForward):
             raise unsupported(node, "X and I differ in shape")
         unpooled, shape = _unpooled_shape(node, in_shape), output_shape(node, state, sdfg, "output")
         if len(shape) != len(unpooled) or any(u > s for u, s in zip(unpooled, shape, strict=True)):
-            raise unsupported(node, f"imported output shape {list(shape)} does not hold the unpooled {unpooled}")
+            raise wrong_shape(node, f"imported output shape {list(shape)} does not hold the unpooled {unpooled}")
 
     @staticmethod
     def forward(node, state: SDFGState, sdfg: SDFG) -> SDFG:

@@ -21,7 +21,7 @@ from dace.sdfg import nodes
 from dace.sdfg.utils import in_desc_with_name, out_desc_with_name
 from dace.transformation.onnx.constant_folding import remove_node_and_computation
 
-from dcaccel.errors import DcaccelError, UnsupportedOpError
+from dcaccel.errors import DcaccelError, ImportedShapeError, UnsupportedOpError
 from dcaccel.expansions.builder import ExpansionBuilder
 from dcaccel.frontend.ops import op_type
 
@@ -47,6 +47,11 @@ class CanonicalForward(ONNXForward):
 def unsupported(node: nodes.LibraryNode, detail: str) -> UnsupportedOpError:
     """The error for a node whose attributes, types or shapes the canonical implementation does not cover."""
     return UnsupportedOpError(op_type(node), node.label, detail)
+
+
+def wrong_shape(node: nodes.LibraryNode, detail: str) -> ImportedShapeError:
+    """The error for a node whose imported shapes are not what its op computes (:class:`ImportedShapeError`)."""
+    return ImportedShapeError(op_type(node), node.label, detail)
 
 
 def onnx_shape(desc: dace.data.Data) -> tuple:

@@ -31,6 +31,7 @@ from dcaccel.expansions.node import (
     onnx_shape,
     output_shape,
     unsupported,
+    wrong_shape,
 )
 
 MODES = ("constant", "reflect", "edge")
@@ -110,7 +111,7 @@ def padding_of(node, state: SDFGState, sdfg: SDFG) -> Padding:
         raise unsupported(node, f"reflect pads {list(begin + end)} reach beyond one reflection of {list(in_shape)}")
     expected = padding.out_shape(in_shape)
     if list(output_shape(node, state, sdfg, "output")) != expected:
-        raise unsupported(
+        raise wrong_shape(
             node, f"imported output shape {list(output_shape(node, state, sdfg, 'output'))} != {expected}"
         )
     return padding

@@ -42,6 +42,7 @@ from dcaccel.expansions.node import (
     onnx_shape,
     output_shape,
     unsupported,
+    wrong_shape,
 )
 
 WCR_MIN = "lambda a, b: min(a, b)"
@@ -185,7 +186,7 @@ def _implementation(reduction: Reduction) -> Implementation:
             expected = [1 if d in axes else s for d, s in enumerate(shape) if keep or d not in axes]
             imported = list(output_shape(node, state, sdfg, "reduced"))
             if imported != expected:
-                raise unsupported(node, f"imported output shape {imported} is not the reduction's {expected}")
+                raise wrong_shape(node, f"imported output shape {imported} is not the reduction's {expected}")
 
         @staticmethod
         def forward(node, state: SDFGState, sdfg: SDFG) -> SDFG:

@@ -39,6 +39,7 @@ from dcaccel.expansions.node import (
     normalize_axis,
     output_shape,
     unsupported,
+    wrong_shape,
 )
 
 TRANSFORMATIONS = ("asymmetric", "half_pixel", "pytorch_half_pixel", "align_corners", "tf_half_pixel_for_nn")
@@ -151,7 +152,7 @@ def _scales(node, state: SDFGState, sdfg: SDFG, in_shape, out_shape) -> list[Fra
     else:
         raise unsupported(node, "neither 'scales' nor 'sizes' is given")
     if list(out_shape) != expected:
-        raise unsupported(node, f"imported output shape {list(out_shape)} != {expected}")
+        raise wrong_shape(node, f"imported output shape {list(out_shape)} != {expected}")
     return full
 
 

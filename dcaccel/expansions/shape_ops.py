@@ -41,6 +41,7 @@ from dcaccel.expansions.node import (
     ordered_inputs,
     output_shape,
     unsupported,
+    wrong_shape,
 )
 
 
@@ -120,7 +121,7 @@ def _copy_implementation(op: str, data: str, output: str, parameters: tuple[str,
         def check(node, state: SDFGState, sdfg: SDFG) -> None:
             in_shape, out_shape = input_shape(node, state, sdfg, data), output_shape(node, state, sdfg, output)
             if math.prod(in_shape) != math.prod(out_shape):
-                raise unsupported(node, f"imported output shape {list(out_shape)} does not hold the input {in_shape}")
+                raise wrong_shape(node, f"imported output shape {list(out_shape)} does not hold the input {in_shape}")
 
         @staticmethod
         def forward(node, state: SDFGState, sdfg: SDFG) -> SDFG:
@@ -279,7 +280,7 @@ class CanonicalSplit(CanonicalForward):
         for name, size in zip(outputs, sizes, strict=True):
             expected = at_axis(shape, axis, size)
             if list(output_shape(node, state, sdfg, name)) != expected:
-                raise unsupported(node, f"imported shape of {name} {list(output_shape(node, state, sdfg, name))}")
+                raise wrong_shape(node, f"imported shape of {name} {list(output_shape(node, state, sdfg, name))}")
 
     @staticmethod
     def forward(node, state: SDFGState, sdfg: SDFG) -> SDFG:
@@ -322,7 +323,7 @@ class CanonicalExpand(CanonicalForward):
         except ValueError:
             expected = None
         if expected != tuple(out_shape):
-            raise unsupported(node, f"imported output shape {list(out_shape)} is not {list(in_shape)} expanded")
+            raise wrong_shape(node, f"imported output shape {list(out_shape)} is not {list(in_shape)} expanded")
 
     @staticmethod
     def forward(node, state: SDFGState, sdfg: SDFG) -> SDFG:
@@ -401,7 +402,7 @@ class CanonicalRange(CanonicalForward):
             start, limit, delta = (v.reshape(()).item() for v in values)
             expected = max(math.ceil((limit - start) / delta), 0) if delta else None
             if expected != size:
-                raise unsupported(node, f"imported length {size} is not that of range({start}, {limit}, {delta})")
+                raise wrong_shape(node, f"imported length {size} is not that of range({start}, {limit}, {delta})")
 
     @staticmethod
     def forward(node, state: SDFGState, sdfg: SDFG) -> SDFG:
@@ -474,7 +475,7 @@ class CanonicalSlice(CanonicalForward):
         out_shape = output_shape(node, state, sdfg, "output")
         expected = [sliced[d][2] if d in sliced else s for d, s in enumerate(shape)]
         if list(out_shape) != expected:
-            raise unsupported(node, f"imported output shape {list(out_shape)} is not the slice's {expected}")
+            raise wrong_shape(node, f"imported output shape {list(out_shape)} is not the slice's {expected}")
 
     @staticmethod
     def forward(node, state: SDFGState, sdfg: SDFG) -> SDFG:

@@ -46,6 +46,7 @@ from dcaccel.expansions.node import (
     onnx_shape,
     output_shape,
     unsupported,
+    wrong_shape,
 )
 
 TWO_PI = 2 * math.pi
@@ -160,7 +161,7 @@ class CanonicalDFT(CanonicalForward):
         if dtype not in FLOAT_TYPES:
             raise unsupported(node, f"element type {dtype}")
         if output_shape(node, state, sdfg, "output") != geometry.out_shape:
-            raise unsupported(node, f"imported output shape is not {list(geometry.out_shape)}")
+            raise wrong_shape(node, f"imported output shape is not {list(geometry.out_shape)}")
 
     @staticmethod
     def forward(node, state: SDFGState, sdfg: SDFG) -> SDFG:
@@ -230,7 +231,7 @@ class CanonicalSTFT(CanonicalForward):
             raise unsupported(node, f"element type {dtype}")
         batch = input_shape(node, state, sdfg, "signal")[0]
         if output_shape(node, state, sdfg, "output") != (batch, frames, bins, 2):
-            raise unsupported(node, f"imported output shape is not {[batch, frames, bins, 2]}")
+            raise wrong_shape(node, f"imported output shape is not {[batch, frames, bins, 2]}")
 
     @staticmethod
     def forward(node, state: SDFGState, sdfg: SDFG) -> SDFG:
@@ -291,7 +292,7 @@ class CanonicalMelWeightMatrix(CanonicalForward):
         steps = node_builder(node, state, sdfg, drop=MEL_INPUTS)
         out_shape = onnx_shape(steps.desc("output"))
         if matrix.shape != out_shape:
-            raise unsupported(node, f"imported output shape {list(out_shape)} is not {list(matrix.shape)}")
+            raise wrong_shape(node, f"imported output shape {list(out_shape)} is not {list(matrix.shape)}")
         if matrix.size:
             table = f"{node.label}_matrix"
             steps.sdfg.add_constant(table, matrix.reshape(-1))

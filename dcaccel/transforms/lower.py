@@ -41,7 +41,7 @@ from dace.sdfg.utils import inline_sdfgs
 from dace.transformation.passes.simplify import SimplifyPass
 
 from dcaccel.buffers import BufferReason, mark_buffer
-from dcaccel.errors import DcaccelError, UnsupportedOpError
+from dcaccel.errors import DcaccelError, ImportedShapeError, UnsupportedOpError
 from dcaccel.expansions import register
 from dcaccel.expansions.implementation import CANONICAL
 from dcaccel.expansions.mmm import MMM
@@ -154,8 +154,9 @@ def opaque_node(
     has no implementation of the node, or when the check of the implementation it is given raises
     :class:`UnsupportedOpError` (a CumSum along an axis that is data, RoiAlign's adaptive sampling) and the user
     did not name the node or its op type in ``choices``. With ``strict``, or when ``choices`` name it, that raises
-    instead (:class:`UnsupportedOpError` naming op and node); an implementation the node does not have raises
-    :class:`DcaccelError` listing those it has. Nothing is expanded."""
+    instead (:class:`UnsupportedOpError` naming op and node), as does a node whose imported shapes are not its
+    op's (:class:`ImportedShapeError`: the host could not write its output either); an implementation the node
+    does not have raises :class:`DcaccelError` listing those it has. Nothing is expanded."""
     op = op_type(node)
     named = node.label in choices or op in choices
     available = available_implementations(node)
@@ -169,7 +170,7 @@ def opaque_node(
     try:
         implementation_of(node, chosen).expansion.check(node, state, state.sdfg)
     except UnsupportedOpError as refusal:
-        if strict or named:
+        if strict or named or isinstance(refusal, ImportedShapeError):
             raise
         return OpaqueNode(op, refusal.detail, chosen)
     return None

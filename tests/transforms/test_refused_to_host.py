@@ -293,3 +293,23 @@ def test_a_sweep_composes_the_dags_around_a_refused_node():
         composed = composer.dag(choices, Granularity.parse("task"), "exact")
     assert composer.reason is None and composer.implementations(choices) == {**choices, "trilu": None}
     assert composed is not None and composed.to_json() == whole.to_json()
+
+
+def test_a_node_whose_imported_shape_is_not_its_op_s_is_refused_not_sent_to_the_host(workloads, monkeypatch):
+    """A check that finds the imported output shape is not the op's (ONNX's shape inference got it wrong, as for
+    a Resize over some ``axes``): onnxruntime would write another shape than the program holds, so the refusal is
+    raised in one line instead of a host task that fails at run time."""
+    from dcaccel.errors import ImportedShapeError
+    from dcaccel.expansions.node import wrong_shape
+    from dcaccel.frontend.ops import library_nodes
+    from dcaccel.transforms import lower as lowering
+
+    (node, state), *_ = library_nodes(workloads["resize_cubic"].sdfg)
+    expansion = lowering.implementation_of(node, "canonical").expansion
+
+    def check(node, state, sdfg):
+        raise wrong_shape(node, "imported output shape [2, 3] != [1, 1, 6, 8]")
+
+    monkeypatch.setattr(expansion, "check", check)
+    with pytest.raises(ImportedShapeError, match=r"^unsupported op Resize \(node 'resize'\): imported output shape"):
+        lowering.opaque_node(node, state, {})
