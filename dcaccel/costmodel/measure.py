@@ -10,8 +10,12 @@ file per measurement, not one per call named by the millisecond, where fast call
 the report is read and deleted. A step's time is summarised by its median over the repeats (preemption on
 a shared machine makes outliers of 10x), with the 10th and 90th percentiles, the minimum and the count.
 
+Every process that times keeps the memory a program frees for its next call (:mod:`dcaccel.costmodel.heap`),
+so a step's time is not that of faulting in the pages of its transients afresh on every call.
+
 Rows carry their provenance: dcaccel's and DaCe's versions, the workload's fingerprint and sizes, the
-assignment of implementations, the machine, the OpenMP threads of the run and the clock that timed it.
+assignment of implementations, the machine, the OpenMP threads of the run, the clock that timed it and the
+heap.
 """
 
 from __future__ import annotations
@@ -38,6 +42,7 @@ from dace.transformation.passes.insert_explicit_copies import InsertExplicitCopi
 
 import dcaccel
 from dcaccel.costmodel.features import StepPlace, step_features, step_tokens
+from dcaccel.costmodel.heap import HEAPS, PER_CALL, keep_freed_memory
 from dcaccel.costmodel.timer import CLOCKS, WALL_EVENT
 from dcaccel.dag.extract import origins_of
 from dcaccel.dag.scopes import Copy, LoweredProgram, TaskScope, read_program
@@ -84,6 +89,7 @@ class Provenance:
     machine: str
     threads: int
     clock: str = "wall"  # a key of timer.CLOCKS; rows of before the thread CPU clock were timed by the wall clock
+    heap: str = PER_CALL  # heap.STEADY: freed memory kept for reuse (costmodel/heap.py); rows of before: per-call
 
 
 @dataclass(frozen=True)
@@ -147,12 +153,16 @@ class Row:
             raise DcaccelError(
                 f"costmodel row {self.label}: clock {self.provenance.clock!r}, expected one of {', '.join(CLOCKS)}"
             )
+        if self.provenance.heap not in HEAPS:
+            raise DcaccelError(
+                f"costmodel row {self.label}: heap {self.provenance.heap!r}, expected one of {', '.join(HEAPS)}"
+            )
         if not isinstance(data["tokens"], list):
             raise DcaccelError(f"costmodel row {self.label}: tokens must be a list of strings")
 
 
 def _provenance(data: Mapping) -> Provenance:
-    """A row's provenance read back: every field required but those with a default (``clock``)."""
+    """A row's provenance read back: every field required but those with a default (``clock``, ``heap``)."""
     fields = Provenance.__dataclass_fields__.values()
     return Provenance(**{f.name: data[f.name] for f in fields if f.name in data or f.default is MISSING})
 
@@ -239,9 +249,11 @@ def run_timed_in_processes(
     repeat: int,
     processes: int,
     progress: Callable[[], None] | None = None,
+    heap: str = PER_CALL,
 ) -> list[dict]:
     """Time every (program, arguments) of ``programs`` in ``processes`` fresh worker processes, one after the
-    other (:mod:`dcaccel.costmodel.worker`: each calls every program ``WARMUP + repeat`` times, in order); per
+    other (:mod:`dcaccel.costmodel.worker`: each calls every program ``WARMUP + repeat`` times, in order, with
+    the ``heap`` of :mod:`dcaccel.costmodel.heap`: a steady one, or the C library's as it is); per
     program, the nanoseconds of each timed event per call after the warm-ups, the calls of all workers
     pooled. The programs must be compiled (this process does not call them) and run no host task (its
     onnxruntime session lives in this process)."""
@@ -251,7 +263,7 @@ def run_timed_in_processes(
             for k, (program, arguments) in enumerate(programs)
         ]
         manifest = Path(scratch) / "manifest.json"
-        manifest.write_text(json.dumps({"calls": WARMUP + repeat, "programs": entries}))
+        manifest.write_text(json.dumps({"calls": WARMUP + repeat, "heap": heap, "programs": entries}))
         pooled: list[dict[str, list]] = [{} for _ in programs]
         for _ in range(processes):
             perfs = [Path(program.sdfg.build_folder) / "perf" for program, _ in programs]
@@ -348,13 +360,14 @@ def measure_programs(
         raise DcaccelError(f"measure: processes must be 1 to {MAX_PROCESSES}, got {processes}")
     clock = choose_clock(clock)
     prepared = [timed_program(lowered, seed, clock) for lowered in lowereds]
+    heap = keep_freed_memory()
     if processes == 1:
         samples = [run_timed(program, arguments, repeat, progress) for _, _, program, arguments in prepared]
     else:
         calls = [(program, arguments) for _, _, program, arguments in prepared]
-        samples = run_timed_in_processes(calls, repeat, processes, progress)
+        samples = run_timed_in_processes(calls, repeat, processes, progress, heap)
     return [
-        _rows(lowered, symbols, events, timed, family, clock)
+        _rows(lowered, symbols, events, timed, family, clock, heap)
         for (lowered, (symbols, events), _, _), timed in zip(prepared, samples, strict=True)
     ]
 
@@ -371,8 +384,10 @@ def timed_program(lowered, seed: int, clock: str) -> tuple:
     return lowered, (symbols, events), program, program_arguments(program, workload, inputs)
 
 
-def _rows(lowered, symbols: Mapping[str, int], events: list, samples: dict, family: str, clock: str) -> list[Row]:
-    """The rows of ``lowered``'s timed ``events`` from their ``samples``."""
+def _rows(
+    lowered, symbols: Mapping[str, int], events: list, samples: dict, family: str, clock: str, heap: str
+) -> list[Row]:
+    """The rows of ``lowered``'s timed ``events`` from their ``samples``, measured with ``heap``."""
     workload = lowered.workload
     provenance = Provenance(
         dcaccel_version=dcaccel.__version__,
@@ -381,6 +396,7 @@ def _rows(lowered, symbols: Mapping[str, int], events: list, samples: dict, fami
         machine=f"{platform.node()} {platform.machine()} {platform.processor() or platform.system()}",
         threads=threads(),
         clock=clock,
+        heap=heap,
     )
     return [
         Row(

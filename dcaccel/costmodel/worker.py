@@ -6,8 +6,9 @@ repeated in one process agreed within 5 to 10% (docs/costmodel.md, "Noise floor"
 several fresh processes and pooling their samples (:func:`dcaccel.costmodel.measure.run_timed_in_processes`)
 measures across that instead of drawing one process's luck.
 
-The manifest (JSON, written by the measuring process) holds ``calls``, the calls per program, and
-``programs``: per program its build folder (compiled with the nanosecond timer and one report per run), the
+The manifest (JSON, written by the measuring process) holds ``calls``, the calls per program, ``heap``,
+the heap the measuring process times with (:mod:`dcaccel.costmodel.heap`; a worker that cannot keep the same
+stops), and ``programs``: per program its build folder (compiled with the nanosecond timer and one report per run), the
 ``.npz`` file of its array arguments and its scalar arguments (symbols). The worker loads each program
 (DaCe's ``load_precompiled_sdfg``), calls it ``calls`` times, finalises it (DaCe writes the timer report
 into the build folder's ``perf``) and goes to the next; the measuring process reads the reports.
@@ -20,6 +21,8 @@ import warnings
 import numpy as np
 from dace.codegen.compiler import load_precompiled_sdfg
 
+from dcaccel.costmodel.heap import STEADY, keep_freed_memory
+from dcaccel.errors import DcaccelError
 from dcaccel.frontend.half_scalars import install_half_scalar_arguments
 
 
@@ -27,6 +30,8 @@ def time_programs(manifest: dict) -> None:
     """Call every program of ``manifest`` its ``calls`` times, in order, finalising each (see the module); float16
     scalar arguments are passed as the measuring process passes them (:mod:`dcaccel.frontend.half_scalars`)."""
     install_half_scalar_arguments()
+    if manifest["heap"] == STEADY and keep_freed_memory() != STEADY:
+        raise DcaccelError("measure worker: this process cannot keep a steady heap as the measuring one does")
     for entry in manifest["programs"]:
         program = load_precompiled_sdfg(entry["folder"])
         with np.load(entry["arrays"]) as arrays:
