@@ -51,6 +51,7 @@ def test_provenance(rows, lowered):
     assert first.assignment == {"Conv_0": "mv"} or set(first.assignment.values()) == {"mv"}
     assert first.provenance.dace_version.startswith("2.0")
     assert first.provenance.fingerprint == lowered.workload.sdfg.hash_sdfg()[:16]
+    assert first.provenance.heap == "steady"
 
 
 def test_instrumented_program_has_its_own_cache_key(lowered):

@@ -71,6 +71,15 @@ def test_a_row_of_before_the_clock_was_timed_by_the_wall_clock():
         Row.from_json(data)
 
 
+def test_a_row_of_before_the_steady_heap_was_measured_per_call():
+    data = row("f", "w", "a", "t0", 10, 100.0).to_json()
+    del data["provenance"]["heap"]
+    assert Row.from_json(data).provenance.heap == "per-call"
+    data["provenance"]["heap"] = "tidy"
+    with pytest.raises(DcaccelError, match="heap 'tidy', expected one of steady, per-call"):
+        Row.from_json(data)
+
+
 @pytest.mark.parametrize(("threads", "clock"), [("1", "thread-cpu"), ("2", "wall")])
 def test_the_thread_clock_times_a_program_on_one_thread(monkeypatch, threads, clock):
     monkeypatch.setenv("OMP_NUM_THREADS", threads)
