@@ -41,7 +41,7 @@ from dace.sdfg import infer_types
 from dace.transformation.passes.insert_explicit_copies import InsertExplicitCopies
 
 import dcaccel
-from dcaccel.costmodel.features import StepPlace, program_context, step_accesses, step_features, step_tokens
+from dcaccel.costmodel.features import StepPlace, program_context, step_features, step_tokens
 from dcaccel.costmodel.heap import HEAPS, PER_CALL, keep_freed_memory
 from dcaccel.costmodel.timer import CLOCKS, WALL_EVENT
 from dcaccel.dag.extract import origins_of
@@ -491,8 +491,8 @@ def read_steps(lowered, sdfg: dace.SDFG, symbols: Mapping[str, int]) -> LoweredP
 
 
 def step_places(sdfg: dace.SDFG, program: LoweredProgram, symbols: Mapping[str, int]) -> list:
-    """Per step of ``program`` (read from ``sdfg``): where it is, its features (with its place in the program
-    among the maps and copies: :func:`~dcaccel.costmodel.features.program_context`) and its tokens; (None,
+    """Per step of ``program`` (read from ``sdfg``): where it is, its features (with those of the program its
+    maps and copies make up: :func:`~dcaccel.costmodel.features.program_context`) and its tokens; (None,
     None, None) for a step that is neither a map nor a copy (a tasklet or an opaque node at the top level)."""
     states = {state.label: state for state in sdfg.states()}
     entries = {node.guid: node for state in sdfg.states() for node in state.nodes()}
@@ -504,10 +504,10 @@ def step_places(sdfg: dace.SDFG, program: LoweredProgram, symbols: Mapping[str, 
             continue
         place = StepPlace(sdfg, states[step.state], scope, program.containers, symbols)
         places.append((place, step_features(step, place), step_tokens(step, place)))
-    described = [(step, features) for step, (_, features, _) in zip(program.steps, places, strict=True) if features]
-    context = program_context([step_accesses(step, sdfg) for step, _ in described])
-    for (_, features), extra in zip(described, context, strict=True):
-        features.update(extra)
+    described = [features for _, features, _ in places if features is not None]
+    context = program_context(described)
+    for features in described:
+        features.update(context)
     return places
 
 
