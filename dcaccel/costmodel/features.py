@@ -116,13 +116,16 @@ def bucket(value: float) -> int:
 @dataclass(frozen=True)
 class StepPlace:
     """Where a step is in its program: the SDFG, the state, the map entry (None for a copy), the
-    containers as :mod:`dcaccel.dag.scopes` read them and the values of the program's sizes."""
+    containers as :mod:`dcaccel.dag.scopes` read them, the values of the program's sizes and, for a copy,
+    what code generation makes of it (the implementation DaCe's copy node chooses: ``MemcpyCPU`` a call of
+    ``memcpy``, ``MappedTasklet`` a parallel map, ``Tasklet`` one element)."""
 
     sdfg: dace.SDFG
     state: dace.SDFGState
     scope: dnodes.MapEntry | None
     containers: Mapping[str, Container]
     symbols: Mapping[str, int]
+    copy_implementation: str = "copy"
 
     def size(self, value) -> float | None:
         """A size of the SDFG with the program's sizes given; None when it depends on map parameters."""
@@ -140,7 +143,7 @@ def step_features(step: TaskScope | Copy, place: StepPlace) -> dict[str, float |
         return {
             "kind": "copy",
             "op": "Copy",
-            "implementation": "copy",
+            "implementation": place.copy_implementation,
             **dict.fromkeys(NUMERIC, 0.0),
             "iterations": 1.0,
             "volume_in": volume,
@@ -325,6 +328,7 @@ def step_tokens(step: TaskScope | Copy, place: StepPlace) -> list[str]:
     if isinstance(step, Copy):
         return [
             "COPY",
+            place.copy_implementation.upper(),
             _container_token(sdfg, step.src.data, containers),
             _container_token(sdfg, step.dst.data, containers),
             f"V{bucket(_number(step.dst.volume))}",

@@ -36,7 +36,7 @@ from pathlib import Path
 import dace
 import numpy as np
 from dace.codegen.compiled_sdfg import CompiledSDFG
-from dace.libraries.standard.nodes.copy import CopyLibraryNode
+from dace.libraries.standard.nodes.copy import CopyLibraryNode, select_copy_implementation
 from dace.sdfg import infer_types
 from dace.transformation.passes.insert_explicit_copies import InsertExplicitCopies
 
@@ -203,20 +203,39 @@ def instrument(sdfg: dace.SDFG, clock: str = "wall") -> tuple[dict[str, str], di
             if isinstance(node, dace.nodes.MapEntry) and state.scope_dict()[node] is None:
                 maps[node.guid] = node.map.label = f"t{len(maps)}"
                 node.map.instrument = CLOCKS[clock]
+    for state, node, key in list(_explicit_copies(sdfg)):
+        event = f"c{sum(map(len, copies.values()))}"
+        copies.setdefault(key, []).append(event)
+        target = state.out_edges(node)[0].dst
+        node.expand(state.sdfg, state)
+        made = next(e.src for e in state.in_edges(target) if e.data.data == target.data)
+        timed = [made] if isinstance(made, dace.nodes.Tasklet) else _top_level_maps(made.sdfg)
+        for item in timed:
+            item.label = event  # a map entry's label is its map's
+            item.instrument = CLOCKS[clock]
+    return maps, copies
+
+
+def _explicit_copies(sdfg: dace.SDFG):
+    """The top-level copies of ``sdfg`` made DaCe's explicit copy nodes (in place), as code generation makes
+    them: per copy its state, its node and its key (state label, source, destination)."""
     InsertExplicitCopies().apply_pass(sdfg, {})
     infer_types.infer_connector_types(sdfg)
     for state in sdfg.states():
         for node in [n for n in state.nodes() if isinstance(n, CopyLibraryNode) and state.scope_dict()[n] is None]:
             (source,), (target,) = state.in_edges(node), state.out_edges(node)
-            event = f"c{sum(map(len, copies.values()))}"
-            copies.setdefault((state.label, source.src.data, target.dst.data), []).append(event)
-            node.expand(state.sdfg, state)
-            made = next(e.src for e in state.in_edges(target.dst) if e.data.data == target.dst.data)
-            timed = [made] if isinstance(made, dace.nodes.Tasklet) else _top_level_maps(made.sdfg)
-            for item in timed:
-                item.label = event  # a map entry's label is its map's
-                item.instrument = CLOCKS[clock]
-    return maps, copies
+            yield state, node, (state.label, source.src.data, target.dst.data)
+
+
+def copy_implementations(sdfg: dace.SDFG) -> dict[tuple[str, str, str], list[str]]:
+    """What code generation makes of each top-level copy of ``sdfg`` (read on a copy of it): the implementation
+    DaCe's explicit copy node chooses (``MemcpyCPU``, ``MappedTasklet``, ``Tasklet``), per (state label,
+    source, destination) in the order :func:`instrument` times them."""
+    made: dict[tuple[str, str, str], list[str]] = {}
+    for state, node, key in _explicit_copies(copying.deepcopy(sdfg)):
+        chosen = node.implementation
+        made.setdefault(key, []).append(select_copy_implementation(node, state) if chosen in (None, "Auto") else chosen)
+    return made
 
 
 def _top_level_maps(sdfg: dace.SDFG) -> list:
@@ -496,6 +515,7 @@ def step_places(sdfg: dace.SDFG, program: LoweredProgram, symbols: Mapping[str, 
     None, None) for a step that is neither a map nor a copy (a tasklet or an opaque node at the top level)."""
     states = {state.label: state for state in sdfg.states()}
     entries = {node.guid: node for state in sdfg.states() for node in state.nodes()}
+    made = copy_implementations(sdfg)
     places = []
     for step in program.steps:
         scope = entries.get(step.info.guid) if isinstance(step, TaskScope) else None
@@ -503,6 +523,8 @@ def step_places(sdfg: dace.SDFG, program: LoweredProgram, symbols: Mapping[str, 
             places.append((StepPlace(sdfg, states[step.state], None, program.containers, symbols), None, None))
             continue
         place = StepPlace(sdfg, states[step.state], scope, program.containers, symbols)
+        if isinstance(step, Copy) and made.get((step.state, step.src.data, step.dst.data)):
+            place = replace(place, copy_implementation=made[(step.state, step.src.data, step.dst.data)].pop(0))
         places.append((place, step_features(step, place), step_tokens(step, place)))
     described = [features for _, features, _ in places if features is not None]
     context = program_context(described)
