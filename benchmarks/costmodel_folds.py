@@ -58,6 +58,18 @@ LARGE_CONVS = (
     (512, 512, 1, 7, 1, 0, 1),
 )
 
+#: Synthetic grouped convolutions (same fields as :data:`CONVS`): depthwise 3x3 and 5x5 layers, strided and
+#: not, and two grouped 3x3 layers (ResNeXt-like), at sizes of MobileNet-like stages; chosen before looking
+#: at any result, none of them a layer of the MobileNetV2 block or of the corpus' MobileNetV2 (held out).
+GROUPED_CONVS = (
+    (32, 32, 3, 56, 1, 1, 32),
+    (96, 96, 3, 28, 2, 1, 96),
+    (144, 144, 3, 14, 1, 1, 144),
+    (64, 64, 5, 28, 1, 2, 64),
+    (64, 128, 3, 28, 1, 1, 4),
+    (256, 256, 3, 7, 1, 1, 32),
+)
+
 
 def _conv(cin, cout, kernel, image, stride, pad, groups):
     torch.manual_seed(0)
@@ -83,6 +95,10 @@ def catalogue():
     yield from (
         ("large-convs", lambda c=c: _conv(*c), [{"Conv": x} for x in ("mv", "lmv", "op", "direct")])
         for c in LARGE_CONVS
+    )
+    yield from (
+        ("grouped-convs", lambda c=c: _conv(*c), [{"Conv": x} for x in ("mv", "lmv", "op", "direct")])
+        for c in GROUPED_CONVS
     )
     yield "conv-seed", conv_seed.workload, [{"Conv": x} for x in (*SHAPES, "direct")]
     yield "lenet", lenet.workload, [{"Conv": c, "Gemm": g} for c, g in itertools.product(SHAPES, SHAPES)]

@@ -33,6 +33,7 @@ FAMILIES = (
     "products",
     "convs",
     "large-convs",
+    "grouped-convs",
     "conv-seed",
     "lenet",
     "resnet18",
