@@ -12,8 +12,9 @@
   unit; PyTorch on the CPU, one thread, seconds to train on the shipped set. (A GRU took a second per
   batch of 64 on this shared machine: minutes per fold.)
 
-Both are trained for the metric by default: their loss (:data:`LOSSES`) is the relative error of a step's
-time, what task MAPE scores.
+Both learn the time above a step's floor (:class:`Floors`: the fixed cost of a step, which a step of a few
+elements takes whole) and are trained for the metric by default: their loss (:data:`LOSSES`) is the relative
+error of a step's time, what task MAPE scores.
 
 :class:`CostModel` holds the three trained on one set of rows and reads and writes them as one JSON file
 (no pickle: the trees and the network's weights are lists of numbers, checked when read).
@@ -36,7 +37,7 @@ from dcaccel.errors import DcaccelError
 
 #: The model file's format name and version (a file of another format or version is refused).
 FORMAT = "dcaccel-costmodel"
-VERSION = 3
+VERSION = 4
 #: The learned models a file holds, by name.
 KINDS = ("boosted", "sequence")
 #: Largest model file read.
@@ -100,6 +101,61 @@ LOSSES = ("squared", "absolute", "relative")
 BOOSTED_LOSS, SEQUENCE_LOSS = "relative", "relative"
 
 
+#: A boosted model's floors (a step's fixed cost, one for the steps that open an OpenMP parallel region and one
+#: for those that do not: :func:`serial`) are this quantile of the training rows' times of each kind.
+FLOOR_QUANTILE = 0.01
+#: The least part of a training step's time left to the learned per-unit cost when its floor is taken away.
+LEAST_LEARNED = 0.05
+
+
+def serial(rows: Sequence[Row]) -> np.ndarray:
+    """The steps that run without an OpenMP parallel region: a copy code generation makes a ``memcpy`` or one
+    tasklet. Every top-level map opens one, and so does a copy made a parallel map (``MappedTasklet``): on
+    this machine that, with the timer, is a floor of about 0.45 µs, where a small ``memcpy`` takes 30 ns."""
+    return np.array(
+        [row.features["kind"] == "copy" and row.features["implementation"] != "MappedTasklet" for row in rows],
+        dtype=bool,
+    )
+
+
+def _quantile(values: np.ndarray) -> float:
+    return float(np.quantile(values, FLOOR_QUANTILE)) if len(values) else 0.0
+
+
+@dataclass
+class Floors:
+    """A step's fixed cost in nanoseconds, per kind of step (:func:`serial`): a learned model predicts the time
+    above it, since a step of a few elements takes its floor, which a time per unit learned from larger steps
+    cannot follow down. Fitted as the :data:`FLOOR_QUANTILE` of the training rows' times of each kind."""
+
+    parallel: float = 0.0  # a map, or a copy made a parallel map
+    serial: float = 0.0  # a copy made a memcpy or one tasklet
+
+    @classmethod
+    def fit(cls, rows: Sequence[Row]) -> Floors:
+        measured, steps_serial = times(rows), serial(rows)
+        return cls(_quantile(measured[~steps_serial]), _quantile(measured[steps_serial]))
+
+    def of(self, rows: Sequence[Row]) -> np.ndarray:
+        """The floor of each of ``rows``."""
+        return np.where(serial(rows), self.serial, self.parallel)
+
+    def above(self, rows: Sequence[Row]) -> np.ndarray:
+        """The measured times of ``rows`` above their floors (at least :data:`LEAST_LEARNED` of the time)."""
+        measured = times(rows)
+        return np.maximum(measured - self.of(rows), LEAST_LEARNED * measured)
+
+    def to_json(self) -> dict:
+        return {"parallel": self.parallel, "serial": self.serial}
+
+    @classmethod
+    def from_json(cls, data: dict) -> Floors:
+        floors = cls(*(_finite(data[name], f"{name} floor") for name in ("parallel", "serial")))
+        if min(floors.parallel, floors.serial) < 0:
+            raise DcaccelError("costmodel model: a floor is below 0")
+        return floors
+
+
 def _loss(data: dict) -> str:
     loss = str(data["loss"])
     if loss not in LOSSES:
@@ -139,15 +195,16 @@ class AnalyticModel:
 
 @dataclass
 class BoostedModel:
-    """Gradient-boosted regression trees on the hand features, predicting the time or the time per unit of work
-    (``target``, :data:`TARGETS`): its logarithm under the ``squared`` and ``absolute`` losses, itself under
-    ``relative`` (``loss``, :data:`LOSSES`)."""
+    """Gradient-boosted regression trees on the hand features, predicting a step's time above its floor
+    (:class:`Floors`), or that per unit of work (``target``, :data:`TARGETS`): its logarithm under the
+    ``squared`` and ``absolute`` losses, itself under ``relative`` (``loss``, :data:`LOSSES`)."""
 
     target: str = "per-unit"
     loss: str = BOOSTED_LOSS
     categories: dict[str, list[str]] = field(default_factory=dict)
     baseline: float = 0.0
     trees: list[dict[str, list]] = field(default_factory=list)  # per tree: feature, threshold, left, right, value
+    floors: Floors = field(default_factory=Floors)
     iterations: int = 300
     seed: int = 0
 
@@ -165,10 +222,12 @@ class BoostedModel:
             min_samples_leaf=5,
             random_state=self.seed,
         )
-        target = times(rows) / _scale(rows, self.target)
+        self.floors = Floors.fit(rows)
+        measured, scale = times(rows), _scale(rows, self.target)
+        target = self.floors.above(rows) / scale
         with threadpool_limits(1, user_api="openmp"):  # a shared machine: OpenMP threads spin-wait for cores
-            if self.loss == "relative":  # |predicted - target| / target, summed: the absolute error weighted 1/target
-                regressor.fit(features, target, sample_weight=1.0 / target)
+            if self.loss == "relative":  # |predicted - measured| / measured = |error of the target| * scale / measured
+                regressor.fit(features, target, sample_weight=scale / measured)
             else:
                 regressor.fit(features, np.log(target))
         self.baseline = float(np.ravel(regressor._baseline_prediction)[0])
@@ -180,8 +239,9 @@ class BoostedModel:
         raw = np.full(len(rows), self.baseline)
         for tree in self.trees:
             raw += _evaluate_tree(tree, features)
-        target = raw if self.loss == "relative" else np.exp(raw)  # the relative loss fits the target itself
-        return np.maximum(target * _scale(rows, self.target), 1.0)  # at least 1 ns, as measured times are read
+        target = np.maximum(raw, 0.0) if self.loss == "relative" else np.exp(raw)  # relative: the target itself
+        above = target * _scale(rows, self.target)
+        return np.maximum(self.floors.of(rows) + above, 1.0)  # at least 1 ns, as measured times are read
 
     def to_json(self) -> dict:
         return {
@@ -190,6 +250,7 @@ class BoostedModel:
             "categories": self.categories,
             "baseline": self.baseline,
             "trees": self.trees,
+            "floors": self.floors.to_json(),
         }
 
     @classmethod
@@ -212,7 +273,8 @@ class BoostedModel:
             ):
                 raise DcaccelError("costmodel model: a tree of the boosted model is malformed")
             trees.append(checked)
-        return cls(_target(data), _loss(data), categories, _finite(data["baseline"], "boosted baseline"), trees)
+        baseline = _finite(data["baseline"], "boosted baseline")
+        return cls(_target(data), _loss(data), categories, baseline, trees, Floors.from_json(data["floors"]))
 
 
 def _tree_json(nodes: np.ndarray) -> dict[str, list]:
@@ -261,12 +323,14 @@ def mean_loss(loss: str, error):
 @dataclass
 class SequenceModel:
     """A convolutional encoder of a step's IR tokens with the logarithm of its analytic work, predicting the
-    logarithm of the time or of the time per unit of work (``target``, :data:`TARGETS`)."""
+    logarithm of the time above the step's floor (:class:`Floors`), or of that per unit of work (``target``,
+    :data:`TARGETS`)."""
 
     target: str = "per-unit"
     loss: str = SEQUENCE_LOSS
     vocabulary: list[str] = field(default_factory=list)
     state: dict[str, dict] = field(default_factory=dict)  # the network's weights: name -> shape, values
+    floors: Floors = field(default_factory=Floors)
     width: int = 32
     epochs: int = 25
     seed: int = 0
@@ -310,7 +374,8 @@ class SequenceModel:
         self.vocabulary = sorted({token for row in rows for token in row.tokens})
         network = self._network()
         ids, lengths, work = self._inputs(rows)
-        target = torch.tensor(np.log(times(rows) / _scale(rows, self.target)), dtype=torch.float32)
+        self.floors = Floors.fit(rows)
+        target = torch.tensor(np.log(self.floors.above(rows) / _scale(rows, self.target)), dtype=torch.float32)
         shift = float(target.mean())
         optimizer = torch.optim.Adam(network.parameters(), lr=3e-3)
         generator = torch.Generator().manual_seed(self.seed)
@@ -350,7 +415,7 @@ class SequenceModel:
         network.eval()
         with torch.no_grad():
             log_time = network(*self._inputs(rows)).numpy() + self.state["shift"]["values"][0]
-        return np.exp(log_time.astype(np.float64)) * _scale(rows, self.target)
+        return self.floors.of(rows) + np.exp(log_time.astype(np.float64)) * _scale(rows, self.target)
 
     def to_json(self) -> dict:
         return {
@@ -359,6 +424,7 @@ class SequenceModel:
             "vocabulary": self.vocabulary,
             "width": self.width,
             "state": self.state,
+            "floors": self.floors.to_json(),
         }
 
     @classmethod
@@ -377,7 +443,8 @@ class SequenceModel:
         width = int(data["width"])
         if not 1 <= width <= MAX_WIDTH:
             raise DcaccelError(f"costmodel model: the sequence model's width is {width}, expected 1 to {MAX_WIDTH}")
-        return cls(_target(data), _loss(data), [str(t) for t in data["vocabulary"]], state, width)
+        vocabulary = [str(t) for t in data["vocabulary"]]
+        return cls(_target(data), _loss(data), vocabulary, state, Floors.from_json(data["floors"]), width)
 
 
 @dataclass
