@@ -205,6 +205,7 @@ class BoostedModel:
     baseline: float = 0.0
     trees: list[dict[str, list]] = field(default_factory=list)  # per tree: feature, threshold, left, right, value
     floors: Floors = field(default_factory=Floors)
+    floored: bool = True  # False: the floors stay 0 (the whole time is learned)
     iterations: int = 300
     seed: int = 0
 
@@ -222,7 +223,7 @@ class BoostedModel:
             min_samples_leaf=5,
             random_state=self.seed,
         )
-        self.floors = Floors.fit(rows)
+        self.floors = Floors.fit(rows) if self.floored else Floors()
         measured, scale = times(rows), _scale(rows, self.target)
         target = self.floors.above(rows) / scale
         with threadpool_limits(1, user_api="openmp"):  # a shared machine: OpenMP threads spin-wait for cores
@@ -331,6 +332,7 @@ class SequenceModel:
     vocabulary: list[str] = field(default_factory=list)
     state: dict[str, dict] = field(default_factory=dict)  # the network's weights: name -> shape, values
     floors: Floors = field(default_factory=Floors)
+    floored: bool = True  # False: the floors stay 0 (the whole time is learned)
     width: int = 32
     epochs: int = 25
     seed: int = 0
@@ -374,7 +376,7 @@ class SequenceModel:
         self.vocabulary = sorted({token for row in rows for token in row.tokens})
         network = self._network()
         ids, lengths, work = self._inputs(rows)
-        self.floors = Floors.fit(rows)
+        self.floors = Floors.fit(rows) if self.floored else Floors()
         target = torch.tensor(np.log(self.floors.above(rows) / _scale(rows, self.target)), dtype=torch.float32)
         shift = float(target.mean())
         optimizer = torch.optim.Adam(network.parameters(), lr=3e-3)
@@ -444,7 +446,7 @@ class SequenceModel:
         if not 1 <= width <= MAX_WIDTH:
             raise DcaccelError(f"costmodel model: the sequence model's width is {width}, expected 1 to {MAX_WIDTH}")
         vocabulary = [str(t) for t in data["vocabulary"]]
-        return cls(_target(data), _loss(data), vocabulary, state, Floors.from_json(data["floors"]), width)
+        return cls(_target(data), _loss(data), vocabulary, state, Floors.from_json(data["floors"]), width=width)
 
 
 @dataclass

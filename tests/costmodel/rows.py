@@ -17,6 +17,7 @@ def row(family: str, program: str, assignment: str, step: str, work: float, ns: 
         **dict.fromkeys(("bytes_out", "reads", "writes", "macs", "ops", "work", "buffers_in", "buffers_out"), work),
         **dict.fromkeys(("accumulate", "itemsize", "unit_stride", "tasklets", "stride_bytes", "stride_twos"), 1.0),
         "same_shape": 0.0,
+        "program_bytes": 2 * work,
     }
     return Row(
         program=program,

@@ -31,6 +31,7 @@ BOOSTED = {
             "value": [0.0, 0.5, 1.5],
         }
     ],
+    "floors": {"parallel": 0.0, "serial": 0.0},
 }
 SEQUENCE = {
     "target": "per-unit",
@@ -38,6 +39,7 @@ SEQUENCE = {
     "vocabulary": ["MAP"],
     "width": 2,
     "state": {"head.bias": {"shape": [1], "values": [0.0]}, "shift": {"shape": [], "values": [0.5]}},
+    "floors": {"parallel": 0.0, "serial": 0.0},
 }
 
 
@@ -83,6 +85,22 @@ def test_unknown_target_refused():
 def test_unknown_loss_refused(model, data):
     with pytest.raises(DcaccelError, match="the loss is 'mape', expected one of squared, absolute, relative$"):
         model.from_json(_edited(data, lambda d: d.update(loss="mape")))
+
+
+@pytest.mark.parametrize(("model", "data"), [(BoostedModel, BOOSTED), (SequenceModel, SEQUENCE)])
+@pytest.mark.parametrize(
+    ("floors", "message"),
+    [
+        ({"parallel": float("nan"), "serial": 0.0}, "the parallel floor is nan"),
+        ({"parallel": 0.0, "serial": float("inf")}, "the serial floor is inf"),
+        ({"parallel": -1.0, "serial": 0.0}, "a floor is below 0"),
+        ({"parallel": 0.0}, "'serial'"),
+    ],
+)
+def test_bad_floors_refused(model, data, floors, message):
+    assert model.from_json(data).floors.parallel == 0.0
+    with pytest.raises((DcaccelError, KeyError), match=message):
+        model.from_json(_edited(data, lambda d: d.update(floors=floors)))
 
 
 def test_nan_baseline_refused():

@@ -7,7 +7,7 @@ import pytest
 from dcaccel.costmodel.data import SHIPPED_ROWS
 from dcaccel.costmodel.features import feature_matrix
 from dcaccel.costmodel.measure import read_rows
-from dcaccel.costmodel.models import VERSION, AnalyticModel, BoostedModel, CostModel, mean_loss, times
+from dcaccel.costmodel.models import VERSION, AnalyticModel, BoostedModel, CostModel, SequenceModel, mean_loss, times
 from dcaccel.errors import DcaccelError
 
 from .rows import row
@@ -55,7 +55,7 @@ def test_per_unit_target_extrapolates_in_work(target, extrapolates):
     training value, so only the per-unit target predicts a step of 8,000 elements near 24,000 ns."""
     rows = [row("f", "w", "a", f"t{i}", work, 3.0 * work) for i, work in enumerate(range(10, 81, 5))]
     large = row("f", "w", "a", "t", 8000, 24000.0)
-    predicted = BoostedModel(target=target, iterations=50).fit(rows).predict([large])[0]
+    predicted = BoostedModel(target=target, floored=False, iterations=50).fit(rows).predict([large])[0]
     assert (abs(predicted - 24000.0) / 24000.0 < 0.1) == extrapolates
 
 
@@ -65,8 +65,28 @@ def test_each_loss_fits_its_constant(loss, per_unit):
     logarithm is least at the geometric mean (2), the absolute error at the median (2), the relative error
     |predicted - measured| / measured at 1 (total 0 + 5 * 1/2 + 5 * 3/4 against 5 * 1 + 0 + 5 * 1/2 at 2)."""
     rows = [row("f", "w", "a", f"t{i}", 10, 10.0 * speed) for i, speed in enumerate([1.0, 2.0, 4.0] * 5)]
-    predicted = BoostedModel(loss=loss, iterations=20).fit(rows).predict(rows[:1])[0]
+    predicted = BoostedModel(loss=loss, floored=False, iterations=20).fit(rows).predict(rows[:1])[0]
     assert predicted == pytest.approx(10.0 * per_unit, rel=1e-6)
+
+
+@pytest.mark.parametrize("kind", [BoostedModel, SequenceModel])
+def test_a_step_of_a_few_elements_takes_its_floor(kind):
+    """Maps of 450 ns plus 1 ns per element from 10 to 10,000 elements, and memcpy copies of 30 ns plus 0.1 ns
+    per byte: each kind's floor is fitted, and a map of one element is predicted near 451 ns, a copy of 4 bytes
+    near 30 ns, where a time per unit learned from the larger steps alone gives far less."""
+    maps = [row("f", "w", "a", f"t{w}", w, 450.0 + w) for w in np.geomspace(10, 10_000, 30).round()]
+    copies = [row("f", "w", "a", f"c{w}", w, 30.0 + 0.4 * w) for w in np.geomspace(10, 10_000, 30).round()]
+    for copy in copies:
+        copy.features.update(kind="copy", implementation="MemcpyCPU", bytes_out=4 * copy.analytic)
+    model = kind().fit(maps + copies)
+    assert model.floors.parallel == pytest.approx(450.0 + 10.0, rel=0.02)
+    assert model.floors.serial == pytest.approx(30.0 + 4.0, rel=0.02)
+    tiny_map, tiny_copy = row("f", "w", "a", "t1", 1, 451.0), row("f", "w", "a", "c1", 1, 30.4)
+    tiny_copy.features.update(kind="copy", implementation="MemcpyCPU", bytes_out=4.0)
+    predicted = model.predict([tiny_map, tiny_copy])
+    assert predicted == pytest.approx([451.0, 30.4], rel=0.15)  # the floors hold the smallest steps' elements too
+    unfloored = kind(floored=False).fit(maps + copies).predict([tiny_map])[0]
+    assert unfloored < 0.5 * 451.0
 
 
 @pytest.mark.parametrize(
