@@ -36,4 +36,3 @@ def test_a_steady_heap_reuses_freed_pages():
     pages = 64 * 2**20 // 4096
     assert _second_call_faults("as-is") >= pages // 2  # mapped afresh, faulted in again
     assert _second_call_faults("keep") < pages // 100
-
