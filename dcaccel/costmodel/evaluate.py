@@ -16,7 +16,6 @@ The held-out protocol (:func:`fold_table`) is never random rows: each fold holds
 from __future__ import annotations
 
 import itertools
-import json
 from collections.abc import Sequence
 from dataclasses import asdict, dataclass
 
@@ -59,16 +58,6 @@ class Scores:
     programs: int
 
 
-def program_key(row: Row) -> tuple[str, str]:
-    """The workload at its sizes (what assignments are compared within)."""
-    return row.program, json.dumps(row.sizes, sort_keys=True)
-
-
-def run_key(row: Row) -> tuple[str, str, str]:
-    """One program: the workload at its sizes under one assignment."""
-    return (*program_key(row), json.dumps(row.assignment, sort_keys=True))
-
-
 def scores(rows: Sequence[Row], predicted: np.ndarray) -> Scores:
     """The metrics of ``predicted`` (ns per row) against the measured times of ``rows``."""
     if len(rows) == 0:
@@ -78,7 +67,7 @@ def scores(rows: Sequence[Row], predicted: np.ndarray) -> Scores:
     error = np.abs(predicted - measured) / measured
     runs: dict[tuple, list[float]] = {}
     for row, guess, truth in zip(rows, predicted, measured, strict=True):
-        total = runs.setdefault(run_key(row), [0.0, 0.0])
+        total = runs.setdefault(row.run(), [0.0, 0.0])
         total[0] += guess
         total[1] += truth
     program_error = [abs(guess - truth) / truth for guess, truth in runs.values()]
@@ -136,10 +125,8 @@ def fold_means(table: pd.DataFrame) -> pd.DataFrame:
 def noise_floor(first: Sequence[Row], second: Sequence[Row]) -> Scores:
     """Two measurements of the same programs: the second's times scored as a prediction of the first's, over
     the steps both hold (matched by program, sizes, assignment and step)."""
-    second_by_key = {(*run_key(row), row.step): row for row in second}
-    pairs = [
-        (row, second_by_key[(*run_key(row), row.step)]) for row in first if (*run_key(row), row.step) in second_by_key
-    ]
+    second_by_key = {(*row.run(), row.step): row for row in second}
+    pairs = [(row, second_by_key[(*row.run(), row.step)]) for row in first if (*row.run(), row.step) in second_by_key]
     if not pairs:
         raise DcaccelError("costmodel noise: the two measurements share no step")
     return scores([a for a, _ in pairs], times([b for _, b in pairs]))

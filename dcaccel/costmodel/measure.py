@@ -108,6 +108,14 @@ class Row:
     provenance: Provenance
     analytic: float = field(default=0.0)  # the analytic model's time of the step: max(volume in, volume out)
 
+    def workload(self) -> tuple[str, str]:
+        """The workload at its sizes (what assignments are compared within)."""
+        return self.program, json.dumps(self.sizes, sort_keys=True)
+
+    def run(self) -> tuple[str, str, str]:
+        """The program the row is a step of: the workload at its sizes under one assignment."""
+        return (*self.workload(), json.dumps(self.assignment, sort_keys=True))
+
     def to_json(self) -> dict:
         return asdict(self)
 

@@ -7,7 +7,16 @@ import pytest
 from dcaccel.costmodel.data import SHIPPED_ROWS
 from dcaccel.costmodel.features import feature_matrix
 from dcaccel.costmodel.measure import read_rows
-from dcaccel.costmodel.models import VERSION, AnalyticModel, BoostedModel, CostModel, SequenceModel, mean_loss, times
+from dcaccel.costmodel.models import (
+    VERSION,
+    AnalyticModel,
+    BoostedModel,
+    CostModel,
+    SequenceModel,
+    mean_loss,
+    program_weights,
+    times,
+)
 from dcaccel.errors import DcaccelError
 
 from .rows import row
@@ -63,8 +72,9 @@ def test_per_unit_target_extrapolates_in_work(target, extrapolates):
 def test_each_loss_fits_its_constant(loss, per_unit):
     """Steps the features cannot tell apart at 1, 2 and 4 ns per element (5 of each): the squared error of the
     logarithm is least at the geometric mean (2), the absolute error at the median (2), the relative error
-    |predicted - measured| / measured at 1 (total 0 + 5 * 1/2 + 5 * 3/4 against 5 * 1 + 0 + 5 * 1/2 at 2)."""
-    rows = [row("f", "w", "a", f"t{i}", 10, 10.0 * speed) for i, speed in enumerate([1.0, 2.0, 4.0] * 5)]
+    |predicted - measured| / measured at 1 (total 0 + 5 * 1/2 + 5 * 3/4 against 5 * 1 + 0 + 5 * 1/2 at 2).
+    Each step is a program of its own: the program weights are alike."""
+    rows = [row("f", f"w{i}", "a", "t", 10, 10.0 * speed) for i, speed in enumerate([1.0, 2.0, 4.0] * 5)]
     predicted = BoostedModel(loss=loss, floored=False, iterations=20).fit(rows).predict(rows[:1])[0]
     assert predicted == pytest.approx(10.0 * per_unit, rel=1e-6)
 
@@ -143,3 +153,12 @@ def test_bad_model_file_refused(trained, tmp_path, edit, message):
     path.write_text(json.dumps(data))
     with pytest.raises(DcaccelError, match=message):
         CostModel.load(path)
+
+
+def test_program_weights_add_each_steps_share_of_its_program():
+    """Program A of 100, 100 and 800 ns, program B of 500 and 500 ns: 2.5 rows per program, so each row's
+    weight is 1 + 2.5 times its share (0.1, 0.1, 0.8; 0.5, 0.5)."""
+    rows = [row("f", "w", "A", f"t{i}", 10, ns) for i, ns in enumerate([100.0, 100.0, 800.0])]
+    rows += [row("f", "w", "B", f"t{i}", 10, 500.0) for i in range(2)]
+    assert program_weights(rows) == pytest.approx([1.25, 1.25, 3.0, 2.25, 2.25])
+    assert program_weights(rows[:1]) == pytest.approx([2.0])
