@@ -59,24 +59,26 @@ def test_host_tasks_are_timed_in_this_process_only(tmp_path):
         assert arrays.files == ["X"]
 
 
-def test_a_row_of_before_the_clock_was_timed_by_the_wall_clock():
+@pytest.mark.parametrize(
+    ("field", "before", "bad", "expected"),
+    [
+        ("clock", "wall", "sundial", "wall, thread-cpu"),  # rows of before the thread CPU clock
+        ("heap", "per-call", "tidy", "steady, per-call"),  # rows of before the steady heap
+    ],
+)
+def test_a_row_of_before_a_provenance_field_reads_as_it_was_measured(field, before, bad, expected):
     data = row("f", "w", "a", "t0", 10, 100.0).to_json()
-    del data["provenance"]["clock"]
-    assert Row.from_json(data).provenance.clock == "wall"
-    data["provenance"]["clock"] = "sundial"
-    with pytest.raises(DcaccelError, match="clock 'sundial', expected one of wall, thread-cpu"):
+    del data["provenance"][field]
+    assert getattr(Row.from_json(data).provenance, field) == before
+    data["provenance"][field] = bad
+    with pytest.raises(DcaccelError, match=f"{field} '{bad}', expected one of {expected}"):
         Row.from_json(data)
+
+
+def test_a_row_without_its_threads_is_refused():
+    data = row("f", "w", "a", "t0", 10, 100.0).to_json()
     del data["provenance"]["threads"]
     with pytest.raises(DcaccelError, match="'threads' missing"):
-        Row.from_json(data)
-
-
-def test_a_row_of_before_the_steady_heap_was_measured_per_call():
-    data = row("f", "w", "a", "t0", 10, 100.0).to_json()
-    del data["provenance"]["heap"]
-    assert Row.from_json(data).provenance.heap == "per-call"
-    data["provenance"]["heap"] = "tidy"
-    with pytest.raises(DcaccelError, match="heap 'tidy', expected one of steady, per-call"):
         Row.from_json(data)
 
 
