@@ -19,7 +19,6 @@ programs (taken in two processes): the noise floor of the task times.
 
 import argparse
 import itertools
-import json
 import sys
 import time
 from pathlib import Path
@@ -28,7 +27,7 @@ import torch
 from tqdm import tqdm
 
 import dcaccel
-from dcaccel.costmodel.measure import WARMUP, measure_programs, read_rows, refeature, write_rows
+from dcaccel.costmodel.measure import WARMUP, measure_programs, read_rows, refeature, run_key, write_rows
 from dcaccel.costmodel.timer import CLOCKS
 from dcaccel.transforms.lower import lower
 from dcaccel.workloads import conv_seed, lenet, mmm, mobilenetv2_block, resnet18, transformer_encoder
@@ -133,8 +132,8 @@ def run_measure(args) -> None:
 
 
 def _key(family: str, program: str, sizes: dict, assignment: dict) -> tuple[str, ...]:
-    """A measured program: its family, workload, sizes and assignment."""
-    return family, program, json.dumps(sizes, sort_keys=True), json.dumps(assignment, sort_keys=True)
+    """A measured program of a family (:func:`~dcaccel.costmodel.measure.run_key`)."""
+    return family, *run_key(program, sizes, assignment)
 
 
 def run_refeature(args) -> None:

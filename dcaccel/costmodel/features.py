@@ -125,7 +125,7 @@ class StepPlace:
     scope: dnodes.MapEntry | None
     containers: Mapping[str, Container]
     symbols: Mapping[str, int]
-    copy_implementation: str = "copy"
+    copy_implementation: str | None = None  # None for a map
 
     def size(self, value) -> float | None:
         """A size of the SDFG with the program's sizes given; None when it depends on map parameters."""

@@ -6,7 +6,7 @@ it is freed (``munmap``, or trimming the top of the heap), so every call's first
 a transient faults, and the kernel zeroes the page: the step that writes the transient first pays for it.
 Whether an allocation is mapped afresh moves with what the process allocated and freed before (glibc's
 threshold for it adapts), so the same step measured in two processes read 1 to 6 times its own time (an
-im2col copy of 5 MB: 2.7 ms against 0.42 ms; docs/costmodel.md, "The heap"). :func:`keep_freed_memory`
+im2col copy of 5 MB: 2.7 ms against 0.23 ms; docs/costmodel.md, "The heap"). :func:`keep_freed_memory`
 turns both off, so after the warm-up call every call writes pages the process already holds: what a step
 computes, not how its memory was last handed out.
 """

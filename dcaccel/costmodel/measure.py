@@ -10,7 +10,7 @@ file per measurement, not one per call named by the millisecond, where fast call
 the report is read and deleted. A step's time is summarised by its median over the repeats (preemption on
 a shared machine makes outliers of 10x), with the 10th and 90th percentiles, the minimum and the count.
 
-Every process that times keeps the memory a program frees for its next call (:mod:`dcaccel.costmodel.heap`),
+Every process a measurement times in keeps the memory a program frees for its next call (:mod:`dcaccel.costmodel.heap`),
 so a step's time is not that of faulting in the pages of its transients afresh on every call.
 
 Rows carry their provenance: dcaccel's and DaCe's versions, the workload's fingerprint and sizes, the
@@ -92,6 +92,11 @@ class Provenance:
     heap: str = PER_CALL  # heap.STEADY: freed memory kept for reuse (costmodel/heap.py); rows of before: per-call
 
 
+def run_key(program: str, sizes: Mapping[str, int], assignment: Mapping[str, str]) -> tuple[str, str, str]:
+    """A measured program: the workload's name, its sizes and its assignment of implementations (in text)."""
+    return program, json.dumps(dict(sizes), sort_keys=True), json.dumps(dict(assignment), sort_keys=True)
+
+
 @dataclass(frozen=True)
 class Row:
     """One measured step of one program: what it is, what the models read of it and how long it took."""
@@ -110,11 +115,11 @@ class Row:
 
     def workload(self) -> tuple[str, str]:
         """The workload at its sizes (what assignments are compared within)."""
-        return self.program, json.dumps(self.sizes, sort_keys=True)
+        return self.run()[:2]
 
     def run(self) -> tuple[str, str, str]:
         """The program the row is a step of: the workload at its sizes under one assignment."""
-        return (*self.workload(), json.dumps(self.assignment, sort_keys=True))
+        return run_key(self.program, self.sizes, self.assignment)
 
     def to_json(self) -> dict:
         return asdict(self)
@@ -275,8 +280,8 @@ def run_timed_in_processes(
     programs: Sequence[tuple[CompiledSDFG, Mapping]],
     repeat: int,
     processes: int,
-    progress: Callable[[], None] | None = None,
-    heap: str = PER_CALL,
+    progress: Callable[[], None] | None,
+    heap: str,
 ) -> list[dict]:
     """Time every (program, arguments) of ``programs`` in ``processes`` fresh worker processes, one after the
     other (:mod:`dcaccel.costmodel.worker`: each calls every program ``WARMUP + repeat`` times, in order, with
@@ -475,13 +480,24 @@ def _timed_steps(
 
 def _events(steps: LoweredProgram, places: list, maps: dict, copies: dict):
     """Per step that :func:`instrument` timed: its event, label, features and tokens."""
-    pending = {key: list(events) for key, events in copies.items()}
-    for step, (place, features, tokens) in zip(steps.steps, places, strict=True):
+    for step, (place, features, tokens), event in zip(steps.steps, places, _paired(steps, copies), strict=True):
         if isinstance(step, TaskScope) and place.scope is not None:
             yield maps[place.scope.guid], step.label, features, tokens
-        elif isinstance(step, Copy) and pending.get((step.state, step.src.data, step.dst.data)):
-            event = pending[(step.state, step.src.data, step.dst.data)].pop(0)
+        elif event is not None:
             yield event, f"{step.src.data}->{step.dst.data}", features, tokens
+
+
+def _paired(program: LoweredProgram, per_copy: Mapping[tuple[str, str, str], list]) -> list:
+    """Per step of ``program``: for a copy, the next item of ``per_copy`` under its (state label, source,
+    destination), the copies of one key taken in program order as :func:`_explicit_copies` meets them; None
+    for a map, and for a copy code generation makes none of (a view)."""
+    pending = {key: list(items) for key, items in per_copy.items()}
+    return [
+        items.pop(0)
+        if isinstance(step, Copy) and (items := pending.get((step.state, step.src.data, step.dst.data)))
+        else None
+        for step in program.steps
+    ]
 
 
 def refeature(lowered, rows: list[Row], seed: int = 0) -> list[Row]:
@@ -520,19 +536,17 @@ def read_steps(lowered, sdfg: dace.SDFG, symbols: Mapping[str, int]) -> LoweredP
 def step_places(sdfg: dace.SDFG, program: LoweredProgram, symbols: Mapping[str, int]) -> list:
     """Per step of ``program`` (read from ``sdfg``): where it is, its features (with those of the program its
     maps and copies make up: :func:`~dcaccel.costmodel.features.program_context`) and its tokens; (None,
-    None, None) for a step that is neither a map nor a copy (a tasklet or an opaque node at the top level)."""
+    None, None) for a step that is neither a map nor a copy code generation makes (a tasklet or an opaque
+    node at the top level, a view)."""
     states = {state.label: state for state in sdfg.states()}
     entries = {node.guid: node for state in sdfg.states() for node in state.nodes()}
-    made = copy_implementations(sdfg)
     places = []
-    for step in program.steps:
+    for step, made in zip(program.steps, _paired(program, copy_implementations(sdfg)), strict=True):
         scope = entries.get(step.info.guid) if isinstance(step, TaskScope) else None
-        if isinstance(step, TaskScope) and not isinstance(scope, dace.nodes.MapEntry):
-            places.append((StepPlace(sdfg, states[step.state], None, program.containers, symbols), None, None))
+        place = StepPlace(sdfg, states[step.state], scope, program.containers, symbols, made)
+        if not isinstance(scope, dace.nodes.MapEntry) and made is None:
+            places.append((replace(place, scope=None), None, None))
             continue
-        place = StepPlace(sdfg, states[step.state], scope, program.containers, symbols)
-        if isinstance(step, Copy) and made.get((step.state, step.src.data, step.dst.data)):
-            place = replace(place, copy_implementation=made[(step.state, step.src.data, step.dst.data)].pop(0))
         places.append((place, step_features(step, place), step_tokens(step, place)))
     described = [features for _, features, _ in places if features is not None]
     context = program_context(described)

@@ -101,11 +101,15 @@ LOSSES = ("squared", "absolute", "relative")
 BOOSTED_LOSS, SEQUENCE_LOSS = "relative", "relative"
 
 
-#: A boosted model's floors (a step's fixed cost, one for the steps that open an OpenMP parallel region and one
+#: A learned model's floors (a step's fixed cost, one for the steps that open an OpenMP parallel region and one
 #: for those that do not: :func:`serial`) are this quantile of the training rows' times of each kind.
 FLOOR_QUANTILE = 0.01
 #: The least part of a training step's time left to the learned per-unit cost when its floor is taken away.
 LEAST_LEARNED = 0.05
+
+
+#: The implementations of a copy (DaCe's copy node's, as code generation makes it) that open no parallel region.
+SERIAL_COPIES = ("MemcpyCPU", "Tasklet")
 
 
 def serial(rows: Sequence[Row]) -> np.ndarray:
@@ -113,7 +117,7 @@ def serial(rows: Sequence[Row]) -> np.ndarray:
     tasklet. Every top-level map opens one, and so does a copy made a parallel map (``MappedTasklet``): on
     this machine that, with the timer, is a floor of about 0.45 µs, where a small ``memcpy`` takes 30 ns."""
     return np.array(
-        [row.features["kind"] == "copy" and row.features["implementation"] != "MappedTasklet" for row in rows],
+        [row.features["kind"] == "copy" and row.features["implementation"] in SERIAL_COPIES for row in rows],
         dtype=bool,
     )
 

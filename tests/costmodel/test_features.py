@@ -2,7 +2,7 @@
 
 import pytest
 
-from dcaccel.costmodel.features import CONTEXT, NUMERIC, program_context
+from dcaccel.costmodel.features import program_context
 
 
 @pytest.mark.parametrize(
@@ -12,7 +12,3 @@ from dcaccel.costmodel.features import CONTEXT, NUMERIC, program_context
 def test_the_program_bytes_are_every_steps(moved, program_bytes):
     features = [{"bytes_in": bytes_in, "bytes_out": bytes_out, "kind": "map"} for bytes_in, bytes_out in moved]
     assert program_context(features) == {"program_bytes": program_bytes}
-
-
-def test_the_models_read_the_context():
-    assert set(CONTEXT) <= set(NUMERIC)

@@ -84,7 +84,16 @@ def test_prediction_reads_the_steps_measurement_reads(lowered, rows):
     predicted = predict_steps(lowered, model, "boosted")
     assert list(predicted["label"]) == [r.label for r in rows]
     assert list(predicted["analytic"]) == [r.analytic for r in rows]
+    assert list(predicted["implementation"]) == [r.features["implementation"] for r in rows]
     assert (predicted["predicted_ns"] > 0).all()
+
+
+def test_copies_are_what_code_generation_makes_and_the_program_bytes_are_one(rows):
+    copies = [r for r in rows if r.features["kind"] == "copy"]
+    assert copies and {r.features["implementation"] for r in copies} <= {"MemcpyCPU", "MappedTasklet", "Tasklet"}
+    assert all(r.tokens[:2] == ["COPY", r.features["implementation"].upper()] for r in copies)
+    moved = sum(r.features["bytes_in"] + r.features["bytes_out"] for r in rows)
+    assert {r.features["program_bytes"] for r in rows} == {moved}
 
 
 def test_strides_of_the_accesses(rows):

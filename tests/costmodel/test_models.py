@@ -79,6 +79,7 @@ def test_each_loss_fits_its_constant(loss, per_unit):
     assert predicted == pytest.approx(10.0 * per_unit, rel=1e-6)
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("kind", [BoostedModel, SequenceModel])
 def test_a_step_of_a_few_elements_takes_its_floor(kind):
     """Maps of 450 ns plus 1 ns per element from 10 to 10,000 elements, and memcpy copies of 30 ns plus 0.1 ns
