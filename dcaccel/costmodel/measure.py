@@ -48,7 +48,7 @@ from dcaccel.dag.extract import origins_of
 from dcaccel.dag.scopes import Copy, LoweredProgram, TaskScope, read_program
 from dcaccel.dag.task import TaskInfo
 from dcaccel.errors import DcaccelError
-from dcaccel.frontend.execution import compiled, program_arguments, program_key
+from dcaccel.frontend.execution import compiled, program_arguments, program_fingerprint, program_key
 
 #: Calls before the timed ones (first-touch page faults, cold caches).
 WARMUP = 1
@@ -424,7 +424,7 @@ def _rows(
     provenance = Provenance(
         dcaccel_version=dcaccel.__version__,
         dace_version=dace.__version__,
-        fingerprint=_fingerprint(workload),
+        fingerprint=program_fingerprint(workload.sdfg),
         machine=f"{platform.node()} {platform.machine()} {platform.processor() or platform.system()}",
         threads=threads(),
         clock=clock,
@@ -457,11 +457,6 @@ def _timing(samples: Mapping[str, np.ndarray], event: str, clock: str) -> tuple[
     if wall is not None and np.median(wall) < WALL_BELOW_NS:
         return Timing.of(wall), "wall"
     return Timing.of(samples[event]), clock
-
-
-def _fingerprint(workload) -> str:
-    """The fingerprint of ``workload`` a row's provenance records (the start of its SDFG's hash)."""
-    return workload.sdfg.hash_sdfg()[:16]
 
 
 def _timed_steps(
@@ -506,7 +501,7 @@ def refeature(lowered, rows: list[Row], seed: int = 0) -> list[Row]:
     without measuring again. A row of another program, or a step the program does not have under the
     same label, is refused in one line."""
     workload = lowered.workload
-    fingerprint = _fingerprint(workload)
+    fingerprint = program_fingerprint(workload.sdfg)
     symbols = workload.bind_symbols(workload.random_inputs(seed))
     _, events = _timed_steps(lowered, symbols)
     read = {event: (label, features, tokens) for event, label, features, tokens in events}

@@ -10,6 +10,7 @@ from dataclasses import dataclass
 from dcaccel.architecture import Architecture
 from dcaccel.errors import DcaccelError
 from dcaccel.frontend import ops
+from dcaccel.frontend.execution import program_fingerprint
 from dcaccel.frontend.ops import library_nodes
 from dcaccel.transforms.lower import (
     OpaqueOpWarning,
@@ -23,11 +24,11 @@ from dcaccel.transforms.opaque import fallback_implementation
 
 
 def fingerprint(workload) -> dict[str, object]:
-    """What the numbers of ``workload`` depend on besides its name: its program (the first 16 hex digits
-    of the SHA-256 DaCe's ``hash_sdfg`` computes over the SDFG: operators, shapes, attributes) and the
-    values of its symbolic sizes; one entry each, named after the workload."""
+    """What the numbers of ``workload`` depend on besides its name: its program
+    (:func:`~dcaccel.frontend.execution.program_fingerprint`: operators, shapes, attributes) and the values
+    of its symbolic sizes; one entry each, named after the workload."""
     return {
-        f"program of {workload.name}": workload.sdfg.hash_sdfg()[:16],
+        f"program of {workload.name}": program_fingerprint(workload.sdfg),
         f"sizes of {workload.name}": dict(sorted(workload.symbols.items())),
     }
 

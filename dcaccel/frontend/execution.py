@@ -63,6 +63,22 @@ def compiled(sdfg: dace.SDFG) -> CompiledSDFG:
     return program
 
 
+def program_fingerprint(sdfg: dace.SDFG) -> str:
+    """What a program's numbers depend on, in 16 hex digits: the SHA-256 DaCe's ``hash_sdfg`` computes over
+    the SDFG (operators, shapes, attributes; not names or identities), without the paths of the source files
+    a ``@dace.program`` was parsed from (where the package happens to be installed)."""
+    return sdfg.hash_sdfg(_without_source_files(sdfg.to_json()))[:16]
+
+
+def _without_source_files(value):
+    """``value`` (an SDFG's JSON) without its SDFGs' ``source_files``."""
+    if isinstance(value, dict):
+        return {key: _without_source_files(item) for key, item in value.items() if key != "source_files"}
+    if isinstance(value, list):
+        return [_without_source_files(item) for item in value]
+    return value
+
+
 def program_key(sdfg: dace.SDFG) -> str:
     """What the compile cache keys ``sdfg``'s program on: the SHA-256 of its JSON without the identities
     of its objects (their ``guid``, new for every node built) and of DaCe's configuration (compiler and

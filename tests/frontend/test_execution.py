@@ -2,13 +2,14 @@
 generated code (instrumentation, a name, DaCe's configuration), including what ``hash_sdfg`` leaves
 out, is compiled again."""
 
+import json
 from pathlib import Path
 
 import dace
 import numpy as np
 import pytest
 
-from dcaccel.frontend.execution import compiled, program_key
+from dcaccel.frontend.execution import compiled, program_fingerprint, program_key
 
 
 def doubling(name: str = "doubling") -> dace.SDFG:
@@ -151,3 +152,20 @@ def test_a_renamed_program_is_compiled_under_its_own_name():
     assert program is not compiled(first)
     assert program.sdfg.name == "cache_renamed" and "cache_renamed" in program.filename
     assert _run(renamed).tolist() == [2.0 * i for i in range(8)]
+
+
+def test_the_fingerprint_does_not_depend_on_where_the_source_is(tmp_path):
+    """The same ``@dace.program`` parsed from a copy of its module elsewhere: DaCe's JSON names the source file,
+    the fingerprint leaves it out (a dataset measured from one checkout is read back from another)."""
+    import importlib.util
+
+    from dcaccel.workloads import mmm
+
+    copy = tmp_path / "mmm_elsewhere.py"
+    copy.write_text(Path(mmm.__file__).read_text())
+    spec = importlib.util.spec_from_file_location("mmm_elsewhere", copy)
+    elsewhere = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(elsewhere)
+    here, there = mmm.workload(N=4, K=4, M=4).sdfg, elsewhere.workload(N=4, K=4, M=4).sdfg
+    assert str(copy) in json.dumps(there.to_json()) and here.hash_sdfg() != there.hash_sdfg()
+    assert program_fingerprint(here) == program_fingerprint(there)
