@@ -84,21 +84,20 @@ def _corpus(name: str):
     return corpus.load(name)
 
 
+def _conv_family(family: str, shapes, implementations):
+    """The catalogue entries of a family of synthetic convolutions: each shape under each implementation."""
+    return ((family, lambda c=c: _conv(*c), [{"Conv": x} for x in implementations]) for c in shapes)
+
+
 def catalogue():
     """(family, workload builder, list of implementation choices) of every program measured."""
     yield from (
         ("products", lambda s=s: mmm.workload(N=s[0], K=s[1], M=s[2]), [{"MatMul": x} for x in SHAPES])
         for s in PRODUCTS
     )
-    yield from (("convs", lambda c=c: _conv(*c), [{"Conv": x} for x in (*SHAPES, "direct")]) for c in CONVS)
-    yield from (
-        ("large-convs", lambda c=c: _conv(*c), [{"Conv": x} for x in ("mv", "lmv", "op", "direct")])
-        for c in LARGE_CONVS
-    )
-    yield from (
-        ("grouped-convs", lambda c=c: _conv(*c), [{"Conv": x} for x in ("mv", "lmv", "op", "direct")])
-        for c in GROUPED_CONVS
-    )
+    yield from _conv_family("convs", CONVS, (*SHAPES, "direct"))
+    yield from _conv_family("large-convs", LARGE_CONVS, ("mv", "lmv", "op", "direct"))
+    yield from _conv_family("grouped-convs", GROUPED_CONVS, ("mv", "lmv", "op", "direct"))
     yield "conv-seed", conv_seed.workload, [{"Conv": x} for x in (*SHAPES, "direct")]
     yield "lenet", lenet.workload, [{"Conv": c, "Gemm": g} for c, g in itertools.product(SHAPES, SHAPES)]
     yield "mobilenetv2-block", mobilenetv2_block.workload, [{"Conv": x} for x in SHAPES]

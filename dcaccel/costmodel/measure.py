@@ -113,10 +113,6 @@ class Row:
     provenance: Provenance
     analytic: float = field(default=0.0)  # the analytic model's time of the step: max(volume in, volume out)
 
-    def workload(self) -> tuple[str, str]:
-        """The workload at its sizes (what assignments are compared within)."""
-        return self.run()[:2]
-
     def run(self) -> tuple[str, str, str]:
         """The program the row is a step of: the workload at its sizes under one assignment."""
         return run_key(self.program, self.sizes, self.assignment)
