@@ -32,6 +32,7 @@ import numpy as np
 import sympy
 from dace.sdfg import nodes as dnodes
 
+from dcaccel.costmodel import cachesim
 from dcaccel.dag import volume as vol
 from dcaccel.dag.scopes import Access, Container, Copy, TaskScope
 from dcaccel.errors import DcaccelError
@@ -43,6 +44,9 @@ CATEGORICAL = ("kind", "op", "implementation")
 #: lowered the boosted model's task MAPE from 0.439 to 0.375; the bytes moved since the step's containers were
 #: last touched, tried beside it, did not help: docs/costmodel.md).
 CONTEXT = ("program_bytes",)
+#: Numeric features of where a step's accesses hit: each level's misses per access of a window of them
+#: (:mod:`~dcaccel.costmodel.cachesim`).
+CACHE = tuple(f"{level.name}_misses" for level in cachesim.LEVELS)
 #: Numeric features, in the order the models read them.
 NUMERIC = (
     "iterations",
@@ -64,9 +68,11 @@ NUMERIC = (
     "itemsize",
     "unit_stride",
     "tasklets",
+    "inner_iterations",
     "stride_bytes",
     "stride_twos",
     "same_shape",
+    *CACHE,
     *CONTEXT,
 )
 #: Ratios of the numeric features the models also read (a tree splits on one feature at a time and cannot
@@ -161,10 +167,11 @@ def step_features(step: TaskScope | Copy, place: StepPlace) -> dict[str, float |
             "unit_stride": float(_contiguous(step.src, place) and _contiguous(step.dst, place)),
             **_stride_features([_copy_stride(access, place) for access in (step.src, step.dst)]),
             "same_shape": float(_shape(step.src.data, place) == _shape(step.dst.data, place)),
+            **_cache_features(_copy_window(step, place)),
         }
     reads, writes = step.whole_reads, step.whole_writes
     volume_in, volume_out = _sum(reads, "volume"), _sum(writes, "volume")
-    depth, tasklets, unit, accesses, strides = _scope_shape(place)
+    depth, tasklets, unit, accesses, strides, trip = _scope_shape(place)
     return {
         "kind": "map",
         "op": step.info.op or "none",
@@ -188,8 +195,10 @@ def step_features(step: TaskScope | Copy, place: StepPlace) -> dict[str, float |
         "itemsize": float(max((sdfg.arrays[a.data].dtype.bytes for a in (*reads, *writes)), default=0)),
         "unit_stride": unit / accesses if accesses else 0.0,
         "tasklets": float(tasklets),
+        "inner_iterations": trip,
         **_stride_features(strides),
         "same_shape": 0.0,
+        **_cache_features(_map_window(place)),
     }
 
 
@@ -205,13 +214,13 @@ def _contiguous(access: Access, place: StepPlace) -> bool:
     return len(shape) <= 1 or _number(access.end[-1] - access.begin[-1] + 1) == place.size(shape[-1])
 
 
-def _scope_shape(place: StepPlace) -> tuple[int, int, int, int, list[float | None]]:
-    """The nesting depth of the maps of the place's scope, its tasklets, and of its tasklets' accesses those
-    whose innermost index moves with the innermost enclosing map parameter, all of them, and each one's
-    stride in bytes (:func:`_access_stride`)."""
+def _scope_shape(place: StepPlace) -> tuple[int, int, int, int, list[float | None], float]:
+    """The nesting depth of the maps of the place's scope, its tasklets, of its tasklets' accesses those
+    whose innermost index moves with the innermost loop (:func:`_innermost_loop`), all of them, and each
+    one's stride in bytes (:func:`_access_stride`), and the most iterations of an innermost loop."""
     state, entry = place.state, place.scope
     scope_dict = state.scope_dict()
-    depth, tasklets, unit, accesses, strides = 1, 0, 0, 0, []
+    depth, tasklets, unit, accesses, strides, trip = 1, 0, 0, 0, [], 1.0
     for node in state.scope_subgraph(entry).nodes():
         enclosing = _enclosing_maps(scope_dict, node)
         if isinstance(node, dnodes.MapEntry):
@@ -219,7 +228,8 @@ def _scope_shape(place: StepPlace) -> tuple[int, int, int, int, list[float | Non
         if not isinstance(node, dnodes.Tasklet):
             continue
         tasklets += 1
-        innermost = enclosing[0].map.params[-1] if enclosing else None
+        innermost, iterations = _innermost_loop(enclosing, place)
+        trip = max(trip, iterations)
         for edge in (*state.in_edges(node), *state.out_edges(node)):
             if edge.data.is_empty() or edge.data.subset is None:
                 continue
@@ -227,7 +237,20 @@ def _scope_shape(place: StepPlace) -> tuple[int, int, int, int, list[float | Non
             last = edge.data.subset.ranges[-1][0]
             unit += innermost is not None and innermost in {str(s) for s in dace.symbolic.symlist(last)}
             strides.append(_access_stride(edge.data, innermost, place))
-    return depth, tasklets, unit, accesses, strides
+    return depth, tasklets, unit, accesses, strides, trip
+
+
+def _innermost_loop(enclosing: list[dnodes.MapEntry], place: StepPlace) -> tuple[str | None, float]:
+    """The innermost loop around a tasklet (``enclosing``: its maps, innermost first): the innermost map
+    parameter that takes more than one value (a parameter of one value is no loop: the compiler runs the
+    loop around it), and its number of iterations; (None, 1) when every parameter takes one value. A
+    parameter whose range moves with an enclosing one counts as a loop."""
+    for entry in enclosing:
+        for param, size in reversed(list(zip(entry.map.params, entry.map.range.size(), strict=True))):
+            iterations = place.size(size)
+            if iterations != 1:
+                return param, iterations or 2.0
+    return None, 1.0
 
 
 def _shape(data: str, place: StepPlace) -> tuple[float | None, ...]:
@@ -277,6 +300,109 @@ def _stride_features(strides: list[float | None]) -> dict[str, float]:
         "stride_bytes": float(largest),
         "stride_twos": float((largest & -largest).bit_length() - 1 if largest else 0),
     }
+
+
+def _cache_features(addresses: np.ndarray | None) -> dict[str, float]:
+    """The :data:`CACHE` features of a window of a step's accesses; -1 each when the window could not be
+    read (a range or an index that is not a function of the loops alone)."""
+    if addresses is None:
+        return dict.fromkeys(CACHE, -1.0)
+    rates = cachesim.miss_rates(addresses)
+    return {f"{name}_misses": rate for name, rate in rates.items()}
+
+
+#: How :func:`sympy.lambdify` evaluates DaCe's integer division functions on arrays.
+_INDEX_FUNCTIONS = {"__int_floor": np.floor_divide, "int_floor": np.floor_divide, "int_ceil": lambda a, b: -(-a // b)}
+
+
+def _map_window(place: StepPlace) -> np.ndarray | None:
+    """The addresses of the first :data:`~dcaccel.costmodel.cachesim.WINDOW` accesses of the map scope at
+    ``place``: for each tasklet (in topological order, an equal share of the window each), its enclosing
+    maps' loops (parameters in the order DaCe nests them) and its memlets (reads, then writes), each
+    container at its own place (:func:`~dcaccel.costmodel.cachesim.container_base`); None when a loop's
+    range or an index is not a function of the enclosing parameters and the program's sizes."""
+    state = place.state
+    scope_dict = state.scope_dict()
+    tasklets = [
+        node
+        for node in dace.sdfg.utils.dfs_topological_sort(state.scope_subgraph(place.scope))
+        if isinstance(node, dnodes.Tasklet)
+    ]
+    memlets = {
+        tasklet: [
+            edge.data
+            for edge in (*state.in_edges(tasklet), *state.out_edges(tasklet))
+            if not edge.data.is_empty() and edge.data.subset is not None
+        ]
+        for tasklet in tasklets
+    }
+    names = sorted({memlet.data for accessed in memlets.values() for memlet in accessed})
+    bases = {name: cachesim.container_base(index) for index, name in enumerate(names)}
+    windows = []
+    for tasklet in tasklets:
+        maps = _enclosing_maps(scope_dict, tasklet)[::-1]
+        params = [param for entry in maps for param in entry.map.params]
+        loops = []
+        for entry in maps:
+            for (begin, _, step), count in zip(entry.map.range.ranges, entry.map.range.size(), strict=True):
+                values = [place.size(value) for value in (begin, step, count)]
+                if None in values:
+                    return None
+                loops.append(cachesim.Loop(*(int(value) for value in values)))
+        accesses = [_window_access(memlet, params, bases[memlet.data], place) for memlet in memlets[tasklet]]
+        if None in accesses:
+            return None
+        windows.append(cachesim.access_window(loops, accesses, cachesim.WINDOW // max(len(tasklets), 1)))
+    return np.concatenate(windows) if windows else np.zeros(0, dtype=np.int64)
+
+
+def _window_access(memlet: dace.Memlet, params: list[str], base: int, place: StepPlace) -> cachesim.Access | None:
+    """A tasklet's memlet as a :class:`~dcaccel.costmodel.cachesim.Access` of the loops of ``params``: the
+    offset of its first element as a function of them, and the elements of its subset (C order)."""
+    desc = place.sdfg.arrays[memlet.data]
+    strides = [place.size(stride) for stride in desc.strides]
+    sizes = [place.size(size) for size in memlet.subset.size()]
+    if None in strides or None in sizes:
+        return None
+    pattern = np.zeros(1, dtype=np.int64)
+    for (_, _, step), size, stride in zip(memlet.subset.ranges, sizes, strides, strict=True):
+        step = place.size(step)
+        if step is None:
+            return None
+        pattern = (pattern[:, None] + np.arange(int(size), dtype=np.int64)[None, :] * int(step * stride)).reshape(-1)
+        pattern = pattern[: cachesim.WINDOW]
+    first = sum(
+        (vol.as_expr(begin) * int(stride) for (begin, _, _), stride in zip(memlet.subset.ranges, strides, strict=True)),
+        sympy.Integer(0),
+    )
+    first = first.subs({sym: place.symbols[str(sym)] for sym in first.free_symbols if str(sym) in place.symbols})
+    by_name = {str(sym): sym for sym in first.free_symbols}
+    if set(by_name) - set(params):
+        return None
+    arguments = [by_name.get(param, sympy.Symbol(param)) for param in params]
+    offset = sympy.lambdify(arguments, first, modules=[_INDEX_FUNCTIONS, "numpy"])
+    return cachesim.Access(base, desc.dtype.bytes, offset, pattern)
+
+
+def _copy_window(step: Copy, place: StepPlace) -> np.ndarray | None:
+    """The addresses of the first accesses of a copy: element after element of its volume (C order), a read
+    of the source and a write of the destination each, the two containers at their own places."""
+    sides = []
+    for index, access in enumerate((step.src, step.dst)):
+        desc = place.sdfg.arrays[access.data]
+        strides = [place.size(stride) for stride in desc.strides]
+        begins = [place.size(begin) for begin in access.begin]
+        sizes = [place.size(end - begin + 1) for begin, end in zip(access.begin, access.end, strict=True)]
+        if None in strides or None in begins or None in sizes:
+            return None
+        count = min(math.prod(int(size) for size in sizes), cachesim.WINDOW // 2)
+        digits = np.unravel_index(np.arange(count), [int(size) for size in sizes])
+        elements = sum(
+            (int(begin) + digit) * int(stride) for begin, digit, stride in zip(begins, digits, strides, strict=True)
+        )
+        sides.append(cachesim.container_base(index) + desc.dtype.bytes * np.asarray(elements, dtype=np.int64))
+    count = min(len(side) for side in sides)
+    return np.column_stack([side[:count] for side in sides]).reshape(-1)
 
 
 def _enclosing_maps(scope_dict, node) -> list[dnodes.MapEntry]:
@@ -347,8 +473,7 @@ def step_tokens(step: TaskScope | Copy, place: StepPlace) -> list[str]:
             tokens.append("END")
         elif isinstance(node, dnodes.Tasklet):
             tokens += ["TASKLET", *_code_tokens(node)]
-            enclosing = _enclosing_maps(scope_dict, node)
-            innermost = enclosing[0].map.params[-1] if enclosing else None
+            innermost, _ = _innermost_loop(_enclosing_maps(scope_dict, node), place)
             for edge in (*subgraph.in_edges(node), *subgraph.out_edges(node)):
                 if edge.data.is_empty() or edge.data.data is None:
                     continue
@@ -402,7 +527,8 @@ def feature_matrix(features: list[Mapping[str, float | str]], categories: Mappin
     codes = np.array(
         [[_code(categories[name], str(f[name])) for name in CATEGORICAL] for f in features], dtype=np.float64
     ).reshape(-1, len(CATEGORICAL))
-    return np.hstack([np.log1p(np.maximum(numeric, 0.0)), np.log(ratios), codes])
+    unread = np.where(numeric < 0, np.nan, numeric)  # a feature that could not be read (a cache window)
+    return np.hstack([np.log1p(unread), np.log(ratios), codes])
 
 
 def _code(known: list[str], value: str) -> int:

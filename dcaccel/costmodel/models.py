@@ -37,7 +37,7 @@ from dcaccel.errors import DcaccelError
 
 #: The model file's format name and version (a file of another format or version is refused).
 FORMAT = "dcaccel-costmodel"
-VERSION = 4
+VERSION = 5
 #: The learned models a file holds, by name.
 KINDS = ("boosted", "sequence")
 #: Largest model file read.

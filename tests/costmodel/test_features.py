@@ -1,8 +1,9 @@
-"""A step's place in its program: the bytes the whole program moves."""
+"""The features of a step: its innermost loop, where its accesses miss, its place in its program."""
 
+import numpy as np
 import pytest
 
-from dcaccel.costmodel.features import program_context
+from dcaccel.costmodel.features import CACHE, program_context
 
 
 @pytest.mark.parametrize(
@@ -12,3 +13,54 @@ from dcaccel.costmodel.features import program_context
 def test_the_program_bytes_are_every_steps(moved, program_bytes):
     features = [{"bytes_in": bytes_in, "bytes_out": bytes_out, "kind": "map"} for bytes_in, bytes_out in moved]
     assert program_context(features) == {"program_bytes": program_bytes}
+
+
+def _map_features(lowered) -> dict[str, dict]:
+    import copy
+
+    from dcaccel.costmodel.measure import read_steps, step_places
+
+    sdfg, symbols = copy.deepcopy(lowered.sdfg), dict(lowered.workload.symbols)
+    program = read_steps(lowered, sdfg, symbols)
+    places = step_places(sdfg, program, symbols)
+    return {step.label: f for step, (_, f, _) in zip(program.steps, places, strict=True) if f and f["kind"] == "map"}
+
+
+@pytest.mark.parametrize(
+    ("rows", "op", "reduce"),
+    [
+        # one row of A: the loop over rows runs once, so the loop over the 16 columns is the innermost, along
+        # which the partial sums and C lie
+        (1, (2 / 3, 16.0), (1.0, 16.0)),
+        # four rows: the loop over them is the innermost, a column of C apart
+        (4, (0.0, 4.0), (0.0, 4.0)),
+    ],
+)
+def test_a_loop_of_one_iteration_is_no_innermost_loop(lowered_workload, rows, op, reduce):
+    features = _map_features(lowered_workload("mmm", {"MatMul": "op"}, N=rows, K=8, M=16))
+    for label, expected in (("OP", op), ("Reduce", reduce)):
+        assert (features[label]["unit_stride"], features[label]["inner_iterations"]) == pytest.approx(expected)
+
+
+def test_the_cache_features_are_misses_per_access(lowered_workload):
+    features = _map_features(lowered_workload("mmm", {"MatMul": "op"}, N=4, K=8, M=16))
+    for step in features.values():
+        rates = [step[name] for name in CACHE]
+        assert all(0.0 <= rate <= 1.0 for rate in rates)
+        assert step["l2_misses"] <= step["l1_misses"] and step["stlb_misses"] <= step["dtlb_misses"]
+    # OP writes 8 x 4 x 16 partial sums and reads A (4 x 8) and B (8 x 16): each line missed once, in 1,536
+    # accesses; 4 KiB pages: one each of A's and B's copies, two of the partial sums' (the third container, it
+    # starts 2 x 1,088 bytes into a page: cachesim.container_base)
+    assert features["OP"]["l1_misses"] == pytest.approx((32 + 2 + 8) / 1536)
+    assert features["OP"]["dtlb_misses"] == pytest.approx(4 / 1536)
+
+
+def test_a_cache_feature_not_read_is_missing_to_the_models():
+    from dcaccel.costmodel.features import NUMERIC, feature_matrix
+
+    features = {"kind": "map", "op": "Conv", "implementation": "mv", **dict.fromkeys(NUMERIC, 1.0)}
+    unread = {**features, **dict.fromkeys(CACHE, -1.0)}
+    matrix = feature_matrix([features, unread], {"kind": ["map"], "op": ["Conv"], "implementation": ["mv"]})
+    columns = [NUMERIC.index(name) for name in CACHE]
+    assert not np.isnan(matrix[0]).any()
+    assert np.isnan(matrix[1, columns]).all() and not np.isnan(np.delete(matrix[1], columns)).any()
