@@ -21,6 +21,7 @@ machine; on another, these are the numbers to change (and the rows to measure an
 from __future__ import annotations
 
 import math
+from collections import OrderedDict
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 
@@ -116,17 +117,18 @@ def _misses(addresses: np.ndarray, level: Level) -> np.ndarray:
     blocks = addresses // level.block
     if len(blocks) == 0:
         return np.zeros(0, dtype=np.int64)
-    fresh = np.concatenate(([True], blocks[1:] != blocks[:-1]))
-    sets: dict[int, list[int]] = {}
+    fresh = np.flatnonzero(np.concatenate(([True], blocks[1:] != blocks[:-1])))
+    sets: dict[int, OrderedDict[int, None]] = {}
     missed = []
-    for position in np.flatnonzero(fresh).tolist():
-        block = int(blocks[position])
-        ways = sets.setdefault(block % level.sets, [])
+    for position, block in zip(fresh.tolist(), blocks[fresh].tolist(), strict=True):
+        ways = sets.get(block % level.sets)
+        if ways is None:
+            ways = sets[block % level.sets] = OrderedDict()
         if block in ways:
-            ways.remove(block)
-        else:
-            missed.append(position)
-            if len(ways) == level.ways:
-                del ways[0]
-        ways.append(block)
+            ways.move_to_end(block)
+            continue
+        missed.append(position)
+        if len(ways) == level.ways:
+            ways.popitem(last=False)
+        ways[block] = None
     return np.array(missed, dtype=np.int64)

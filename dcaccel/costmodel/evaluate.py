@@ -17,7 +17,7 @@ from __future__ import annotations
 
 import itertools
 from collections.abc import Sequence
-from dataclasses import asdict, dataclass
+from dataclasses import asdict, dataclass, fields
 
 import numpy as np
 import pandas as pd
@@ -118,7 +118,7 @@ def fold_table(rows: Sequence[Row], families: Sequence[str] | None = None, seed:
 
 def fold_means(table: pd.DataFrame) -> pd.DataFrame:
     """The mean of each metric of :func:`fold_table` over the folds, per model."""
-    metrics = ["task_mape", "median_ape", "kendall_tau", "program_mape", "pair_order"]
+    metrics = [item.name for item in fields(Scores) if item.type == "float"]
     return table.groupby("model", sort=False)[metrics].mean().reset_index()
 
 

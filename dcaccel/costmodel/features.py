@@ -5,9 +5,10 @@ or a copy between two containers (a DAG edge). Its features come from the step a
 :mod:`dcaccel.dag.scopes` reads it (memlet volumes in and out of the whole scope, MACs and other operations
 counted from the tasklets by :mod:`dcaccel.dag.arithmetic`, which containers are buffers) and from the map
 scope in the SDFG (iterations of the outermost map, nesting depth, element types, how many innermost
-accesses run along the innermost map parameter, i.e. at unit stride, the largest stride in bytes and the
-power of two in it, whether a copy's two containers have one shape) and from its place in the program (how
-many bytes the whole program moves: :data:`CONTEXT`).
+accesses run along the innermost loop, i.e. at unit stride, and that loop's iterations, the largest stride
+in bytes and the power of two in it, whether a copy's two containers have one shape), from where a window of
+its accesses misses in this machine's caches and TLBs (:data:`CACHE`, :mod:`~dcaccel.costmodel.cachesim`)
+and from its place in the program (how many bytes the whole program moves: :data:`CONTEXT`).
 All are numbers (:data:`NUMERIC`)
 except the op and the implementation (:data:`CATEGORICAL`); the models also read ratios of them
 (:data:`DERIVED`).

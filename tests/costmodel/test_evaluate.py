@@ -3,7 +3,7 @@ import math
 import numpy as np
 import pytest
 
-from dcaccel.costmodel.evaluate import fold_table, noise_floor, scores
+from dcaccel.costmodel.evaluate import fold_means, fold_table, noise_floor, scores
 from dcaccel.costmodel.measure import Timing
 from dcaccel.errors import DcaccelError
 
@@ -69,3 +69,22 @@ def test_fold_table_holds_out_each_family():
 def test_fold_table_refuses_unknown_family():
     with pytest.raises(DcaccelError, match="no rows of family 'x'"):
         fold_table(ROWS, ["x"])
+
+
+def test_fold_means_average_every_metric_per_model():
+    from dataclasses import asdict
+
+    import pandas as pd
+
+    table = pd.DataFrame(
+        [
+            {"held out": family, "model": model, **asdict(scores(ROWS, np.array(predicted)))}
+            for family, predicted in (("f", [100.0, 200.0, 100.0, 30.0]), ("g", [150.0, 300.0, 150.0, 450.0]))
+            for model in ("boosted", "analytic")
+        ]
+    )
+    means = fold_means(table)
+    assert list(means["model"]) == ["boosted", "analytic"]
+    assert list(means.columns) == ["model", "task_mape", "median_ape", "kendall_tau", "program_mape", "pair_order"]
+    # fold g: errors 0.5, 0.5, 0.5 and 14 (450 against 30)
+    assert means.loc[0, "pair_order"] == 0.5 and means.loc[0, "task_mape"] == pytest.approx((0 + 15.5 / 4) / 2)
