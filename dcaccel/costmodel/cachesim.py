@@ -1,10 +1,11 @@
 """A window of a step's memory accesses run through a model of this machine's data caches and TLBs.
 
-What a step costs per element depends on where its accesses hit: a 147-element im2col patch written with a
-stride of 4,096 bytes puts every line into one set of the L1 cache (and a few of the L2) and misses on every
-write (8 ns an element), the same patch at 25,600 bytes spreads over the sets and hits (1.9 ns); a reduction
-that reads its partial sums a page apart misses the TLB once the pages outnumber its entries. Strides and
-footprints alone do not tell these apart; running the accesses through the caches does.
+What a step costs per element depends on where its accesses hit: an im2col writing 576-element patches
+4,096 bytes apart puts every line into one set of the L1 cache and 32 of the L2, fewer lines than the patch,
+and misses the L2 on half its writes (10.3 ns an element); the same patches 9,216 bytes apart spread over
+128 sets of the L2 and hit (2.2 ns). A reduction that reads its partial sums a page apart misses the TLB
+once the pages outnumber its entries. Strides and footprints alone do not tell these apart; running the
+accesses through the caches does, in part (docs/costmodel.md, "The cache features", says what it misses).
 
 :func:`access_window` lists the first :data:`WINDOW` accesses of a loop nest (:class:`Loop`, outermost
 first) whose body makes some accesses (:class:`Access`: an element offset that is a function of the loop
@@ -50,7 +51,8 @@ LEVELS = (
 #: Accesses simulated of a step (the first ones, in the loops' order).
 WINDOW = 1 << 15
 #: Where the containers of a step are placed: the k-th at k times this many bytes, plus k times
-#: :data:`STAGGER` (so that two containers do not start in the same cache set, as nothing aligns them so).
+#: :data:`STAGGER` (so that two containers do not start in the same cache set, as nothing aligns them so;
+#: the stagger is less than a page: the first few start in one set of the TLBs).
 SPACING = 1 << 32
 STAGGER = 17 * 64
 

@@ -17,7 +17,8 @@ from __future__ import annotations
 
 import itertools
 from collections.abc import Sequence
-from dataclasses import asdict, dataclass, fields
+from dataclasses import asdict, dataclass
+from typing import get_type_hints
 
 import numpy as np
 import pandas as pd
@@ -118,7 +119,7 @@ def fold_table(rows: Sequence[Row], families: Sequence[str] | None = None, seed:
 
 def fold_means(table: pd.DataFrame) -> pd.DataFrame:
     """The mean of each metric of :func:`fold_table` over the folds, per model."""
-    metrics = [item.name for item in fields(Scores) if item.type == "float"]
+    metrics = [name for name, kind in get_type_hints(Scores).items() if kind is float]
     return table.groupby("model", sort=False)[metrics].mean().reset_index()
 
 

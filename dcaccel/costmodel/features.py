@@ -48,6 +48,9 @@ CONTEXT = ("program_bytes",)
 #: Numeric features of where a step's accesses hit: each level's misses per access of a window of them
 #: (:mod:`~dcaccel.costmodel.cachesim`).
 CACHE = tuple(f"{level.name}_misses" for level in cachesim.LEVELS)
+#: Numeric features that are -1 where they could not be read (a window of accesses, an innermost loop whose
+#: range moves with an enclosing one): missing to the models.
+UNREAD = ("inner_iterations", *CACHE)
 #: Numeric features, in the order the models read them.
 NUMERIC = (
     "iterations",
@@ -217,11 +220,13 @@ def _contiguous(access: Access, place: StepPlace) -> bool:
 
 def _scope_shape(place: StepPlace) -> tuple[int, int, int, int, list[float | None], float]:
     """The nesting depth of the maps of the place's scope, its tasklets, of its tasklets' accesses those
-    whose innermost index moves with the innermost loop (:func:`_innermost_loop`), all of them, and each
-    one's stride in bytes (:func:`_access_stride`), and the most iterations of an innermost loop."""
+    whose last index moves with the innermost loop (:func:`_innermost_loop`: they run along their
+    container's last dimension), all of them, and each one's stride in bytes (:func:`_access_stride`: a
+    different fact; an access to a column of one element runs along no last dimension and moves one element
+    at a time), and the most iterations of an innermost loop (-1 when one is not a constant: unread)."""
     state, entry = place.state, place.scope
     scope_dict = state.scope_dict()
-    depth, tasklets, unit, accesses, strides, trip = 1, 0, 0, 0, [], 1.0
+    depth, tasklets, unit, accesses, strides, trips = 1, 0, 0, 0, [], [1.0]
     for node in state.scope_subgraph(entry).nodes():
         enclosing = _enclosing_maps(scope_dict, node)
         if isinstance(node, dnodes.MapEntry):
@@ -230,7 +235,7 @@ def _scope_shape(place: StepPlace) -> tuple[int, int, int, int, list[float | Non
             continue
         tasklets += 1
         innermost, iterations = _innermost_loop(enclosing, place)
-        trip = max(trip, iterations)
+        trips.append(iterations)
         for edge in (*state.in_edges(node), *state.out_edges(node)):
             if edge.data.is_empty() or edge.data.subset is None:
                 continue
@@ -238,19 +243,19 @@ def _scope_shape(place: StepPlace) -> tuple[int, int, int, int, list[float | Non
             last = edge.data.subset.ranges[-1][0]
             unit += innermost is not None and innermost in {str(s) for s in dace.symbolic.symlist(last)}
             strides.append(_access_stride(edge.data, innermost, place))
-    return depth, tasklets, unit, accesses, strides, trip
+    return depth, tasklets, unit, accesses, strides, -1.0 if None in trips else max(trips)
 
 
-def _innermost_loop(enclosing: list[dnodes.MapEntry], place: StepPlace) -> tuple[str | None, float]:
+def _innermost_loop(enclosing: list[dnodes.MapEntry], place: StepPlace) -> tuple[str | None, float | None]:
     """The innermost loop around a tasklet (``enclosing``: its maps, innermost first): the innermost map
     parameter that takes more than one value (a parameter of one value is no loop: the compiler runs the
-    loop around it), and its number of iterations; (None, 1) when every parameter takes one value. A
-    parameter whose range moves with an enclosing one counts as a loop."""
+    loop around it), and its number of iterations (None when its range moves with an enclosing parameter,
+    which counts as a loop); (None, 1) when every parameter takes one value."""
     for entry in enclosing:
         for param, size in reversed(list(zip(entry.map.params, entry.map.range.size(), strict=True))):
             iterations = place.size(size)
             if iterations != 1:
-                return param, iterations or 2.0
+                return param, iterations
     return None, 1.0
 
 
@@ -312,8 +317,14 @@ def _cache_features(addresses: np.ndarray | None) -> dict[str, float]:
     return {f"{name}_misses": rate for name, rate in rates.items()}
 
 
-#: How :func:`sympy.lambdify` evaluates DaCe's integer division functions on arrays.
-_INDEX_FUNCTIONS = {"__int_floor": np.floor_divide, "int_floor": np.floor_divide, "int_ceil": lambda a, b: -(-a // b)}
+#: How :func:`sympy.lambdify` evaluates DaCe's integer functions on arrays (``CMod`` is C's ``%``: ``i % n`` in
+#: a memlet's index); any other function makes the window unread.
+_INDEX_FUNCTIONS = {
+    "__int_floor": np.floor_divide,
+    "int_floor": np.floor_divide,
+    "int_ceil": lambda a, b: -(-a // b),
+    "CMod": np.fmod,
+}
 
 
 def _map_window(place: StepPlace) -> np.ndarray | None:
@@ -321,14 +332,15 @@ def _map_window(place: StepPlace) -> np.ndarray | None:
     ``place``: for each tasklet (in topological order, an equal share of the window each), its enclosing
     maps' loops (parameters in the order DaCe nests them) and its memlets (reads, then writes), each
     container at its own place (:func:`~dcaccel.costmodel.cachesim.container_base`); None when a loop's
-    range or an index is not a function of the enclosing parameters and the program's sizes."""
+    range or an index is not a function of the enclosing parameters and the program's sizes that numpy can
+    evaluate, when a memlet is dynamic (it may touch any element of its subset, or none), and when the scope
+    holds no tasklet or a nested SDFG (whose accesses are not listed)."""
     state = place.state
     scope_dict = state.scope_dict()
-    tasklets = [
-        node
-        for node in dace.sdfg.utils.dfs_topological_sort(state.scope_subgraph(place.scope))
-        if isinstance(node, dnodes.Tasklet)
-    ]
+    scope = list(dace.sdfg.utils.dfs_topological_sort(state.scope_subgraph(place.scope)))
+    tasklets = [node for node in scope if isinstance(node, dnodes.Tasklet)]
+    if not tasklets or any(isinstance(node, dnodes.NestedSDFG) for node in scope):
+        return None
     memlets = {
         tasklet: [
             edge.data
@@ -353,8 +365,11 @@ def _map_window(place: StepPlace) -> np.ndarray | None:
         accesses = [_window_access(memlet, params, bases[memlet.data], place) for memlet in memlets[tasklet]]
         if None in accesses:
             return None
-        windows.append(cachesim.access_window(loops, accesses, cachesim.WINDOW // max(len(tasklets), 1)))
-    return np.concatenate(windows) if windows else np.zeros(0, dtype=np.int64)
+        try:
+            windows.append(cachesim.access_window(loops, accesses, cachesim.WINDOW // len(tasklets)))
+        except (NameError, TypeError, ValueError):  # an index function numpy has no counterpart of
+            return None
+    return np.concatenate(windows)
 
 
 def _window_access(memlet: dace.Memlet, params: list[str], base: int, place: StepPlace) -> cachesim.Access | None:
@@ -363,14 +378,14 @@ def _window_access(memlet: dace.Memlet, params: list[str], base: int, place: Ste
     desc = place.sdfg.arrays[memlet.data]
     strides = [place.size(stride) for stride in desc.strides]
     sizes = [place.size(size) for size in memlet.subset.size()]
-    if None in strides or None in sizes:
+    steps = [place.size(step) for _, _, step in memlet.subset.ranges]
+    if None in strides or None in sizes or None in steps or memlet.dynamic:
         return None
     pattern = np.zeros(1, dtype=np.int64)
-    for (_, _, step), size, stride in zip(memlet.subset.ranges, sizes, strides, strict=True):
-        step = place.size(step)
-        if step is None:
-            return None
-        pattern = (pattern[:, None] + np.arange(int(size), dtype=np.int64)[None, :] * int(step * stride)).reshape(-1)
+    for size, step, stride in zip(sizes, steps, strides, strict=True):
+        size = min(int(size), cachesim.WINDOW)
+        pattern = pattern[: -(-cachesim.WINDOW // size)]  # the rows of which the first WINDOW elements come
+        pattern = (pattern[:, None] + np.arange(size, dtype=np.int64)[None, :] * int(step * stride)).reshape(-1)
         pattern = pattern[: cachesim.WINDOW]
     first = sum(
         (vol.as_expr(begin) * int(stride) for (begin, _, _), stride in zip(memlet.subset.ranges, strides, strict=True)),
@@ -394,8 +409,8 @@ def _copy_window(step: Copy, place: StepPlace) -> np.ndarray | None:
         strides = [place.size(stride) for stride in desc.strides]
         begins = [place.size(begin) for begin in access.begin]
         sizes = [place.size(end - begin + 1) for begin, end in zip(access.begin, access.end, strict=True)]
-        if None in strides or None in begins or None in sizes:
-            return None
+        if None in strides or None in begins or None in sizes or math.prod(sizes) != place.size(access.elements):
+            return None  # a side of unknown extent, or with a step (its elements are not all of its extent)
         count = min(math.prod(int(size) for size in sizes), cachesim.WINDOW // 2)
         digits = np.unravel_index(np.arange(count), [int(size) for size in sizes])
         elements = sum(
@@ -528,8 +543,8 @@ def feature_matrix(features: list[Mapping[str, float | str]], categories: Mappin
     codes = np.array(
         [[_code(categories[name], str(f[name])) for name in CATEGORICAL] for f in features], dtype=np.float64
     ).reshape(-1, len(CATEGORICAL))
-    unread = np.where(numeric < 0, np.nan, numeric)  # a feature that could not be read (a cache window)
-    return np.hstack([np.log1p(unread), np.log(ratios), codes])
+    unread = np.isin(np.arange(len(NUMERIC)), [NUMERIC.index(name) for name in UNREAD]) & (numeric < 0)
+    return np.hstack([np.log1p(np.where(unread, np.nan, np.maximum(numeric, 0.0))), np.log(ratios), codes])
 
 
 def _code(known: list[str], value: str) -> int:

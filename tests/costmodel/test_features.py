@@ -26,6 +26,7 @@ def _map_features(lowered) -> dict[str, dict]:
     return {step.label: f for step, (_, f, _) in zip(program.steps, places, strict=True) if f and f["kind"] == "map"}
 
 
+@pytest.mark.slow  # lowers a program (seconds, once per session)
 @pytest.mark.parametrize(
     ("rows", "op", "reduce"),
     [
@@ -42,6 +43,7 @@ def test_a_loop_of_one_iteration_is_no_innermost_loop(lowered_workload, rows, op
         assert (features[label]["unit_stride"], features[label]["inner_iterations"]) == pytest.approx(expected)
 
 
+@pytest.mark.slow
 def test_the_cache_features_are_misses_per_access(lowered_workload):
     features = _map_features(lowered_workload("mmm", {"MatMul": "op"}, N=4, K=8, M=16))
     for step in features.values():
@@ -55,12 +57,46 @@ def test_the_cache_features_are_misses_per_access(lowered_workload):
     assert features["OP"]["dtlb_misses"] == pytest.approx(4 / 1536)
 
 
-def test_a_cache_feature_not_read_is_missing_to_the_models():
-    from dcaccel.costmodel.features import NUMERIC, feature_matrix
+def test_a_feature_not_read_is_missing_to_the_models():
+    from dcaccel.costmodel.features import NUMERIC, UNREAD, feature_matrix
 
     features = {"kind": "map", "op": "Conv", "implementation": "mv", **dict.fromkeys(NUMERIC, 1.0)}
-    unread = {**features, **dict.fromkeys(CACHE, -1.0)}
+    unread = {**features, **dict.fromkeys(UNREAD, -1.0)}
     matrix = feature_matrix([features, unread], {"kind": ["map"], "op": ["Conv"], "implementation": ["mv"]})
-    columns = [NUMERIC.index(name) for name in CACHE]
+    columns = [NUMERIC.index(name) for name in UNREAD]
     assert not np.isnan(matrix[0]).any()
     assert np.isnan(matrix[1, columns]).all() and not np.isnan(np.delete(matrix[1], columns)).any()
+
+
+def _one_map_features(inputs: dict, code: str) -> dict:
+    """The features of one map over i < 64 writing ``out[i]`` of a hand-built SDFG (``inp``, ``out``: 64 floats)."""
+    import dace
+
+    from dcaccel.costmodel.measure import step_places
+    from dcaccel.dag.scopes import read_program
+    from dcaccel.dag.task import TaskInfo
+
+    sdfg = dace.SDFG("window")
+    for name in ("inp", "out"):
+        sdfg.add_array(name, [64], dace.float32)
+    state = sdfg.add_state()
+    state.add_mapped_tasklet("m", {"i": "0:64"}, inputs, code, {"b": dace.Memlet("out[i]")}, external_edges=True)
+    entry = next(node for node in state.nodes() if isinstance(node, dace.nodes.MapEntry))
+    program = read_program(sdfg, {}, sources={entry.guid: TaskInfo().derive(guid=entry.guid)})
+    return next(features for _, features, _ in step_places(sdfg, program, {}) if features is not None)
+
+
+def test_an_index_modulo_a_size_is_read():
+    import dace
+
+    features = _one_map_features({"a": dace.Memlet("inp[i % 16]")}, "b = a")
+    # 128 accesses: inp's 16 elements in one line, out's 64 in four; one page each
+    assert (features["l1_misses"], features["dtlb_misses"]) == (5 / 128, 2 / 128)
+
+
+def test_a_dynamic_memlet_leaves_the_window_unread():
+    import dace
+
+    features = _one_map_features({"a": dace.Memlet("inp[0:64]", dynamic=True)}, "b = a[i]")
+    assert all(features[name] == -1.0 for name in CACHE)
+    assert features["inner_iterations"] == 64.0
