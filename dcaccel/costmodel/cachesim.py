@@ -14,9 +14,10 @@ parameters, and the elements a tasklet reads or writes around it); :func:`miss_r
 the level before it, and returns each level's misses per access.
 
 The levels are this machine's (AMD EPYC, Zen 4, read from sysfs: L1d 32 KiB 8-way, L2 1 MiB 8-way, 64-byte
-lines; the L1 DTLB, 72 entries, fully associative, and the L2 DTLB, 3,072 entries, from AMD's optimisation
-guide; 4 KiB pages, as transparent huge pages are given only on request here). The learned models are of this
-machine; on another, these are the numbers to change (and the rows to measure anew).
+lines; the L1 DTLB, 72 entries, fully associative, and the L2 DTLB, 3,072 entries (12-way here, an
+assumption), from AMD's optimisation guide; 4 KiB pages, as transparent huge pages are given only on request
+here). The learned models are of this machine; on another, these are the numbers to change (and the rows to
+measure anew).
 """
 
 from __future__ import annotations
