@@ -100,3 +100,31 @@ def test_a_dynamic_memlet_leaves_the_window_unread():
     features = _one_map_features({"a": dace.Memlet("inp[0:64]", dynamic=True)}, "b = a[i]")
     assert all(features[name] == -1.0 for name in CACHE)
     assert features["inner_iterations"] == 64.0
+
+
+@pytest.mark.parametrize(
+    ("source", "destination", "l1", "dtlb"),
+    [
+        # 4,096 floats each way, a line per 16; 4 pages of the source, 5 of the destination (it starts 1,088
+        # bytes into a page: cachesim.container_base)
+        ("0:64, 0:64", "0:64, 0:64", 1 / 16, 9 / 8192),
+        # a column: every element a line of its own, 256 bytes apart (16 KiB: 4 and 5 pages)
+        ("0:64, 0:1", "0:64, 0:1", 1.0, 9 / 128),
+        # every other row: the copy's elements are not its extent, so the window is not read
+        ("0:64:2, 0:64", "0:32, 0:64", -1.0, -1.0),
+    ],
+)
+def test_the_window_of_a_copy(source, destination, l1, dtlb):
+    import dace
+
+    from dcaccel.costmodel.measure import step_places
+    from dcaccel.dag.scopes import read_program
+
+    sdfg = dace.SDFG("copy")
+    for name in ("inp", "out"):
+        sdfg.add_array(name, [64, 64], dace.float32)
+    state = sdfg.add_state()
+    memlet = dace.Memlet(data="inp", subset=source, other_subset=destination)
+    state.add_nedge(state.add_read("inp"), state.add_write("out"), memlet)
+    (features,) = [f for _, f, _ in step_places(sdfg, read_program(sdfg, {}), {}) if f is not None]
+    assert (features["kind"], features["l1_misses"], features["dtlb_misses"]) == ("copy", l1, dtlb)
