@@ -2,10 +2,11 @@
 
 What a step costs per element depends on where its accesses hit: an im2col writing 576-element patches
 4,096 bytes apart puts every line into one set of the L1 cache and 32 of the L2, fewer lines than the patch,
-and misses the L2 on half its writes (10.3 ns an element); the same patches 9,216 bytes apart spread over
-128 sets of the L2 and hit (2.2 ns). A reduction that reads its partial sums a page apart misses the TLB
-once the pages outnumber its entries. Strides and footprints alone do not tell these apart; running the
-accesses through the caches does, in part (docs/costmodel.md, "The cache features", says what it misses).
+and misses the L1 and the L2 on every write, half its accesses (10.3 ns an element); the same patches 9,216
+bytes apart spread over 128 sets of the L2 and hit (2.2 ns). A reduction that reads its partial sums a page
+apart misses the TLB once the pages outnumber its entries. Strides and footprints alone do not tell these
+apart; running the accesses through the caches does, in part (docs/costmodel.md, "The cache features", says
+what it misses).
 
 :func:`access_window` lists the first :data:`WINDOW` accesses of a loop nest (:class:`Loop`, outermost
 first) whose body makes some accesses (:class:`Access`: an element offset that is a function of the loop

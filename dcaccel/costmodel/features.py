@@ -309,8 +309,8 @@ def _stride_features(strides: list[float | None]) -> dict[str, float]:
 
 
 def _cache_features(addresses: np.ndarray | None) -> dict[str, float]:
-    """The :data:`CACHE` features of a window of a step's accesses; -1 each when the window could not be
-    read (a range or an index that is not a function of the loops alone)."""
+    """The :data:`CACHE` features of a window of a step's accesses (:func:`_map_window`, :func:`_copy_window`);
+    -1 each when the window could not be read."""
     if addresses is None:
         return dict.fromkeys(CACHE, -1.0)
     rates = cachesim.miss_rates(addresses)
@@ -318,13 +318,16 @@ def _cache_features(addresses: np.ndarray | None) -> dict[str, float]:
 
 
 #: How :func:`sympy.lambdify` evaluates DaCe's integer functions on arrays (``CMod`` is C's ``%``: ``i % n`` in
-#: a memlet's index); any other function makes the window unread.
+#: a memlet's index).
 _INDEX_FUNCTIONS = {
     "__int_floor": np.floor_divide,
     "int_floor": np.floor_divide,
     "int_ceil": lambda a, b: -(-a // b),
     "CMod": np.fmod,
 }
+#: The operations of an index the window evaluates: SymPy's that numpy has, and :data:`_INDEX_FUNCTIONS`; an
+#: index with any other (a bitwise operation, a condition) leaves the window unread.
+_INDEX_OPERATIONS = frozenset({"Add", "Mul", "Pow", "Max", "Min", "Mod", "floor", "ceiling", "Abs", *_INDEX_FUNCTIONS})
 
 
 def _map_window(place: StepPlace) -> np.ndarray | None:
@@ -332,9 +335,10 @@ def _map_window(place: StepPlace) -> np.ndarray | None:
     ``place``: for each tasklet (in topological order, an equal share of the window each), its enclosing
     maps' loops (parameters in the order DaCe nests them) and its memlets (reads, then writes), each
     container at its own place (:func:`~dcaccel.costmodel.cachesim.container_base`); None when a loop's
-    range or an index is not a function of the enclosing parameters and the program's sizes that numpy can
-    evaluate, when a memlet is dynamic (it may touch any element of its subset, or none), and when the scope
-    holds no tasklet or a nested SDFG (whose accesses are not listed)."""
+    range is not a constant, when an index is not a function of the enclosing parameters and the program's
+    sizes that numpy can evaluate (:data:`_INDEX_OPERATIONS`), when a memlet is dynamic (it may touch any
+    element of its subset, or none) or has a dimension of no elements, when the scope holds no tasklet or a
+    nested SDFG (whose accesses are not listed), and when its loops run no iteration."""
     state = place.state
     scope_dict = state.scope_dict()
     scope = list(dace.sdfg.utils.dfs_topological_sort(state.scope_subgraph(place.scope)))
@@ -365,11 +369,9 @@ def _map_window(place: StepPlace) -> np.ndarray | None:
         accesses = [_window_access(memlet, params, bases[memlet.data], place) for memlet in memlets[tasklet]]
         if None in accesses:
             return None
-        try:
-            windows.append(cachesim.access_window(loops, accesses, cachesim.WINDOW // len(tasklets)))
-        except (NameError, TypeError, ValueError):  # an index function numpy has no counterpart of
-            return None
-    return np.concatenate(windows)
+        windows.append(cachesim.access_window(loops, accesses, cachesim.WINDOW // len(tasklets)))
+    window = np.concatenate(windows)
+    return window if len(window) else None  # a loop of no iterations: no access to read
 
 
 def _window_access(memlet: dace.Memlet, params: list[str], base: int, place: StepPlace) -> cachesim.Access | None:
@@ -379,7 +381,7 @@ def _window_access(memlet: dace.Memlet, params: list[str], base: int, place: Ste
     strides = [place.size(stride) for stride in desc.strides]
     sizes = [place.size(size) for size in memlet.subset.size()]
     steps = [place.size(step) for _, _, step in memlet.subset.ranges]
-    if None in strides or None in sizes or None in steps or memlet.dynamic:
+    if None in strides or None in sizes or None in steps or 0 in sizes or memlet.dynamic:
         return None
     pattern = np.zeros(1, dtype=np.int64)
     for size, step, stride in zip(sizes, steps, strides, strict=True):
@@ -393,7 +395,8 @@ def _window_access(memlet: dace.Memlet, params: list[str], base: int, place: Ste
     )
     first = first.subs({sym: place.symbols[str(sym)] for sym in first.free_symbols if str(sym) in place.symbols})
     by_name = {str(sym): sym for sym in first.free_symbols}
-    if set(by_name) - set(params):
+    operations = {type(node).__name__ for node in sympy.preorder_traversal(first) if not node.is_Atom}
+    if set(by_name) - set(params) or operations - _INDEX_OPERATIONS:
         return None
     arguments = [by_name.get(param, sympy.Symbol(param)) for param in params]
     offset = sympy.lambdify(arguments, first, modules=[_INDEX_FUNCTIONS, "numpy"])

@@ -128,3 +128,25 @@ def test_the_window_of_a_copy(source, destination, l1, dtlb):
     state.add_nedge(state.add_read("inp"), state.add_write("out"), memlet)
     (features,) = [f for _, f, _ in step_places(sdfg, read_program(sdfg, {}), {}) if f is not None]
     assert (features["kind"], features["l1_misses"], features["dtlb_misses"]) == ("copy", l1, dtlb)
+
+
+def test_an_empty_subset_leaves_the_window_unread():
+    import dace
+
+    features = _one_map_features({"a": dace.Memlet("inp[0:0]")}, "b = 0")
+    assert all(features[name] == -1.0 for name in CACHE)
+
+
+@pytest.mark.parametrize(("index", "read"), [("i & 15", False), ("(i // 4) % 8", True), ("Max(0, i - 3)", True)])
+def test_the_index_operations_the_window_evaluates(index, read):
+    import dace
+
+    from dcaccel.costmodel.features import StepPlace, _window_access
+
+    sdfg = dace.SDFG("index")
+    sdfg.add_array("inp", [64], dace.float32)
+    place = StepPlace(sdfg, sdfg.add_state(), None, {}, {})
+    access = _window_access(dace.Memlet(f"inp[{index}]"), ["i"], 0, place)
+    assert (access is not None) == read
+    if read:  # evaluated on an array of the loop's values, as the window does
+        assert len(access.offset(np.arange(8))) == 8
