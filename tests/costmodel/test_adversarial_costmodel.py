@@ -10,7 +10,7 @@ import pytest
 
 from dcaccel.costmodel.features import CATEGORICAL
 from dcaccel.costmodel.measure import Row
-from dcaccel.costmodel.models import MAX_WIDTH, AnalyticModel, BoostedModel, CostModel, SequenceModel
+from dcaccel.costmodel.models import MAX_WIDTH, AnalyticModel, BoostedModel, CostModel, MissCost, SequenceModel
 from dcaccel.errors import DcaccelError
 
 from .rows import row
@@ -32,6 +32,7 @@ BOOSTED = {
         }
     ],
     "floors": {"parallel": 0.0, "serial": 0.0},
+    "misses": MissCost().to_json(),
 }
 SEQUENCE = {
     "target": "per-unit",
@@ -40,6 +41,7 @@ SEQUENCE = {
     "width": 2,
     "state": {"head.bias": {"shape": [1], "values": [0.0]}, "shift": {"shape": [], "values": [0.5]}},
     "floors": {"parallel": 0.0, "serial": 0.0},
+    "misses": MissCost().to_json(),
 }
 
 

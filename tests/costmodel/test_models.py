@@ -5,13 +5,15 @@ import numpy as np
 import pytest
 
 from dcaccel.costmodel.data import SHIPPED_ROWS
-from dcaccel.costmodel.features import feature_matrix
+from dcaccel.costmodel.features import CACHE, feature_matrix
 from dcaccel.costmodel.measure import read_rows
 from dcaccel.costmodel.models import (
     VERSION,
     AnalyticModel,
     BoostedModel,
     CostModel,
+    Floors,
+    MissCost,
     SequenceModel,
     mean_loss,
     program_weights,
@@ -58,10 +60,11 @@ def test_analytic_copies_are_scaled_per_byte():
     assert model.predict([copy]).tolist() == pytest.approx([80.0])
 
 
-@pytest.mark.parametrize(("target", "extrapolates"), [("per-unit", True), ("time", False)])
+@pytest.mark.parametrize(("target", "extrapolates"), [("per-unit", True), ("over-misses", True), ("time", False)])
 def test_per_unit_target_extrapolates_in_work(target, extrapolates):
     """Steps of 3 ns per element of work, 10 to 80 elements: trees predict a constant past the largest
-    training value, so only the per-unit target predicts a step of 8,000 elements near 24,000 ns."""
+    training value, so only the targets per unit (and over the miss cost, per unit) predict a step of 8,000
+    elements near 24,000 ns."""
     rows = [row("f", "w", "a", f"t{i}", work, 3.0 * work) for i, work in enumerate(range(10, 81, 5))]
     large = row("f", "w", "a", "t", 8000, 24000.0)
     predicted = BoostedModel(target=target, floored=False, iterations=50).fit(rows).predict([large])[0]
@@ -145,15 +148,69 @@ def test_unknown_model_kind_refused(trained, small):
         (lambda data: data["boosted"]["trees"][0].update(feature=[99]), "malformed"),
         (lambda data: data["sequence"]["state"]["shift"].update(values=[1.0, 2.0]), "malformed"),
         (lambda data: data.pop("analytic"), "'analytic' missing"),
+        (lambda data: data["boosted"].pop("misses"), "'misses' missing"),
+        (lambda data: data["sequence"]["misses"]["per_miss"].update(l1_misses=math.inf), "price of a miss of l1"),
     ],
 )
 def test_bad_model_file_refused(trained, tmp_path, edit, message):
-    data = trained.to_json()
+    data = json.loads(json.dumps(trained.to_json()))  # a copy: the edits leave the shared model as it is
     edit(data)
     path = tmp_path / "bad.json"
     path.write_text(json.dumps(data))
     with pytest.raises(DcaccelError, match=message):
         CostModel.load(path)
+
+
+PRICES = {"l1_misses": 0.3, "l2_misses": 1.0, "dtlb_misses": 2.0, "stlb_misses": 5.0}
+
+
+def missing(work: float, rates: dict[str, float], copy: bool = False):
+    """A step of ``work`` units at ``rates`` misses per access, measured at 0.1 ns a unit (0.05 for a copy) plus
+    :data:`PRICES` per miss, 2 accesses a unit (its volumes in and out are its work)."""
+    ns = work * ((0.05 if copy else 0.1) + 2 * sum(PRICES[level] * rates[level] for level in CACHE))
+    step = row("f", "w", "a", f"t{len(rates)}", work, ns)
+    step.features.update(rates)
+    if copy:
+        step.features.update(kind="copy", bytes_out=work)
+    return step
+
+
+RATES = [dict(zip(CACHE, values, strict=True)) for values in np.random.default_rng(0).uniform(0, 0.5, (24, 4))]
+
+
+def test_miss_cost_fits_the_prices_of_a_miss():
+    rows = [missing(100.0, rates, copy=i % 3 == 0) for i, rates in enumerate(RATES)]
+    cost = MissCost.fit(rows, Floors())
+    assert (cost.map_ns, cost.copy_ns) == pytest.approx((0.1, 0.05))
+    assert cost.per_miss == pytest.approx(PRICES)
+    assert cost.rates == pytest.approx({level: np.mean([rates[level] for rates in RATES]) for level in CACHE})
+    np.testing.assert_allclose(cost.per_unit(rows), times(rows) / 100.0)
+
+
+def test_an_unread_rate_counts_the_training_mean():
+    cost = MissCost(0.1, 0.05, dict(PRICES), dict.fromkeys(CACHE, 0.25))
+    unread = missing(100.0, dict.fromkeys(CACHE, -1.0))
+    assert cost.per_unit([unread])[0] == pytest.approx(0.1 + 2 * 0.25 * sum(PRICES.values()))
+
+
+@pytest.mark.parametrize(("target", "extrapolates"), [("over-misses", True), ("per-unit", False)])
+def test_miss_cost_target_extrapolates_in_misses(target, extrapolates):
+    """Steps alike but for their misses (0 to 0.5 per access at each level), the time their prices make: a
+    step missing every access (3.5 times the largest training time) is predicted within 10% over the miss
+    cost, and at most the largest per-unit time the trees saw per unit."""
+    rows = [missing(100.0, rates) for rates in RATES]
+    every = missing(100.0, dict.fromkeys(CACHE, 1.0))
+    predicted = BoostedModel(target=target, floored=False, iterations=50).fit(rows).predict([every])[0]
+    assert (abs(predicted - times([every])[0]) / times([every])[0] < 0.1) == extrapolates
+
+
+def test_miss_cost_survives_its_file():
+    cost = MissCost.fit([missing(100.0, rates) for rates in RATES], Floors())
+    assert MissCost.from_json(json.loads(json.dumps(cost.to_json()))) == cost
+    data = cost.to_json()
+    data["per_miss"]["l2_misses"] = -1.0
+    with pytest.raises(DcaccelError, match="price or rate of the miss cost is below 0"):
+        MissCost.from_json(data)
 
 
 def test_program_weights_add_each_steps_share_of_its_program():
