@@ -1,10 +1,10 @@
 """``dcaccel costmodel train|eval``: the learned cost model of a step's time on this CPU (docs/costmodel.md).
 
 ``train ROWS --out MODEL.json`` fits the scaled analytic baseline and the two learned models (gradient-boosted
-trees on hand features, a GRU on IR tokens) on the rows of ``dcaccel measure`` and writes them as one JSON
-file. ``eval ROWS --model MODEL.json`` scores a model on rows; ``eval ROWS`` alone runs the held-out
-protocol (leave one workload family out per fold) and prints the fold table and the means. ROWS defaults to
-the shipped dataset.
+trees on hand features, a convolutional encoder of IR tokens) on the rows of ``dcaccel measure``, writes them
+as one JSON file and prints the boosted model's miss cost (its prices per unit and per miss). ``eval ROWS
+--model MODEL.json`` scores a model on rows; ``eval ROWS`` alone runs the held-out protocol (leave one
+workload family out per fold) and prints the fold table and the means. ROWS defaults to the shipped dataset.
 """
 
 import argparse
@@ -35,8 +35,15 @@ def register(subparsers) -> None:
 def run_train(args: argparse.Namespace) -> int:
     check_output("--out", args.out, (".json",))
     rows = read_rows(args.rows)
-    CostModel.train(rows).save(args.out)
-    sys.stdout.write(f"trained on {len(rows)} rows of {args.rows}: {args.out}\n")
+    model = CostModel.train(rows)
+    model.save(args.out)
+    misses = model.boosted.misses
+    prices = ", ".join(f"{level.removesuffix('_misses')} {price:.3f}" for level, price in misses.per_miss.items())
+    sys.stdout.write(
+        f"trained on {len(rows)} rows of {args.rows}: {args.out}\n"
+        f"miss cost (boosted model): {misses.map_ns:.3f} ns a unit of a map, {misses.copy_ns:.3f} of a copy; "
+        f"ns a miss: {prices}\n"
+    )
     return 0
 
 

@@ -24,6 +24,8 @@ def test_train_then_eval(rows_file, tmp_path, capsys):
     model = tmp_path / "model.json"
     assert main(["costmodel", "train", str(rows_file), "--out", str(model)]) == 0
     assert model.is_file()
+    trained = capsys.readouterr().out.splitlines()
+    assert trained[1].startswith("miss cost (boosted model): ") and "ns a miss: l1 " in trained[1]
     assert main(["costmodel", "eval", str(rows_file), "--model", str(model)]) == 0
     out = capsys.readouterr().out
     analytic = next(line for line in out.splitlines() if line.startswith("analytic"))
