@@ -4,13 +4,14 @@
   per cycle and port, docs/dag.md), scaled by one factor fitted on the training rows (the geometric mean
   of measured time over analytic time);
 * :class:`BoostedModel` — gradient-boosted trees on the hand features (:func:`feature_matrix`), target the
-  time per unit of work; trained by scikit-learn's ``HistGradientBoostingRegressor`` (one thread) and kept
-  as its trees (thresholds, leaf values), so that a model file is data evaluated by :meth:`predict`;
+  time per unit of work over the step's miss cost (:class:`MissCost`); trained by scikit-learn's
+  ``HistGradientBoostingRegressor`` (one thread) and kept as its trees (thresholds, leaf values), so that a
+  model file is data evaluated by :meth:`predict`;
 * :class:`SequenceModel` — a small convolutional encoder over the step's IR tokens (the seed paper's "IR
   as text": token embeddings, one convolution over neighbouring tokens, mean and max over the sequence),
   with the logarithm of the analytic work, into a two-layer head; target the logarithm of the time per
-  unit; PyTorch on the CPU, one thread, seconds to train on the shipped set. (A GRU took a second per
-  batch of 64 on this shared machine: minutes per fold.)
+  unit over the miss cost; PyTorch on the CPU, one thread, seconds to train on the shipped set. (A GRU
+  took a second per batch of 64 on this shared machine: minutes per fold.)
 
 Both learn the time above a step's floor (:class:`Floors`: the fixed cost of a step, which a step of a few
 elements takes whole) and are trained for the metric by default: their loss (:data:`LOSSES`) is the relative
@@ -191,7 +192,8 @@ class MissCost:
     a price per miss times the level's misses per access times the step's accesses per unit (its volumes in
     and out over its units). The prices are fitted on the training rows' time per unit above their floors by
     non-negative least squares of the relative error (each row weighted by 1 / its time per unit). A level a
-    step's window could not be read for (-1) counts the training rows' mean rate (``rates``).
+    step's window could not be read for (-1) counts the training rows' mean rate (``rates``). Fitted on rows of
+    one kind only (maps or copies), the other kind's constant is the present kind's.
 
     The learned models' default target (``over-misses``) is the time over it: they learn what the misses do
     not explain, and a step that misses more than any training step of its kind (OP's partial sums of a large
@@ -215,7 +217,11 @@ class MissCost:
         columns = cls(rates=rates)._columns(rows)
         per_unit = floors.above(rows) / units(rows)
         prices, _ = nnls(columns / per_unit[:, None], np.ones(len(rows)))
-        return cls(float(prices[0]), float(prices[1]), dict(zip(CACHE, map(float, prices[2:]), strict=True)), rates)
+        copies = _copies(rows)
+        map_ns, copy_ns = float(prices[0]), float(prices[1])
+        if copies.all() or not copies.any():  # a kind absent from the rows costs what the present one does
+            map_ns = copy_ns = copy_ns if copies.all() else map_ns
+        return cls(map_ns, copy_ns, dict(zip(CACHE, map(float, prices[2:]), strict=True)), rates)
 
     def _columns(self, rows: Sequence[Row]) -> np.ndarray:
         """Per row: 1 for a map, 1 for a copy, and each level's misses per unit (the prices' factors)."""
@@ -242,6 +248,8 @@ class MissCost:
         )
         if min(cost.map_ns, cost.copy_ns, *per_miss.values(), *rates.values()) < 0:
             raise DcaccelError("costmodel model: a price or rate of the miss cost is below 0")
+        if max(rates.values()) > 1:
+            raise DcaccelError("costmodel model: a mean rate of the miss cost is above 1 miss per access")
         return cost
 
 

@@ -2,6 +2,7 @@ import pytest
 
 from dcaccel.cli import main
 from dcaccel.costmodel.measure import write_rows
+from dcaccel.costmodel.models import CostModel
 
 from .rows import row
 
@@ -24,8 +25,12 @@ def test_train_then_eval(rows_file, tmp_path, capsys):
     model = tmp_path / "model.json"
     assert main(["costmodel", "train", str(rows_file), "--out", str(model)]) == 0
     assert model.is_file()
-    trained = capsys.readouterr().out.splitlines()
-    assert trained[1].startswith("miss cost (boosted model): ") and "ns a miss: l1 " in trained[1]
+    misses = CostModel.load(model).boosted.misses
+    prices = ", ".join(f"{level.removesuffix('_misses')} {price:.3f}" for level, price in misses.per_miss.items())
+    assert capsys.readouterr().out.splitlines()[1] == (
+        f"miss cost (boosted model): {misses.map_ns:.3f} ns a unit of a map, {misses.copy_ns:.3f} of a copy; "
+        f"ns a miss: {prices}"
+    )
     assert main(["costmodel", "eval", str(rows_file), "--model", str(model)]) == 0
     out = capsys.readouterr().out
     analytic = next(line for line in out.splitlines() if line.startswith("analytic"))

@@ -8,6 +8,7 @@ from dcaccel.costmodel.data import SHIPPED_ROWS
 from dcaccel.costmodel.features import CACHE, feature_matrix
 from dcaccel.costmodel.measure import read_rows
 from dcaccel.costmodel.models import (
+    LEAST_MISS_COST,
     VERSION,
     AnalyticModel,
     BoostedModel,
@@ -187,10 +188,32 @@ def test_miss_cost_fits_the_prices_of_a_miss():
     np.testing.assert_allclose(cost.per_unit(rows), times(rows) / 100.0)
 
 
+def test_miss_cost_fits_the_relative_error():
+    """Steps alike measured at 1 and 3 ns a unit, no misses: the relative error ((c - 1)/1)^2 + ((c - 3)/3)^2 is
+    least at c = (1 + 1/3) / (1 + 1/9) = 1.2 (the absolute error's least squares would give 2)."""
+    rows = [row("f", "w", "a", f"t{ns}", 100, ns) for ns in (100.0, 300.0)]
+    for step in rows:
+        step.features.update(dict.fromkeys(CACHE, 0.0))
+    assert MissCost.fit(rows, Floors()).map_ns == pytest.approx(1.2)
+
+
 def test_an_unread_rate_counts_the_training_mean():
+    rows = [missing(100.0, dict.fromkeys(CACHE, rate)) for rate in (0.1, 0.3, -1.0)]
+    assert MissCost.fit(rows, Floors()).rates == pytest.approx(dict.fromkeys(CACHE, 0.2))  # the -1 left out
     cost = MissCost(0.1, 0.05, dict(PRICES), dict.fromkeys(CACHE, 0.25))
     unread = missing(100.0, dict.fromkeys(CACHE, -1.0))
     assert cost.per_unit([unread])[0] == pytest.approx(0.1 + 2 * 0.25 * sum(PRICES.values()))
+
+
+def test_a_miss_cost_is_at_least_its_least():
+    assert MissCost().per_unit([missing(100.0, dict.fromkeys(CACHE, 0.0))])[0] == LEAST_MISS_COST
+
+
+@pytest.mark.parametrize("copies", [False, True])
+def test_a_kind_absent_from_training_costs_what_the_present_one_does(copies):
+    """Fitted on maps only (or copies only), the other kind's constant is the present kind's, not 0."""
+    cost = MissCost.fit([missing(100.0, rates, copy=copies) for rates in RATES], Floors())
+    assert cost.map_ns == cost.copy_ns == pytest.approx(0.05 if copies else 0.1)
 
 
 @pytest.mark.parametrize(("target", "extrapolates"), [("over-misses", True), ("per-unit", False)])
@@ -207,10 +230,15 @@ def test_miss_cost_target_extrapolates_in_misses(target, extrapolates):
 def test_miss_cost_survives_its_file():
     cost = MissCost.fit([missing(100.0, rates) for rates in RATES], Floors())
     assert MissCost.from_json(json.loads(json.dumps(cost.to_json()))) == cost
-    data = cost.to_json()
-    data["per_miss"]["l2_misses"] = -1.0
-    with pytest.raises(DcaccelError, match="price or rate of the miss cost is below 0"):
-        MissCost.from_json(data)
+    for group, value, message in [
+        ("per_miss", -1.0, "price or rate of the miss cost is below 0"),
+        ("rates", -0.5, "price or rate of the miss cost is below 0"),
+        ("rates", 1.5, "mean rate of the miss cost is above 1 miss per access"),
+    ]:
+        data = json.loads(json.dumps(cost.to_json()))
+        data[group]["l2_misses"] = value
+        with pytest.raises(DcaccelError, match=message):
+            MissCost.from_json(data)
 
 
 def test_program_weights_add_each_steps_share_of_its_program():
