@@ -1,5 +1,7 @@
 """Small rows of known times for the tests of the models and metrics (no measuring)."""
 
+import numpy as np
+
 from dcaccel.costmodel.features import CACHE
 from dcaccel.costmodel.measure import Provenance, Row, Timing
 
@@ -35,3 +37,22 @@ def row(family: str, program: str, assignment: str, step: str, work: float, ns: 
         provenance=PROVENANCE,
         analytic=work,
     )
+
+
+#: The prices (ns) of a miss of each level that :func:`missing` measures its steps at.
+PRICES = {"l1_misses": 0.3, "l2_misses": 1.0, "dtlb_misses": 2.0, "stlb_misses": 5.0}
+
+
+def missing(work: float, rates: dict[str, float], copy: bool = False):
+    """A step of ``work`` units at ``rates`` misses per access, measured at 0.1 ns a unit (0.05 for a copy) plus
+    :data:`PRICES` per miss, 2 accesses a unit (its volumes in and out are its work)."""
+    ns = work * ((0.05 if copy else 0.1) + 2 * sum(PRICES[level] * rates[level] for level in CACHE))
+    step = row("f", "w", "a", f"t{len(rates)}", work, ns)
+    step.features.update(rates)
+    if copy:
+        step.features.update(kind="copy", bytes_out=work)
+    return step
+
+
+#: 24 sets of miss rates, 0 to 0.5 per access at each level.
+RATES = [dict(zip(CACHE, values, strict=True)) for values in np.random.default_rng(0).uniform(0, 0.5, (24, 4))]

@@ -22,7 +22,7 @@ from dcaccel.costmodel.models import (
 )
 from dcaccel.errors import DcaccelError
 
-from .rows import row
+from .rows import PRICES, RATES, missing, row
 
 
 @pytest.fixture(scope="module")
@@ -162,23 +162,6 @@ def test_bad_model_file_refused(trained, tmp_path, edit, message):
         CostModel.load(path)
 
 
-PRICES = {"l1_misses": 0.3, "l2_misses": 1.0, "dtlb_misses": 2.0, "stlb_misses": 5.0}
-
-
-def missing(work: float, rates: dict[str, float], copy: bool = False):
-    """A step of ``work`` units at ``rates`` misses per access, measured at 0.1 ns a unit (0.05 for a copy) plus
-    :data:`PRICES` per miss, 2 accesses a unit (its volumes in and out are its work)."""
-    ns = work * ((0.05 if copy else 0.1) + 2 * sum(PRICES[level] * rates[level] for level in CACHE))
-    step = row("f", "w", "a", f"t{len(rates)}", work, ns)
-    step.features.update(rates)
-    if copy:
-        step.features.update(kind="copy", bytes_out=work)
-    return step
-
-
-RATES = [dict(zip(CACHE, values, strict=True)) for values in np.random.default_rng(0).uniform(0, 0.5, (24, 4))]
-
-
 def test_miss_cost_fits_the_prices_of_a_miss():
     rows = [missing(100.0, rates, copy=i % 3 == 0) for i, rates in enumerate(RATES)]
     cost = MissCost.fit(rows, Floors())
@@ -198,7 +181,8 @@ def test_miss_cost_fits_the_relative_error():
 
 
 def test_an_unread_rate_counts_the_training_mean():
-    rows = [missing(100.0, dict.fromkeys(CACHE, rate)) for rate in (0.1, 0.3, -1.0)]
+    rows = [missing(100.0, dict.fromkeys(CACHE, rate)) for rate in (0.1, 0.3, 0.0)]
+    rows[2].features.update(dict.fromkeys(CACHE, -1.0))  # measured, its window unread
     assert MissCost.fit(rows, Floors()).rates == pytest.approx(dict.fromkeys(CACHE, 0.2))  # the -1 left out
     cost = MissCost(0.1, 0.05, dict(PRICES), dict.fromkeys(CACHE, 0.25))
     unread = missing(100.0, dict.fromkeys(CACHE, -1.0))
