@@ -253,6 +253,18 @@ class MissCost:
         return cost
 
 
+def _fit_bases(rows: Sequence[Row], target: str, floored: bool) -> tuple[Floors, MissCost]:
+    """A learned model's floors (zero unless ``floored``) and its miss cost (zero unless its ``target`` is
+    ``over-misses``), fitted on its training ``rows``."""
+    floors = Floors.fit(rows) if floored else Floors()
+    return floors, MissCost.fit(rows, floors) if target == "over-misses" else MissCost()
+
+
+def _read_bases(data: dict) -> tuple[Floors, MissCost]:
+    """A learned model's floors and miss cost as its file holds them, checked."""
+    return Floors.from_json(data["floors"]), MissCost.from_json(data["misses"])
+
+
 def _loss(data: dict) -> str:
     loss = str(data["loss"])
     if loss not in LOSSES:
@@ -294,8 +306,8 @@ class AnalyticModel:
 class BoostedModel:
     """Gradient-boosted regression trees on the hand features, predicting a step's time above its floor
     (:class:`Floors`) over its miss cost (:class:`MissCost`), or per unit of work, or itself (``target``,
-    :data:`TARGETS`): its logarithm under the
-    ``squared`` and ``absolute`` losses, itself under ``relative`` (``loss``, :data:`LOSSES`)."""
+    :data:`TARGETS`): its logarithm under the ``squared`` and ``absolute`` losses, itself under ``relative``
+    (``loss``, :data:`LOSSES`)."""
 
     target: str = "over-misses"
     loss: str = BOOSTED_LOSS
@@ -322,8 +334,7 @@ class BoostedModel:
             min_samples_leaf=5,
             random_state=self.seed,
         )
-        self.floors = Floors.fit(rows) if self.floored else Floors()
-        self.misses = MissCost.fit(rows, self.floors) if self.target == "over-misses" else MissCost()
+        self.floors, self.misses = _fit_bases(rows, self.target, self.floored)
         measured, scale = times(rows), _scale(rows, self.target, self.misses)
         target = self.floors.above(rows) / scale
         with threadpool_limits(1, user_api="openmp"):  # a shared machine: OpenMP threads spin-wait for cores
@@ -376,8 +387,7 @@ class BoostedModel:
                 raise DcaccelError("costmodel model: a tree of the boosted model is malformed")
             trees.append(checked)
         baseline = _finite(data["baseline"], "boosted baseline")
-        floors, misses = Floors.from_json(data["floors"]), MissCost.from_json(data["misses"])
-        return cls(_target(data), _loss(data), categories, baseline, trees, floors, misses)
+        return cls(_target(data), _loss(data), categories, baseline, trees, *_read_bases(data))
 
 
 def _tree_json(nodes: np.ndarray) -> dict[str, list]:
@@ -479,8 +489,7 @@ class SequenceModel:
         self.vocabulary = sorted({token for row in rows for token in row.tokens})
         network = self._network()
         ids, lengths, work = self._inputs(rows)
-        self.floors = Floors.fit(rows) if self.floored else Floors()
-        self.misses = MissCost.fit(rows, self.floors) if self.target == "over-misses" else MissCost()
+        self.floors, self.misses = _fit_bases(rows, self.target, self.floored)
         target = torch.tensor(
             np.log(self.floors.above(rows) / _scale(rows, self.target, self.misses)), dtype=torch.float32
         )
@@ -553,8 +562,7 @@ class SequenceModel:
         if not 1 <= width <= MAX_WIDTH:
             raise DcaccelError(f"costmodel model: the sequence model's width is {width}, expected 1 to {MAX_WIDTH}")
         vocabulary = [str(t) for t in data["vocabulary"]]
-        floors, misses = Floors.from_json(data["floors"]), MissCost.from_json(data["misses"])
-        return cls(_target(data), _loss(data), vocabulary, state, floors, misses, width=width)
+        return cls(_target(data), _loss(data), vocabulary, state, *_read_bases(data), width=width)
 
 
 @dataclass
