@@ -38,7 +38,7 @@ from dcaccel.errors import DcaccelError
 
 #: The model file's format name and version (a file of another format or version is refused).
 FORMAT = "dcaccel-costmodel"
-VERSION = 6
+VERSION = 7
 #: The learned models a file holds, by name.
 KINDS = ("boosted", "sequence")
 #: Largest model file read.
@@ -187,24 +187,38 @@ LEAST_MISS_COST = 1e-3
 
 @dataclass
 class MissCost:
-    """What a step's time per unit (:func:`units`) is where its accesses hit, in nanoseconds: one constant for
-    maps and one for copies, plus, for each level of the cache model (:data:`~dcaccel.costmodel.features.CACHE`),
-    a price per miss times the level's misses per access times the step's accesses per unit (its volumes in
-    and out over its units). The prices are fitted on the training rows' time per unit above their floors by
-    non-negative least squares of the relative error (each row weighted by 1 / its time per unit). A level a
-    step's window could not be read for (-1) counts the training rows' mean rate (``rates``). Fitted on rows of
-    one kind only (maps or copies), the other kind's constant is the present kind's.
+    """What a step's time per unit (:func:`units`) is where its accesses hit, in nanoseconds: a constant for
+    each kind of step (:data:`CONSTANTS`: maps whose loop the compiler does not vectorise, maps whose loop it does,
+    by the feature ``vector_loop``, and copies), plus, for each level of the cache model
+    (:data:`~dcaccel.costmodel.features.CACHE`), a price per miss times the level's misses per access times the
+    step's accesses per unit (its volumes in and out over its units). The prices are fitted on the training
+    rows' time per unit above their floors by non-negative least squares of the relative error (each row
+    weighted by 1 / its time per unit). A level a step's window could not be read for (-1) counts the training
+    rows' mean rate (``rates``). A kind absent from the training rows takes the constant of the nearest kind
+    present (:data:`STAND_INS`).
 
     The learned models' default target (``over-misses``) is the time over it: they learn what the misses do
     not explain, and a step that misses more than any training step of its kind (OP's partial sums of a large
     convolution, read a page apart) is no longer put at the time per unit of the steps that hit. On the shipped
     set's folds it moved the boosted model's means from 0.266, 0.184, 0.845, 0.233, 0.832 (task MAPE, median
-    APE, τ, program MAPE, pair order) to 0.256, 0.177, 0.856, 0.186, 0.891 (docs/costmodel.md)."""
+    APE, τ, program MAPE, pair order) to 0.256, 0.177, 0.856, 0.186, 0.891, and the constant of vectorised maps
+    (with ``vector_loop`` among the trees' features) on to 0.242, 0.181, 0.856, 0.151, 0.814
+    (docs/costmodel.md)."""
 
     map_ns: float = 0.0
+    vector_ns: float = 0.0
     copy_ns: float = 0.0
     per_miss: dict[str, float] = field(default_factory=lambda: dict.fromkeys(CACHE, 0.0))  # ns per miss, by level
     rates: dict[str, float] = field(default_factory=lambda: dict.fromkeys(CACHE, 0.0))  # mean rates, by level
+
+    #: The constants, one per kind of step, each named by its field.
+    CONSTANTS = ("map_ns", "vector_ns", "copy_ns")
+    #: The kinds whose constant a kind absent from the training rows takes, the nearest first.
+    STAND_INS = {
+        "map_ns": ("vector_ns", "copy_ns"),
+        "vector_ns": ("map_ns", "copy_ns"),
+        "copy_ns": ("map_ns", "vector_ns"),
+    }
 
     @classmethod
     def fit(cls, rows: Sequence[Row], floors: Floors) -> MissCost:
@@ -217,36 +231,45 @@ class MissCost:
         columns = cls(rates=rates)._columns(rows)
         per_unit = floors.above(rows) / units(rows)
         prices, _ = nnls(columns / per_unit[:, None], np.ones(len(rows)))
-        copies = _copies(rows)
-        map_ns, copy_ns = float(prices[0]), float(prices[1])
-        if copies.all() or not copies.any():  # a kind absent from the rows costs what the present one does
-            map_ns = copy_ns = copy_ns if copies.all() else map_ns
-        return cls(map_ns, copy_ns, dict(zip(CACHE, map(float, prices[2:]), strict=True)), rates)
+        present = dict(zip(cls.CONSTANTS, columns[:, : len(cls.CONSTANTS)].any(axis=0), strict=True))
+        constants = dict(zip(cls.CONSTANTS, map(float, prices[: len(cls.CONSTANTS)]), strict=True))
+        for kind in (kind for kind in cls.CONSTANTS if not present[kind]):
+            constants[kind] = next((constants[other] for other in cls.STAND_INS[kind] if present[other]), 0.0)
+        per_miss = dict(zip(CACHE, map(float, prices[len(cls.CONSTANTS) :]), strict=True))
+        return cls(**constants, per_miss=per_miss, rates=rates)
 
     def _columns(self, rows: Sequence[Row]) -> np.ndarray:
-        """Per row: 1 for a map, 1 for a copy, and each level's misses per unit (the prices' factors)."""
+        """Per row: 1 in its kind's column (:data:`CONSTANTS`), and each level's misses per unit (the prices'
+        factors)."""
         copies = _copies(rows)
+        vector = np.array([float(row.features["vector_loop"]) > 0 for row in rows], dtype=bool) & ~copies
         volumes = np.array([float(row.features["volume_in"]) + float(row.features["volume_out"]) for row in rows])
         rates = np.array([[float(row.features[level]) for level in CACHE] for row in rows]).reshape(-1, len(CACHE))
         rates = np.where(rates < 0, np.array([self.rates[level] for level in CACHE]), rates)
-        return np.column_stack([~copies, copies, rates * (volumes / units(rows))[:, None]]).astype(np.float64)
+        kinds = [~copies & ~vector, vector, copies]
+        return np.column_stack([*kinds, rates * (volumes / units(rows))[:, None]]).astype(np.float64)
 
     def per_unit(self, rows: Sequence[Row]) -> np.ndarray:
         """The miss cost of each of ``rows`` per unit (ns, at least :data:`LEAST_MISS_COST`)."""
-        prices = np.array([self.map_ns, self.copy_ns, *(self.per_miss[level] for level in CACHE)])
+        prices = np.array(
+            [*(getattr(self, kind) for kind in self.CONSTANTS), *(self.per_miss[level] for level in CACHE)]
+        )
         return np.maximum(self._columns(rows) @ prices, LEAST_MISS_COST)
 
     def to_json(self) -> dict:
-        return {"map_ns": self.map_ns, "copy_ns": self.copy_ns, "per_miss": self.per_miss, "rates": self.rates}
+        return {
+            **{kind: getattr(self, kind) for kind in self.CONSTANTS},
+            "per_miss": self.per_miss,
+            "rates": self.rates,
+        }
 
     @classmethod
     def from_json(cls, data: dict) -> MissCost:
         per_miss = {level: _finite(data["per_miss"][level], f"price of a miss of {level}") for level in CACHE}
         rates = {level: _finite(data["rates"][level], f"mean rate of {level}") for level in CACHE}
-        cost = cls(
-            _finite(data["map_ns"], "map miss cost"), _finite(data["copy_ns"], "copy miss cost"), per_miss, rates
-        )
-        if min(cost.map_ns, cost.copy_ns, *per_miss.values(), *rates.values()) < 0:
+        constants = {kind: _finite(data[kind], f"miss cost {kind}") for kind in cls.CONSTANTS}
+        cost = cls(**constants, per_miss=per_miss, rates=rates)
+        if min(*constants.values(), *per_miss.values(), *rates.values()) < 0:
             raise DcaccelError("costmodel model: a price or rate of the miss cost is below 0")
         if max(rates.values()) > 1:
             raise DcaccelError("costmodel model: a mean rate of the miss cost is above 1 miss per access")

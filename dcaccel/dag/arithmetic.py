@@ -242,6 +242,37 @@ def tasklet_arithmetic(
     return count_statements(label, tree.body, connectors, wcr)
 
 
+@dataclass(frozen=True)
+class CodeShape:
+    """What a Python tasklet's code is made of, as a compiler meets it: the iterations of each of its
+    ``for ... in range(...)`` loops in the order they appear (integers, or SymPy expressions of the sizes; a
+    bound that is a loop variable of an enclosing loop is a symbol of its name too), and the names of the
+    functions it calls that compute (not ``range``, not a type cast)."""
+
+    trips: tuple[vol.Volume, ...]
+    calls: frozenset[str]
+
+
+def code_shape(label: str, code: str) -> CodeShape:
+    """The :class:`CodeShape` of the Python tasklet ``label`` (``code``); a tasklet whose code is not Python,
+    or that loops over anything but ``range(...)``, is refused as :func:`tasklet_arithmetic` refuses it."""
+    try:
+        tree = ast.parse(code)
+    except SyntaxError as err:
+        raise _Counter(label).fail(f"code that is not Python ({err.msg})") from None
+    counter = _Counter(label)
+    trips = tuple(counter.trips(node) for node in ast.walk(tree) if isinstance(node, ast.For))
+    names = {_called(node.func) for node in ast.walk(tree) if isinstance(node, ast.Call)}
+    return CodeShape(trips, frozenset(names - _CASTS - {"range"}))
+
+
+def _called(function: ast.expr) -> str:
+    """The name a call calls by: ``f`` of ``f(...)`` and of ``module.f(...)`` (empty for anything else)."""
+    if isinstance(function, ast.Name):
+        return function.id
+    return function.attr if isinstance(function, ast.Attribute) else ""
+
+
 def count_statements(
     label: str, statements: Sequence[ast.stmt], connectors: frozenset[str], wcr: tuple[tuple[str, str], ...]
 ) -> Arithmetic:

@@ -21,6 +21,7 @@ def row(family: str, program: str, assignment: str, step: str, work: float, ns: 
         **dict.fromkeys(("accumulate", "itemsize", "unit_stride", "tasklets", "stride_bytes", "stride_twos"), 1.0),
         "inner_iterations": work,
         "same_shape": 0.0,
+        "vector_loop": 0.0,
         **dict.fromkeys(CACHE, 1 / 16),
         "program_bytes": 2 * work,
     }
@@ -43,12 +44,18 @@ def row(family: str, program: str, assignment: str, step: str, work: float, ns: 
 PRICES = {"l1_misses": 0.3, "l2_misses": 1.0, "dtlb_misses": 2.0, "stlb_misses": 5.0}
 
 
-def missing(work: float, rates: dict[str, float], copy: bool = False):
-    """A step of ``work`` units at ``rates`` misses per access, measured at 0.1 ns a unit (0.05 for a copy) plus
-    :data:`PRICES` per miss, 2 accesses a unit (its volumes in and out are its work)."""
-    ns = work * ((0.05 if copy else 0.1) + 2 * sum(PRICES[level] * rates[level] for level in CACHE))
+#: The constant each kind of step is measured at by :func:`missing` (ns a unit).
+CONSTANTS = {"map_ns": 0.1, "vector_ns": 0.02, "copy_ns": 0.05}
+
+
+def missing(work: float, rates: dict[str, float], copy: bool = False, vector: bool = False):
+    """A step of ``work`` units at ``rates`` misses per access, measured at its kind's constant
+    (:data:`CONSTANTS`: a map, a map whose loop is vectorised, a copy) plus :data:`PRICES` per miss, 2 accesses
+    a unit (its volumes in and out are its work)."""
+    kind = "copy_ns" if copy else "vector_ns" if vector else "map_ns"
+    ns = work * (CONSTANTS[kind] + 2 * sum(PRICES[level] * rates[level] for level in CACHE))
     step = row("f", "w", "a", f"t{len(rates)}", work, ns)
-    step.features.update(rates)
+    step.features.update(rates, vector_loop=float(vector))
     if copy:
         step.features.update(kind="copy", bytes_out=work)
     return step

@@ -36,15 +36,17 @@ def test_train_then_eval(rows_file, tmp_path, capsys):
 def test_train_prints_the_miss_cost(tmp_path, capsys):
     """Steps measured at known prices per miss: the line gives the saved model's prices, in the levels' order."""
     rows_file, model = tmp_path / "rows.jsonl", tmp_path / "model.json"
-    write_rows([missing(100.0 * (i + 1), rates, copy=i % 3 == 0) for i, rates in enumerate(RATES)], rows_file)
+    steps = [missing(100.0 * (i + 1), rates, copy=i % 3 == 0, vector=i % 3 == 1) for i, rates in enumerate(RATES)]
+    write_rows(steps, rows_file)
     assert main(["costmodel", "train", str(rows_file), "--out", str(model)]) == 0
     line = capsys.readouterr().out.splitlines()[1]
     assert line.startswith("miss cost (boosted model): ")
     assert re.findall(r"\b(l1|l2|dtlb|stlb) ", line) == ["l1", "l2", "dtlb", "stlb"]
     misses = CostModel.load(model).boosted.misses
     printed = [float(number) for number in re.findall(r"\d+\.\d{3}", line)]
-    assert printed == pytest.approx([misses.map_ns, misses.copy_ns, *misses.per_miss.values()], abs=5e-4)
-    assert max(printed[2:]) > 0  # not a line of zeros
+    constants = [misses.map_ns, misses.vector_ns, misses.copy_ns]
+    assert printed == pytest.approx([*constants, *misses.per_miss.values()], abs=5e-4)
+    assert max(printed[3:]) > 0  # not a line of zeros
 
 
 def test_folds(rows_file, capsys):

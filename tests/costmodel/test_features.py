@@ -68,8 +68,9 @@ def test_a_feature_not_read_is_missing_to_the_models():
     assert np.isnan(matrix[1, columns]).all() and not np.isnan(np.delete(matrix[1], columns)).any()
 
 
-def _one_map_features(inputs: dict, code: str) -> dict:
-    """The features of one map over i < 64 writing ``out[i]`` of a hand-built SDFG (``inp``, ``out``: 64 floats)."""
+def _one_map_features(inputs: dict, code: str, iterations: int = 64, write: str = "out[i]") -> dict:
+    """The features of one map over i < ``iterations`` writing ``write`` (``out[i]``) of a hand-built SDFG
+    (``inp``, ``out``: 128 floats)."""
     import dace
 
     from dcaccel.costmodel.measure import step_places
@@ -78,12 +79,54 @@ def _one_map_features(inputs: dict, code: str) -> dict:
 
     sdfg = dace.SDFG("window")
     for name in ("inp", "out"):
-        sdfg.add_array(name, [64], dace.float32)
+        sdfg.add_array(name, [128], dace.float32)
     state = sdfg.add_state()
-    state.add_mapped_tasklet("m", {"i": "0:64"}, inputs, code, {"b": dace.Memlet("out[i]")}, external_edges=True)
+    state.add_mapped_tasklet(
+        "m", {"i": f"0:{iterations}"}, inputs, code, {"b": dace.Memlet(write)}, external_edges=True
+    )
     entry = next(node for node in state.nodes() if isinstance(node, dace.nodes.MapEntry))
     program = read_program(sdfg, {}, sources={entry.guid: TaskInfo().derive(guid=entry.guid)})
     return next(features for _, features, _ in step_places(sdfg, program, {}) if features is not None)
+
+
+@pytest.mark.parametrize(
+    ("read", "code", "iterations", "write", "vectorised"),
+    [
+        ("inp[i]", "b = a", 64, "out[i]", 1.0),
+        # a read of the same element for every iteration is one value for every lane
+        ("inp[3]", "b = a", 64, "out[i]", 1.0),
+        # a dot product of 16 is unrolled completely: the loop over i is the innermost
+        ("inp[0:16]", "b = 0\nfor t in range(16):\n    b = b + a[t]", 64, "out[i]", 1.0),
+        # of 17 it stays the innermost loop, a sum the compiler may not reorder; so do loops of 4 x 5
+        ("inp[0:17]", "b = 0\nfor t in range(17):\n    b = b + a[t]", 64, "out[i]", 0.0),
+        (
+            "inp[0:20]",
+            "b = 0\nfor s in range(4):\n    for t in range(5):\n        b = b + a[5 * s + t]",
+            64,
+            "out[i]",
+            0.0,
+        ),
+        (
+            "inp[0:16]",
+            "b = 0\nfor s in range(4):\n    for t in range(4):\n        b = b + a[4 * s + t]",
+            64,
+            "out[i]",
+            1.0,
+        ),
+        # a function the compiler calls one element at a time, and one it vectorises
+        ("inp[i]", "b = math.exp(a)", 64, "out[i]", 0.0),
+        ("inp[i]", "b = max(a, 0.0)", 64, "out[i]", 1.0),
+        # a read two elements apart per iteration, a write that does not move, too few iterations to fill a vector
+        ("inp[2 * i]", "b = a", 64, "out[i]", 0.0),
+        ("inp[i]", "b = a", 64, "out[0]", 0.0),
+        ("inp[i]", "b = a", 3, "out[i]", 0.0),
+    ],
+)
+def test_the_vector_loop(read, code, iterations, write, vectorised):
+    import dace
+
+    features = _one_map_features({"a": dace.Memlet(read)}, code, iterations, write)
+    assert features["vector_loop"] == vectorised
 
 
 def test_an_index_modulo_a_size_is_read():

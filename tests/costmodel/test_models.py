@@ -22,7 +22,7 @@ from dcaccel.costmodel.models import (
 )
 from dcaccel.errors import DcaccelError
 
-from .rows import PRICES, RATES, missing, row
+from .rows import CONSTANTS, PRICES, RATES, missing, row
 
 
 @pytest.fixture(scope="module")
@@ -163,9 +163,9 @@ def test_bad_model_file_refused(trained, tmp_path, edit, message):
 
 
 def test_miss_cost_fits_the_prices_of_a_miss():
-    rows = [missing(100.0, rates, copy=i % 3 == 0) for i, rates in enumerate(RATES)]
+    rows = [missing(100.0, rates, copy=i % 3 == 0, vector=i % 3 == 1) for i, rates in enumerate(RATES)]
     cost = MissCost.fit(rows, Floors())
-    assert (cost.map_ns, cost.copy_ns) == pytest.approx((0.1, 0.05))
+    assert {kind: getattr(cost, kind) for kind in MissCost.CONSTANTS} == pytest.approx(CONSTANTS)
     assert cost.per_miss == pytest.approx(PRICES)
     assert cost.rates == pytest.approx({level: np.mean([rates[level] for rates in RATES]) for level in CACHE})
     np.testing.assert_allclose(cost.per_unit(rows), times(rows) / 100.0)
@@ -184,7 +184,7 @@ def test_an_unread_rate_counts_the_training_mean():
     rows = [missing(100.0, dict.fromkeys(CACHE, rate)) for rate in (0.1, 0.3, 0.0)]
     rows[2].features.update(dict.fromkeys(CACHE, -1.0))  # measured, its window unread
     assert MissCost.fit(rows, Floors()).rates == pytest.approx(dict.fromkeys(CACHE, 0.2))  # the -1 left out
-    cost = MissCost(0.1, 0.05, dict(PRICES), dict.fromkeys(CACHE, 0.25))
+    cost = MissCost(map_ns=0.1, per_miss=dict(PRICES), rates=dict.fromkeys(CACHE, 0.25))
     unread = missing(100.0, dict.fromkeys(CACHE, -1.0))
     assert cost.per_unit([unread])[0] == pytest.approx(0.1 + 2 * 0.25 * sum(PRICES.values()))
 
@@ -193,11 +193,28 @@ def test_a_miss_cost_is_at_least_its_least():
     assert MissCost().per_unit([missing(100.0, dict.fromkeys(CACHE, 0.0))])[0] == LEAST_MISS_COST
 
 
-@pytest.mark.parametrize("copies", [False, True])
-def test_a_kind_absent_from_training_costs_what_the_present_one_does(copies):
-    """Fitted on maps only (or copies only), the other kind's constant is the present kind's, not 0."""
-    cost = MissCost.fit([missing(100.0, rates, copy=copies) for rates in RATES], Floors())
-    assert cost.map_ns == cost.copy_ns == pytest.approx(0.05 if copies else 0.1)
+@pytest.mark.parametrize(
+    ("kinds", "expected"),
+    [
+        # one kind only: the others take its constant, not 0
+        ({"map_ns"}, {"map_ns": 0.1, "vector_ns": 0.1, "copy_ns": 0.1}),
+        ({"copy_ns"}, {"map_ns": 0.05, "vector_ns": 0.05, "copy_ns": 0.05}),
+        ({"vector_ns"}, {"map_ns": 0.02, "vector_ns": 0.02, "copy_ns": 0.02}),
+        # no vectorised maps: they cost what the other maps do, not what copies do
+        ({"map_ns", "copy_ns"}, {"map_ns": 0.1, "vector_ns": 0.1, "copy_ns": 0.05}),
+        # no copies: they take the maps' constant
+        ({"map_ns", "vector_ns"}, {"map_ns": 0.1, "vector_ns": 0.02, "copy_ns": 0.1}),
+    ],
+)
+def test_a_kind_absent_from_training_costs_what_the_nearest_present_one_does(kinds, expected):
+    order = sorted(kinds)
+    rows = [
+        missing(100.0, rates, copy=kind == "copy_ns", vector=kind == "vector_ns")
+        for i, rates in enumerate(RATES)
+        for kind in [order[i % len(order)]]
+    ]
+    cost = MissCost.fit(rows, Floors())
+    assert {kind: getattr(cost, kind) for kind in MissCost.CONSTANTS} == pytest.approx(expected)
 
 
 @pytest.mark.parametrize(("target", "extrapolates"), [("over-misses", True), ("per-unit", False)])
@@ -215,12 +232,16 @@ def test_miss_cost_survives_its_file():
     cost = MissCost.fit([missing(100.0, rates) for rates in RATES], Floors())
     assert MissCost.from_json(json.loads(json.dumps(cost.to_json()))) == cost
     for group, value, message in [
+        ("vector_ns", -1.0, "price or rate of the miss cost is below 0"),
         ("per_miss", -1.0, "price or rate of the miss cost is below 0"),
         ("rates", -0.5, "price or rate of the miss cost is below 0"),
         ("rates", 1.5, "mean rate of the miss cost is above 1 miss per access"),
     ]:
         data = json.loads(json.dumps(cost.to_json()))
-        data[group]["l2_misses"] = value
+        if group in MissCost.CONSTANTS:
+            data[group] = value
+        else:
+            data[group]["l2_misses"] = value
         with pytest.raises(DcaccelError, match=message):
             MissCost.from_json(data)
 

@@ -24,6 +24,7 @@ import sympy
 
 from dcaccel.dag.arithmetic import (
     Arithmetic,
+    code_shape,
     count_statements,
     opaque_arithmetic,
     task_arithmetic,
@@ -82,6 +83,25 @@ def test_a_loop_bound_that_is_a_size_stays_symbolic():
 
 
 @pytest.mark.parametrize(
+    ("code", "trips", "calls"),
+    [
+        ("c = a * b", (), set()),
+        # a dot product of 16, its sum started from a cast
+        ("s = dace.float32(0)\nfor t in range(16):\n    s = s + a[t] * b[t]\nc = s", (16,), set()),
+        # nested loops outermost first, bounds that are a size (N = 10) and the enclosing loop's variable (i = 3)
+        ("for i in range(2, N):\n    for j in range(i):\n        c = c + a", (8, 3), set()),
+        # the functions that compute, by name, with or without their module
+        ("c = math.exp(a) + max(a, b) + float(b)", (), {"exp", "max"}),
+    ],
+)
+def test_the_shape_of_a_tasklets_code(code, trips, calls):
+    shape = code_shape("t", code)
+    values = {sympy.Symbol("N"): 10, sympy.Symbol("i"): 3}
+    assert tuple(int(sympy.sympify(trip).subs(values)) for trip in shape.trips) == trips
+    assert shape.calls == calls
+
+
+@pytest.mark.parametrize(
     ("code", "message"),
     [
         ("while x:\n    x = x - 1", "'While' statement"),
@@ -93,6 +113,9 @@ def test_a_loop_bound_that_is_a_size_stays_symbolic():
 def test_what_cannot_be_counted_is_refused_naming_the_tasklet(code, message):
     with pytest.raises(DcaccelError, match=f"^extract: tasklet 'odd': .*{message}"):
         tasklet_arithmetic("odd", code, frozenset("abcx"))
+    if "matrix product" not in message and "While" not in message:  # code_shape reads loops, not statements
+        with pytest.raises(DcaccelError, match=f"^extract: tasklet 'odd': .*{message}"):
+            code_shape("odd", code)
 
 
 #: The direct convolution's C++ tasklet (dcaccel.expansions.conv) for a 5×5 filter with padding 2.
