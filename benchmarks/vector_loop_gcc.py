@@ -33,6 +33,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parent))
 from costmodel_folds import _key, catalogue  # noqa: E402
 
 from dcaccel.costmodel.measure import read_rows, read_steps, step_places  # noqa: E402
+from dcaccel.costmodel.models import times, units  # noqa: E402
 from dcaccel.dag.scopes import TaskScope  # noqa: E402
 from dcaccel.transforms.lower import lower  # noqa: E402
 
@@ -77,6 +78,7 @@ def _vectorised_lines(code: str) -> set[int]:
     with tempfile.TemporaryDirectory() as folder:
         source = Path(folder) / "program.cpp"
         source.write_text(code)
+        # the standard and -O3 are what DaCe's CMake build adds to its flags (a Release build)
         command = ["g++", "-std=c++20", "-O3", "-fopenmp", *flags, f"-I{include}", "-c", str(source)]
         report = subprocess.run(
             [*command, "-o", str(Path(folder) / "program.o"), "-fopt-info-vec-optimized"],
@@ -113,15 +115,13 @@ def gcc_verdicts(lowered, symbols) -> list[tuple[str, bool | None]]:
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--families", nargs="+", help="these families of the catalogue only")
-    parser.add_argument(
-        "--rows", default="dcaccel/costmodel/data/rows.jsonl", help="measured rows (the feature, times)"
-    )
+    parser.add_argument("--rows", default=ROWS, help="measured rows (their feature and times)")
     args = parser.parse_args()
     measured = {}
     for row in read_rows(args.rows):
         if row.features["kind"] == "map":
             measured.setdefault(_key(row.family, row.program, row.sizes, row.assignment), []).append(row)
-    cells: dict[tuple[int, str], list[float]] = {}
+    judged, unmeasured = [], 0
     for family, build, assignments in catalogue():
         if args.families and family not in args.families:
             continue
@@ -129,24 +129,28 @@ def main() -> None:
         symbols = workload.bind_symbols(workload.random_inputs(0))
         for choices in tqdm(assignments, desc=f"{family} {workload.name}", file=sys.stderr):
             lowered = lower(workload, choices)
-            rows = measured.get(_key(family, workload.name, symbols, lowered.implementations), [])
             by_label: dict[str, list] = {}
-            for row in rows:
+            for row in measured.get(_key(family, workload.name, symbols, lowered.implementations), []):
                 by_label.setdefault(row.label, []).append(row)
             seen: Counter = Counter()
             for label, verdict in gcc_verdicts(lowered, symbols):
                 matches = by_label.get(label, [])
                 if seen[label] < len(matches):
-                    row = matches[seen[label]]
-                    cell = (int(row.features["vector_loop"]), {None: "unplaced", True: "yes", False: "no"}[verdict])
-                    cells.setdefault(cell, []).append(row.timing.median_ns / max(float(row.features["work"]), 1.0))
+                    judged.append((matches[seen[label]], {None: "unplaced", True: "yes", False: "no"}[verdict]))
+                else:
+                    unmeasured += 1
                 seen[label] += 1
+    per_unit = times([row for row, _ in judged]) / units([row for row, _ in judged])
+    cells: dict[tuple[int, str], list[float]] = {}
+    for (row, verdict), time in zip(judged, per_unit, strict=True):
+        cells.setdefault((int(row.features["vector_loop"]), verdict), []).append(float(time))
     table = pd.DataFrame(
         [
-            asdict(Agreement(rule, gcc, len(times), float(np.median(times))))
-            for (rule, gcc), times in sorted(cells.items())
+            asdict(Agreement(rule, gcc, len(values), float(np.median(values))))
+            for (rule, gcc), values in sorted(cells.items())
         ]
     )
+    print(f"{len(judged)} map steps judged; {unmeasured} without a measured row, left out")
     print(table.to_string(index=False, float_format="%.3f"))
 
 

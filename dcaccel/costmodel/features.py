@@ -8,7 +8,8 @@ scope in the SDFG (iterations of the outermost map, nesting depth, element types
 accesses run along the innermost loop, i.e. at unit stride, and that loop's iterations, the largest stride
 in bytes and the power of two in it, whether a copy's two containers have one shape), from where a window of
 its accesses misses in this machine's caches and TLBs (:data:`CACHE`, :mod:`~dcaccel.costmodel.cachesim`)
-and from its place in the program (how many bytes the whole program moves: :data:`CONTEXT`).
+and from its place in the program (how many bytes the whole program moves: :data:`CONTEXT`), and whether
+the compiler vectorises the loop around its tasklets (``vector_loop``, :func:`_vector_loop`).
 All are numbers (:data:`NUMERIC`)
 except the op and the implementation (:data:`CATEGORICAL`); the models also read ratios of them
 (:data:`DERIVED`).
@@ -101,9 +102,10 @@ DERIVED = (
 PEELED = 16
 #: The fewest iterations of an innermost map loop counted as vectorised (fewer fill no vector of floats).
 LEAST_LANES = 4
-#: The functions a tasklet may call in a loop the compiler vectorises (without ``-ffast-math`` it calls
-#: ``expf`` or ``erff`` one element at a time).
-LANE_CALLS = frozenset({"min", "max", "abs"})
+#: The functions a tasklet may call in a loop the compiler vectorises: these have vector instructions
+#: (``sqrt`` under DaCe's ``-fno-math-errno``); without ``-ffast-math`` it calls ``expf`` or ``erff`` one element
+#: at a time.
+LANE_CALLS = frozenset({"min", "max", "abs", "fabs", "fmin", "fmax", "sqrt"})
 #: Longest token sequence kept of a scope (the rest is cut).
 MAX_TOKENS = 256
 
@@ -247,13 +249,11 @@ def _scope_shape(place: StepPlace) -> tuple[int, int, int, int, list[float | Non
         tasklets += 1
         innermost, iterations = _innermost_loop(enclosing, place)
         trips.append(iterations)
-        for edge in (*state.in_edges(node), *state.out_edges(node)):
-            if edge.data.is_empty() or edge.data.subset is None:
-                continue
+        for memlet in _accessing((*state.in_edges(node), *state.out_edges(node))):
             accesses += 1
-            last = edge.data.subset.ranges[-1][0]
+            last = memlet.subset.ranges[-1][0]
             unit += innermost is not None and innermost in {str(s) for s in dace.symbolic.symlist(last)}
-            strides.append(_access_stride(edge.data, innermost, place))
+            strides.append(_access_stride(memlet, innermost, place))
     return depth, tasklets, unit, accesses, strides, -1.0 if None in trips else max(trips)
 
 
@@ -272,32 +272,56 @@ def _innermost_loop(enclosing: list[dnodes.MapEntry], place: StepPlace) -> tuple
 
 def _vector_loop(place: StepPlace) -> float:
     """1.0 when the compiler vectorises the loop around every tasklet of the place's scope, by gcc's rules as
-    this rule reads them, else 0.0. The loops in a tasklet's code (a dot product's) of at most :data:`PEELED`
-    iterations together are unrolled completely; longer ones stay the innermost loops, and a sum the compiler
-    may not reorder is not vectorised. Past them, the innermost map loop (:func:`_innermost_loop`) is
-    vectorised when it runs at least :data:`LEAST_LANES` iterations, the tasklet calls no function but
-    :data:`LANE_CALLS`, and per iteration every read moves by at most one element (0: the same element for
-    every lane) and every write by exactly one. A C++ tasklet (a direct convolution's) is not read: 0.0. An
-    LMV of 16-element dot products over rows of 256 runs at 0.017 ns a unit on this machine; of 27-element
-    ones over rows of 1,024, 1.07 (docs/costmodel.md, "The vector loop")."""
+    this rule reads them, else 0.0. The loops in a tasklet's code (a dot product's) are unrolled completely
+    when their bodies run at most :data:`PEELED` times together; otherwise they stay the innermost loops,
+    and a sum the compiler may not reorder is not vectorised. Past them, the innermost map loop
+    (:func:`_innermost_loop`; one whose range moves with an enclosing parameter counts as long enough) is
+    vectorised when it runs at least :data:`LEAST_LANES` iterations, the tasklet has no ``if`` statement (a
+    branch the compiler would have to turn into a select) and calls no function but :data:`LANE_CALLS`, and
+    per iteration every read moves by at most one element, forwards or backwards (0: the same element for
+    every lane), and every write by exactly one; a memlet's first element stands for the tasklet's access
+    (its own subscripts are not read). A scope with a nested SDFG, or a tasklet not in Python, is not read:
+    0.0 (a direct convolution's C++ tasklet indexes its whole input by subscripts of its own, which no memlet
+    shows; gcc unrolled the 16 and 9 iterations of convs' 1x1 and depthwise 3x3 ones and vectorised neither).
+    An LMV of 16-element dot products over rows of 256
+    runs at 0.017 ns a unit on this machine; of 27-element ones over rows of 1,024, 1.07
+    (docs/costmodel.md, "The vector loop")."""
     state = place.state
     scope_dict = state.scope_dict()
-    tasklets = [node for node in state.scope_subgraph(place.scope).nodes() if isinstance(node, dnodes.Tasklet)]
+    scope = state.scope_subgraph(place.scope).nodes()
+    tasklets = [node for node in scope if isinstance(node, dnodes.Tasklet)]
+    if not tasklets or any(isinstance(node, dnodes.NestedSDFG) for node in scope):
+        return 0.0
     for tasklet in tasklets:
         if tasklet.code.language != dace.dtypes.Language.Python:
             return 0.0
         shape = code_shape(tasklet.label, tasklet.code.as_string)
-        trips = [place.size(trip) for trip in shape.trips]
-        if None in trips or math.prod(trips) > PEELED or not shape.calls <= LANE_CALLS:
+        unrolled = place.size(shape.iterations)
+        if unrolled is None or unrolled > PEELED or shape.branches or not shape.calls <= LANE_CALLS:
             return 0.0
-        innermost, iterations = _innermost_loop(_enclosing_maps(scope_dict, tasklet), place)
+        enclosing = _enclosing_maps(scope_dict, tasklet)
+        innermost, iterations = _innermost_loop(enclosing, place)
         if innermost is None or (iterations is not None and iterations < LEAST_LANES):
             return 0.0
+        step = _step(enclosing, innermost, place)
         for edges, allowed in ((state.in_edges(tasklet), {0.0, 1.0}), (state.out_edges(tasklet), {1.0})):
-            memlets = [edge.data for edge in edges if not edge.data.is_empty() and edge.data.subset is not None]
-            if any(_moves(memlet, innermost, place) not in allowed for memlet in memlets):
-                return 0.0
-    return float(bool(tasklets))
+            for memlet in _accessing(edges):
+                moves = _moves(memlet, innermost, place)
+                if moves is None or step is None or abs(moves * step) not in allowed:
+                    return 0.0
+    return 1.0
+
+
+def _step(enclosing: list[dnodes.MapEntry], param: str, place: StepPlace) -> float | None:
+    """The step of the map parameter ``param`` among the maps ``enclosing`` a tasklet (None when not a
+    constant)."""
+    entry = next(entry for entry in enclosing if param in entry.map.params)
+    return place.size(entry.map.range.ranges[entry.map.params.index(param)][2])
+
+
+def _accessing(edges) -> list[dace.Memlet]:
+    """The memlets of ``edges`` that access data (not empty, with a subset)."""
+    return [edge.data for edge in edges if not edge.data.is_empty() and edge.data.subset is not None]
 
 
 def _shape(data: str, place: StepPlace) -> tuple[float | None, ...]:
@@ -394,14 +418,7 @@ def _map_window(place: StepPlace) -> np.ndarray | None:
     tasklets = [node for node in scope if isinstance(node, dnodes.Tasklet)]
     if not tasklets or any(isinstance(node, dnodes.NestedSDFG) for node in scope):
         return None
-    memlets = {
-        tasklet: [
-            edge.data
-            for edge in (*state.in_edges(tasklet), *state.out_edges(tasklet))
-            if not edge.data.is_empty() and edge.data.subset is not None
-        ]
-        for tasklet in tasklets
-    }
+    memlets = {tasklet: _accessing((*state.in_edges(tasklet), *state.out_edges(tasklet))) for tasklet in tasklets}
     names = sorted({memlet.data for accessed in memlets.values() for memlet in accessed})
     bases = {name: cachesim.container_base(index) for index, name in enumerate(names)}
     windows = []

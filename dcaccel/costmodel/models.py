@@ -26,9 +26,11 @@ from __future__ import annotations
 import json
 import math
 import os
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
+from types import MappingProxyType
+from typing import ClassVar
 
 import numpy as np
 
@@ -202,7 +204,7 @@ class MissCost:
     convolution, read a page apart) is no longer put at the time per unit of the steps that hit. On the shipped
     set's folds it moved the boosted model's means from 0.266, 0.184, 0.845, 0.233, 0.832 (task MAPE, median
     APE, τ, program MAPE, pair order) to 0.256, 0.177, 0.856, 0.186, 0.891, and the constant of vectorised maps
-    (with ``vector_loop`` among the trees' features) on to 0.242, 0.181, 0.856, 0.151, 0.814
+    (with ``vector_loop`` among the trees' features) on to 0.242, 0.179, 0.858, 0.155, 0.786
     (docs/costmodel.md)."""
 
     map_ns: float = 0.0
@@ -212,13 +214,11 @@ class MissCost:
     rates: dict[str, float] = field(default_factory=lambda: dict.fromkeys(CACHE, 0.0))  # mean rates, by level
 
     #: The constants, one per kind of step, each named by its field.
-    CONSTANTS = ("map_ns", "vector_ns", "copy_ns")
+    CONSTANTS: ClassVar[tuple[str, ...]] = ("map_ns", "vector_ns", "copy_ns")
     #: The kinds whose constant a kind absent from the training rows takes, the nearest first.
-    STAND_INS = {
-        "map_ns": ("vector_ns", "copy_ns"),
-        "vector_ns": ("map_ns", "copy_ns"),
-        "copy_ns": ("map_ns", "vector_ns"),
-    }
+    STAND_INS: ClassVar[Mapping[str, tuple[str, ...]]] = MappingProxyType(
+        {"map_ns": ("vector_ns", "copy_ns"), "vector_ns": ("map_ns", "copy_ns"), "copy_ns": ("map_ns", "vector_ns")}
+    )
 
     @classmethod
     def fit(cls, rows: Sequence[Row], floors: Floors) -> MissCost:

@@ -183,7 +183,7 @@ class _Counter:
         raise self.fail(f"a '{type(node).__name__}' expression")
 
     def call(self, node: ast.Call) -> _Value:
-        name = node.func.attr if isinstance(node.func, ast.Attribute) else getattr(node.func, "id", None)
+        name = _call_name(node)
         if name is None or node.keywords:
             raise self.fail("a call of an unnamed function or with keywords")
         arguments = [self.expr(argument) for argument in node.args]
@@ -244,33 +244,46 @@ def tasklet_arithmetic(
 
 @dataclass(frozen=True)
 class CodeShape:
-    """What a Python tasklet's code is made of, as a compiler meets it: the iterations of each of its
-    ``for ... in range(...)`` loops in the order they appear (integers, or SymPy expressions of the sizes; a
-    bound that is a loop variable of an enclosing loop is a symbol of its name too), and the names of the
-    functions it calls that compute (not ``range``, not a type cast)."""
+    """What a tasklet's code is made of, as a compiler meets it: ``iterations``, how many times the bodies of
+    its loops run with every loop unrolled (nested loops multiply, loops one after another add; 0 for code
+    without a loop; an integer, or a SymPy expression of the sizes, in which a bound that is a loop variable
+    of an enclosing loop is a symbol of its name), ``calls``, the names of the functions it calls that
+    compute (not ``range``, not a type cast), and ``branches``, whether it has an ``if`` statement (a
+    conditional expression ``a if c else b`` is none)."""
 
-    trips: tuple[vol.Volume, ...]
+    iterations: vol.Volume
     calls: frozenset[str]
+    branches: bool = False
 
 
+@lru_cache(maxsize=4096)
 def code_shape(label: str, code: str) -> CodeShape:
-    """The :class:`CodeShape` of the Python tasklet ``label`` (``code``); a tasklet whose code is not Python,
-    or that loops over anything but ``range(...)``, is refused as :func:`tasklet_arithmetic` refuses it."""
+    """The :class:`CodeShape` of the Python tasklet ``label`` (``code``); code that is not Python, or a loop
+    over anything but ``range(...)``, is refused as :func:`tasklet_arithmetic` refuses it. Cached by content."""
     try:
         tree = ast.parse(code)
     except SyntaxError as err:
         raise _Counter(label).fail(f"code that is not Python ({err.msg})") from None
-    counter = _Counter(label)
-    trips = tuple(counter.trips(node) for node in ast.walk(tree) if isinstance(node, ast.For))
-    names = {_called(node.func) for node in ast.walk(tree) if isinstance(node, ast.Call)}
-    return CodeShape(trips, frozenset(names - _CASTS - {"range"}))
+    nodes = list(ast.walk(tree))
+    calls = {_call_name(node) for node in nodes if isinstance(node, ast.Call)}
+    branches = any(isinstance(node, ast.If) for node in nodes)
+    return CodeShape(_unrolled(tree.body, _Counter(label)), frozenset(calls - _CASTS - {"range", None}), branches)
 
 
-def _called(function: ast.expr) -> str:
-    """The name a call calls by: ``f`` of ``f(...)`` and of ``module.f(...)`` (empty for anything else)."""
-    if isinstance(function, ast.Name):
-        return function.id
-    return function.attr if isinstance(function, ast.Attribute) else ""
+def _unrolled(statements: Sequence[ast.stmt], counter: _Counter) -> vol.Volume:
+    """How many times the bodies of the loops among ``statements`` run, every loop unrolled."""
+    total: vol.Volume = 0
+    for node in statements:
+        if isinstance(node, ast.For):
+            total = total + counter.trips(node) * vol.maximum(1, _unrolled(node.body, counter))
+        elif isinstance(node, ast.If):
+            total = total + vol.maximum(_unrolled(node.body, counter), _unrolled(node.orelse, counter))
+    return vol.concrete(total)
+
+
+def _call_name(node: ast.Call) -> str | None:
+    """The name a call calls by: ``f`` of ``f(...)`` and of ``module.f(...)`` (None for anything else)."""
+    return node.func.attr if isinstance(node.func, ast.Attribute) else getattr(node.func, "id", None)
 
 
 def count_statements(

@@ -68,9 +68,9 @@ def test_a_feature_not_read_is_missing_to_the_models():
     assert np.isnan(matrix[1, columns]).all() and not np.isnan(np.delete(matrix[1], columns)).any()
 
 
-def _one_map_features(inputs: dict, code: str, iterations: int = 64, write: str = "out[i]") -> dict:
-    """The features of one map over i < ``iterations`` writing ``write`` (``out[i]``) of a hand-built SDFG
-    (``inp``, ``out``: 128 floats)."""
+def _one_map_features(inputs: dict, code: str, loop: str = "0:64", write: str = "out[i]", cpp: bool = False) -> dict:
+    """The features of one map over i in ``loop`` (a range, ``0:64``) writing ``write`` (``out[i]``) of a
+    hand-built SDFG (``inp``, ``out``: 128 floats), its tasklet Python or C++."""
     import dace
 
     from dcaccel.costmodel.measure import step_places
@@ -81,52 +81,70 @@ def _one_map_features(inputs: dict, code: str, iterations: int = 64, write: str 
     for name in ("inp", "out"):
         sdfg.add_array(name, [128], dace.float32)
     state = sdfg.add_state()
-    state.add_mapped_tasklet(
-        "m", {"i": f"0:{iterations}"}, inputs, code, {"b": dace.Memlet(write)}, external_edges=True
-    )
+    language = dace.Language.CPP if cpp else dace.Language.Python
+    outputs = {"b": dace.Memlet(write)}
+    state.add_mapped_tasklet("m", {"i": loop}, inputs, code, outputs, external_edges=True, language=language)
     entry = next(node for node in state.nodes() if isinstance(node, dace.nodes.MapEntry))
     program = read_program(sdfg, {}, sources={entry.guid: TaskInfo().derive(guid=entry.guid)})
     return next(features for _, features, _ in step_places(sdfg, program, {}) if features is not None)
 
 
+LOOP = "b = 0\nfor t in range({}):\n    b = b + a[t]"
+
+
 @pytest.mark.parametrize(
-    ("read", "code", "iterations", "write", "vectorised"),
+    ("read", "code", "loop", "write", "vectorised"),
     [
-        ("inp[i]", "b = a", 64, "out[i]", 1.0),
+        ("inp[i]", "b = a", "0:64", "out[i]", 1.0),
         # a read of the same element for every iteration is one value for every lane
-        ("inp[3]", "b = a", 64, "out[i]", 1.0),
+        ("inp[3]", "b = a", "0:64", "out[i]", 1.0),
         # a dot product of 16 is unrolled completely: the loop over i is the innermost
-        ("inp[0:16]", "b = 0\nfor t in range(16):\n    b = b + a[t]", 64, "out[i]", 1.0),
-        # of 17 it stays the innermost loop, a sum the compiler may not reorder; so do loops of 4 x 5
-        ("inp[0:17]", "b = 0\nfor t in range(17):\n    b = b + a[t]", 64, "out[i]", 0.0),
+        ("inp[0:16]", LOOP.format(16), "0:64", "out[i]", 1.0),
+        # of 17 it stays the innermost loop, a sum the compiler may not reorder; so do loops of 4 x 5 and
+        # 10 + 10 (the bodies run 20 times unrolled), where 10 + 6 are unrolled
+        ("inp[0:17]", LOOP.format(17), "0:64", "out[i]", 0.0),
         (
             "inp[0:20]",
             "b = 0\nfor s in range(4):\n    for t in range(5):\n        b = b + a[5 * s + t]",
-            64,
+            "0:64",
             "out[i]",
             0.0,
         ),
         (
             "inp[0:16]",
             "b = 0\nfor s in range(4):\n    for t in range(4):\n        b = b + a[4 * s + t]",
-            64,
+            "0:64",
             "out[i]",
             1.0,
         ),
-        # a function the compiler calls one element at a time, and one it vectorises
-        ("inp[i]", "b = math.exp(a)", 64, "out[i]", 0.0),
-        ("inp[i]", "b = max(a, 0.0)", 64, "out[i]", 1.0),
-        # a read two elements apart per iteration, a write that does not move, too few iterations to fill a vector
-        ("inp[2 * i]", "b = a", 64, "out[i]", 0.0),
-        ("inp[i]", "b = a", 64, "out[0]", 0.0),
-        ("inp[i]", "b = a", 3, "out[i]", 0.0),
+        ("inp[0:10]", LOOP.format(10) + "\n" + LOOP.format(10).replace("b = 0\n", ""), "0:64", "out[i]", 0.0),
+        ("inp[0:10]", LOOP.format(10) + "\n" + LOOP.format(6).replace("b = 0\n", ""), "0:64", "out[i]", 1.0),
+        # a function the compiler calls one element at a time, and ones it has vector instructions for
+        ("inp[i]", "b = math.exp(a)", "0:64", "out[i]", 0.0),
+        ("inp[i]", "b = max(a, 0.0)", "0:64", "out[i]", 1.0),
+        ("inp[i]", "b = math.sqrt(a)", "0:64", "out[i]", 1.0),
+        # a conditional expression is a select; an if statement a branch
+        ("inp[i]", "b = a if a > 0 else 0.0", "0:64", "out[i]", 1.0),
+        ("inp[i]", "if a > 0:\n    b = a\nelse:\n    b = 0.0", "0:64", "out[i]", 0.0),
+        # a read two elements apart per iteration, by its index or by the map's step; a write that does not
+        # move; four iterations fill a vector of four floats, three do not
+        ("inp[2 * i]", "b = a", "0:64", "out[i]", 0.0),
+        ("inp[3]", "b = a", "0:128:2", "out[i]", 0.0),
+        ("inp[i]", "b = a", "0:64", "out[0]", 0.0),
+        ("inp[i]", "b = a", "0:4", "out[i]", 1.0),
+        ("inp[i]", "b = a", "0:3", "out[i]", 0.0),
     ],
 )
-def test_the_vector_loop(read, code, iterations, write, vectorised):
+def test_the_vector_loop(read, code, loop, write, vectorised):
     import dace
 
-    features = _one_map_features({"a": dace.Memlet(read)}, code, iterations, write)
-    assert features["vector_loop"] == vectorised
+    assert _one_map_features({"a": dace.Memlet(read)}, code, loop, write)["vector_loop"] == vectorised
+
+
+def test_a_cpp_tasklet_is_not_read_as_vectorised():
+    import dace
+
+    assert _one_map_features({"a": dace.Memlet("inp[i]")}, "b = a;", cpp=True)["vector_loop"] == 0.0
 
 
 def test_an_index_modulo_a_size_is_read():

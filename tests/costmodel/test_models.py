@@ -204,6 +204,8 @@ def test_a_miss_cost_is_at_least_its_least():
         ({"map_ns", "copy_ns"}, {"map_ns": 0.1, "vector_ns": 0.1, "copy_ns": 0.05}),
         # no copies: they take the maps' constant
         ({"map_ns", "vector_ns"}, {"map_ns": 0.1, "vector_ns": 0.02, "copy_ns": 0.1}),
+        # no maps that are not vectorised: they take the vectorised maps' constant, not the copies'
+        ({"vector_ns", "copy_ns"}, {"map_ns": 0.02, "vector_ns": 0.02, "copy_ns": 0.05}),
     ],
 )
 def test_a_kind_absent_from_training_costs_what_the_nearest_present_one_does(kinds, expected):
