@@ -78,8 +78,9 @@ def _vectorised_lines(code: str) -> set[int]:
     with tempfile.TemporaryDirectory() as folder:
         source = Path(folder) / "program.cpp"
         source.write_text(code)
-        # the standard and -O3 are what DaCe's CMake build adds to its flags (a Release build)
-        command = ["g++", "-std=c++20", "-O3", "-fopenmp", *flags, f"-I{include}", "-c", str(source)]
+        # what DaCe's CMake build adds to its flags: its C++ standard, and -O3 -DNDEBUG of a Release build
+        standard = f"-std=c++{dace.Config.get('compiler', 'cpp_standard')}"
+        command = ["g++", standard, "-O3", "-DNDEBUG", "-fopenmp", *flags, f"-I{include}", "-c", str(source)]
         report = subprocess.run(
             [*command, "-o", str(Path(folder) / "program.o"), "-fopt-info-vec-optimized"],
             capture_output=True,

@@ -247,7 +247,7 @@ def _scope_shape(place: StepPlace) -> tuple[int, int, int, int, list[float | Non
         if not isinstance(node, dnodes.Tasklet):
             continue
         tasklets += 1
-        innermost, iterations = _innermost_loop(enclosing, place)
+        innermost, iterations, _ = _innermost_loop(enclosing, place)
         trips.append(iterations)
         for memlet in _accessing((*state.in_edges(node), *state.out_edges(node))):
             accesses += 1
@@ -257,35 +257,40 @@ def _scope_shape(place: StepPlace) -> tuple[int, int, int, int, list[float | Non
     return depth, tasklets, unit, accesses, strides, -1.0 if None in trips else max(trips)
 
 
-def _innermost_loop(enclosing: list[dnodes.MapEntry], place: StepPlace) -> tuple[str | None, float | None]:
+def _innermost_loop(
+    enclosing: list[dnodes.MapEntry], place: StepPlace
+) -> tuple[str | None, float | None, float | None]:
     """The innermost loop around a tasklet (``enclosing``: its maps, innermost first): the innermost map
     parameter that takes more than one value (a parameter of one value is no loop: the compiler runs the
-    loop around it), and its number of iterations (None when its range moves with an enclosing parameter,
-    which counts as a loop); (None, 1) when every parameter takes one value."""
+    loop around it), its number of iterations (None when its range moves with an enclosing parameter,
+    which counts as a loop) and its step (None when not a constant); (None, 1, 1) when every parameter
+    takes one value."""
     for entry in enclosing:
-        for param, size in reversed(list(zip(entry.map.params, entry.map.range.size(), strict=True))):
+        ranges = list(zip(entry.map.params, entry.map.range.size(), entry.map.range.ranges, strict=True))
+        for param, size, (_, _, step) in reversed(ranges):
             iterations = place.size(size)
             if iterations != 1:
-                return param, iterations
-    return None, 1.0
+                return param, iterations, place.size(step)
+    return None, 1.0, 1.0
 
 
 def _vector_loop(place: StepPlace) -> float:
     """1.0 when the compiler vectorises the loop around every tasklet of the place's scope, by gcc's rules as
-    this rule reads them, else 0.0. The loops in a tasklet's code (a dot product's) are unrolled completely
-    when their bodies run at most :data:`PEELED` times together; otherwise they stay the innermost loops,
-    and a sum the compiler may not reorder is not vectorised. Past them, the innermost map loop
+    this rule reads them, else 0.0. A loop in a tasklet's code (a dot product's) of at most :data:`PEELED`
+    iterations is unrolled completely; a longer one stays the innermost loop, and a sum the compiler may not
+    reorder is not vectorised (gcc's limit on the size of what it unrolls is not modelled). Past them, the
+    innermost map loop
     (:func:`_innermost_loop`; one whose range moves with an enclosing parameter counts as long enough) is
     vectorised when it runs at least :data:`LEAST_LANES` iterations, the tasklet has no ``if`` statement (a
     branch the compiler would have to turn into a select) and calls no function but :data:`LANE_CALLS`, and
-    per iteration every read moves by at most one element, forwards or backwards (0: the same element for
-    every lane), and every write by exactly one; a memlet's first element stands for the tasklet's access
+    per iteration (the map's step counted) every read moves by at most one element, forwards or backwards
+    (0: the same element for every lane), and every write by exactly one, forwards or backwards; a memlet's
+    first element stands for the tasklet's access
     (its own subscripts are not read). A scope with a nested SDFG, or a tasklet not in Python, is not read:
     0.0 (a direct convolution's C++ tasklet indexes its whole input by subscripts of its own, which no memlet
     shows; gcc unrolled the 16 and 9 iterations of convs' 1x1 and depthwise 3x3 ones and vectorised neither).
-    An LMV of 16-element dot products over rows of 256
-    runs at 0.017 ns a unit on this machine; of 27-element ones over rows of 1,024, 1.07
-    (docs/costmodel.md, "The vector loop")."""
+    An LMV of 16-element dot products over rows of 256 runs at 0.017 ns a unit on this machine; of 27-element
+    ones over rows of 1,024, 1.07 (docs/costmodel.md, "The vector loop")."""
     state = place.state
     scope_dict = state.scope_dict()
     scope = state.scope_subgraph(place.scope).nodes()
@@ -296,27 +301,18 @@ def _vector_loop(place: StepPlace) -> float:
         if tasklet.code.language != dace.dtypes.Language.Python:
             return 0.0
         shape = code_shape(tasklet.label, tasklet.code.as_string)
-        unrolled = place.size(shape.iterations)
-        if unrolled is None or unrolled > PEELED or shape.branches or not shape.calls <= LANE_CALLS:
+        trips = [place.size(trip) for trip in shape.trips]
+        if None in trips or max(trips, default=0) > PEELED or shape.branches or not shape.calls <= LANE_CALLS:
             return 0.0
-        enclosing = _enclosing_maps(scope_dict, tasklet)
-        innermost, iterations = _innermost_loop(enclosing, place)
+        innermost, iterations, step = _innermost_loop(_enclosing_maps(scope_dict, tasklet), place)
         if innermost is None or (iterations is not None and iterations < LEAST_LANES):
             return 0.0
-        step = _step(enclosing, innermost, place)
         for edges, allowed in ((state.in_edges(tasklet), {0.0, 1.0}), (state.out_edges(tasklet), {1.0})):
             for memlet in _accessing(edges):
                 moves = _moves(memlet, innermost, place)
                 if moves is None or step is None or abs(moves * step) not in allowed:
                     return 0.0
     return 1.0
-
-
-def _step(enclosing: list[dnodes.MapEntry], param: str, place: StepPlace) -> float | None:
-    """The step of the map parameter ``param`` among the maps ``enclosing`` a tasklet (None when not a
-    constant)."""
-    entry = next(entry for entry in enclosing if param in entry.map.params)
-    return place.size(entry.map.range.ranges[entry.map.params.index(param)][2])
 
 
 def _accessing(edges) -> list[dace.Memlet]:
@@ -331,7 +327,8 @@ def _shape(data: str, place: StepPlace) -> tuple[float | None, ...]:
 def _access_stride(memlet: dace.Memlet, innermost: str | None, place: StepPlace) -> float | None:
     """The distance in bytes between neighbouring elements of a tasklet's access: along the innermost
     dimension of the subset with more than one element, else (one element per iteration) between the
-    elements of consecutive values of the innermost map parameter; None when it is not a constant."""
+    elements of consecutive values of the innermost map parameter (a map's step not counted); None when it is
+    not a constant."""
     desc = place.sdfg.arrays[memlet.data]
     ranges = memlet.subset.ranges
     wide = [d for d, size in enumerate(memlet.subset.size()) if place.size(size) != 1]
@@ -345,8 +342,9 @@ def _access_stride(memlet: dace.Memlet, innermost: str | None, place: StepPlace)
 
 
 def _moves(memlet: dace.Memlet, parameter: str, place: StepPlace) -> float | None:
-    """How many elements the first element of a tasklet's access moves per iteration of the map parameter
-    ``parameter`` (0: it does not move with it); None when that is not a constant."""
+    """How many elements the first element of a tasklet's access moves as the map parameter ``parameter``
+    grows by one (0: it does not move with it; a map's step multiplies it per iteration); None when that is
+    not a constant."""
     desc = place.sdfg.arrays[memlet.data]
     symbol = dace.symbolic.symbol(parameter)
     elements = sum(
@@ -558,7 +556,7 @@ def step_tokens(step: TaskScope | Copy, place: StepPlace) -> list[str]:
             tokens.append("END")
         elif isinstance(node, dnodes.Tasklet):
             tokens += ["TASKLET", *_code_tokens(node)]
-            innermost, _ = _innermost_loop(_enclosing_maps(scope_dict, node), place)
+            innermost, _, _ = _innermost_loop(_enclosing_maps(scope_dict, node), place)
             for edge in (*subgraph.in_edges(node), *subgraph.out_edges(node)):
                 if edge.data.is_empty() or edge.data.data is None:
                     continue

@@ -244,41 +244,36 @@ def tasklet_arithmetic(
 
 @dataclass(frozen=True)
 class CodeShape:
-    """What a tasklet's code is made of, as a compiler meets it: ``iterations``, how many times the bodies of
-    its loops run with every loop unrolled (nested loops multiply, loops one after another add; 0 for code
-    without a loop; an integer, or a SymPy expression of the sizes, in which a bound that is a loop variable
-    of an enclosing loop is a symbol of its name), ``calls``, the names of the functions it calls that
-    compute (not ``range``, not a type cast), and ``branches``, whether it has an ``if`` statement (a
-    conditional expression ``a if c else b`` is none)."""
+    """What a tasklet's code is made of, as a compiler meets it: ``trips``, the iterations of each of its
+    ``for ... in range(...)`` loops in the order they appear (integers, or SymPy expressions of the sizes; a
+    bound that is a loop variable of an enclosing loop is a symbol of its name), ``calls``, the names of the
+    functions it calls that compute (not ``range``, not a type cast; None for a call of an unnamed
+    function), and ``branches``, whether it has an ``if`` statement (a conditional expression
+    ``a if c else b`` is none)."""
 
-    iterations: vol.Volume
-    calls: frozenset[str]
-    branches: bool = False
+    trips: tuple[vol.Volume, ...]
+    calls: frozenset[str | None]
+    branches: bool
 
 
 @lru_cache(maxsize=4096)
 def code_shape(label: str, code: str) -> CodeShape:
-    """The :class:`CodeShape` of the Python tasklet ``label`` (``code``); code that is not Python, or a loop
-    over anything but ``range(...)``, is refused as :func:`tasklet_arithmetic` refuses it. Cached by content."""
+    """The :class:`CodeShape` of the Python tasklet ``label`` (``code``). Code that is not Python, or a ``for``
+    loop over anything but ``range(...)``, is refused as :func:`tasklet_arithmetic` refuses it; the other
+    statements that function refuses (``while``, ``with``...) are not looked at here. Cached by content."""
     try:
         tree = ast.parse(code)
     except SyntaxError as err:
         raise _Counter(label).fail(f"code that is not Python ({err.msg})") from None
+    counter = _Counter(label)
     nodes = list(ast.walk(tree))
+    loops = sorted(
+        (node for node in nodes if isinstance(node, ast.For)), key=lambda node: (node.lineno, node.col_offset)
+    )
+    trips = tuple(counter.trips(node) for node in loops)
     calls = {_call_name(node) for node in nodes if isinstance(node, ast.Call)}
     branches = any(isinstance(node, ast.If) for node in nodes)
-    return CodeShape(_unrolled(tree.body, _Counter(label)), frozenset(calls - _CASTS - {"range", None}), branches)
-
-
-def _unrolled(statements: Sequence[ast.stmt], counter: _Counter) -> vol.Volume:
-    """How many times the bodies of the loops among ``statements`` run, every loop unrolled."""
-    total: vol.Volume = 0
-    for node in statements:
-        if isinstance(node, ast.For):
-            total = total + counter.trips(node) * vol.maximum(1, _unrolled(node.body, counter))
-        elif isinstance(node, ast.If):
-            total = total + vol.maximum(_unrolled(node.body, counter), _unrolled(node.orelse, counter))
-    return vol.concrete(total)
+    return CodeShape(trips, frozenset(calls - _CASTS - {"range"}), branches)
 
 
 def _call_name(node: ast.Call) -> str | None:

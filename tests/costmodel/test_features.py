@@ -100,25 +100,19 @@ LOOP = "b = 0\nfor t in range({}):\n    b = b + a[t]"
         ("inp[3]", "b = a", "0:64", "out[i]", 1.0),
         # a dot product of 16 is unrolled completely: the loop over i is the innermost
         ("inp[0:16]", LOOP.format(16), "0:64", "out[i]", 1.0),
-        # of 17 it stays the innermost loop, a sum the compiler may not reorder; so do loops of 4 x 5 and
-        # 10 + 10 (the bodies run 20 times unrolled), where 10 + 6 are unrolled
+        # of 17 it stays the innermost loop, a sum the compiler may not reorder; loops of 4 x 5 or 10 + 10 are
+        # unrolled each
         ("inp[0:17]", LOOP.format(17), "0:64", "out[i]", 0.0),
         (
             "inp[0:20]",
             "b = 0\nfor s in range(4):\n    for t in range(5):\n        b = b + a[5 * s + t]",
             "0:64",
             "out[i]",
-            0.0,
-        ),
-        (
-            "inp[0:16]",
-            "b = 0\nfor s in range(4):\n    for t in range(4):\n        b = b + a[4 * s + t]",
-            "0:64",
-            "out[i]",
             1.0,
         ),
-        ("inp[0:10]", LOOP.format(10) + "\n" + LOOP.format(10).replace("b = 0\n", ""), "0:64", "out[i]", 0.0),
-        ("inp[0:10]", LOOP.format(10) + "\n" + LOOP.format(6).replace("b = 0\n", ""), "0:64", "out[i]", 1.0),
+        ("inp[0:10]", LOOP.format(10) + "\n" + LOOP.format(10).replace("b = 0\n", ""), "0:64", "out[i]", 1.0),
+        # backwards, reads and writes alike
+        ("inp[63 - i]", "b = a", "0:64", "out[63 - i]", 1.0),
         # a function the compiler calls one element at a time, and ones it has vector instructions for
         ("inp[i]", "b = math.exp(a)", "0:64", "out[i]", 0.0),
         ("inp[i]", "b = max(a, 0.0)", "0:64", "out[i]", 1.0),

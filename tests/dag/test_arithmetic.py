@@ -83,26 +83,32 @@ def test_a_loop_bound_that_is_a_size_stays_symbolic():
 
 
 @pytest.mark.parametrize(
-    ("code", "iterations", "calls"),
+    ("code", "trips", "calls"),
     [
-        ("c = a * b", 0, set()),
+        ("c = a * b", (), set()),
         # a dot product of 16, its sum started from a cast
-        ("s = dace.float32(0)\nfor t in range(16):\n    s = s + a[t] * b[t]\nc = s", 16, set()),
-        # nested loops multiply, loops one after the other add, a condition counts its longer branch
-        ("for i in range(4):\n    for j in range(5):\n        c = c + a", 20, set()),
-        ("for i in range(10):\n    c = c + a\nfor j in range(6):\n    c = c + a", 16, set()),
-        ("if a > 0:\n    for i in range(3):\n        c = c + a\nelse:\n    c = a", 3, set()),
-        # bounds that are a size (N = 10) and the enclosing loop's variable (i = 3, as every iteration)
-        ("for i in range(2, N):\n    for j in range(i):\n        c = c + a", 24, set()),
-        # the functions that compute, by name, with or without their module
-        ("c = math.exp(a) + max(a, b) + float(b)", 0, {"exp", "max"}),
+        ("s = dace.float32(0)\nfor t in range(16):\n    s = s + a[t] * b[t]\nc = s", (16,), set()),
+        # loops in the order they appear, nested or not; bounds that are a size (N = 10) and the enclosing
+        # loop's variable (i = 3)
+        (
+            "for i in range(4):\n    for j in range(5):\n        c = c + a\nfor k in range(6):\n    c = c + a",
+            (4, 5, 6),
+            set(),
+        ),
+        ("for i in range(2, N):\n    for j in range(i):\n        c = c + a", (8, 3), set()),
+        # the functions that compute, by name, with or without their module; a call of no name
+        ("c = math.exp(a) + max(a, b) + float(b)", (), {"exp", "max"}),
+        ("c = f(a)(b)", (), {"f", None}),
     ],
 )
-def test_the_shape_of_a_tasklets_code(code, iterations, calls):
+def test_the_shape_of_a_tasklets_code(code, trips, calls):
     shape = code_shape("t", code)
-    assert shape.branches == code.startswith("if")
-    assert sympy.sympify(shape.iterations).subs({sympy.Symbol("N"): 10, sympy.Symbol("i"): 3}) == iterations
+    values = {sympy.Symbol("N"): 10, sympy.Symbol("i"): 3}
+    assert tuple(sympy.sympify(trip).subs(values) for trip in shape.trips) == trips
     assert shape.calls == calls
+    assert not shape.branches
+    indented = code.replace("\n", "\n    ")
+    assert code_shape("t", f"if a > 0:\n    {indented}").branches
 
 
 @pytest.mark.parametrize(
