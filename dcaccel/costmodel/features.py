@@ -293,9 +293,8 @@ def _vector_loop(place: StepPlace) -> float:
     ones over rows of 1,024, 1.07 (docs/costmodel.md, "The vector loop")."""
     state = place.state
     scope_dict = state.scope_dict()
-    scope = state.scope_subgraph(place.scope).nodes()
-    tasklets = [node for node in scope if isinstance(node, dnodes.Tasklet)]
-    if not tasklets or any(isinstance(node, dnodes.NestedSDFG) for node in scope):
+    tasklets = _readable_tasklets(place)
+    if tasklets is None:
         return 0.0
     for tasklet in tasklets:
         if tasklet.code.language != dace.dtypes.Language.Python:
@@ -313,6 +312,14 @@ def _vector_loop(place: StepPlace) -> float:
                 if moves is None or step is None or abs(moves * step) not in allowed:
                     return 0.0
     return 1.0
+
+
+def _readable_tasklets(place: StepPlace) -> list[dnodes.Tasklet] | None:
+    """The tasklets of the map scope at ``place`` in DaCe's topological order; None when it holds none, or a
+    nested SDFG (whose accesses and code are not read)."""
+    scope = list(dace.sdfg.utils.dfs_topological_sort(place.state.scope_subgraph(place.scope)))
+    tasklets = [node for node in scope if isinstance(node, dnodes.Tasklet)]
+    return None if not tasklets or any(isinstance(node, dnodes.NestedSDFG) for node in scope) else tasklets
 
 
 def _accessing(edges) -> list[dace.Memlet]:
@@ -412,9 +419,8 @@ def _map_window(place: StepPlace) -> np.ndarray | None:
     nested SDFG (whose accesses are not listed), and when its loops run no iteration."""
     state = place.state
     scope_dict = state.scope_dict()
-    scope = list(dace.sdfg.utils.dfs_topological_sort(state.scope_subgraph(place.scope)))
-    tasklets = [node for node in scope if isinstance(node, dnodes.Tasklet)]
-    if not tasklets or any(isinstance(node, dnodes.NestedSDFG) for node in scope):
+    tasklets = _readable_tasklets(place)
+    if tasklets is None:
         return None
     memlets = {tasklet: _accessing((*state.in_edges(tasklet), *state.out_edges(tasklet))) for tasklet in tasklets}
     names = sorted({memlet.data for accessed in memlets.values() for memlet in accessed})
