@@ -167,6 +167,8 @@ def read_yaml(text: str, source: str, what: str = "architecture") -> Any:
         mark = getattr(err, "problem_mark", None)
         where = f" line {mark.line + 1}:" if mark is not None else ""
         problem = getattr(err, "problem", None) or type(err).__name__
+        if problem == "exceeded maximum nesting depth":  # libyaml's own limit (since 6.0.4), far above MAX_DEPTH
+            raise ArchitectureError(f"{what} {source}:{where} nested deeper than {MAX_DEPTH} levels") from None
         raise ArchitectureError(f"{what} {source}:{where} not valid YAML ({problem})") from None
 
 
