@@ -5,13 +5,17 @@ programs of the catalogue below (every family of the held-out protocol) on this 
 their rows to OUT.jsonl; the shipped set ``dcaccel/costmodel/data/rows.jsonl`` was made so, with
 ``OMP_NUM_THREADS=1`` (so timed by the thread CPU clock; ``--clock`` chooses another) and ``--processes 3``.
 
-``python benchmarks/costmodel_folds.py folds ROWS.jsonl`` prints the fold table: for each family held
-out (:data:`dcaccel.costmodel.evaluate.FAMILIES`), the models trained on the others and tested on it, and
-the means over the folds (``dcaccel costmodel eval ROWS.jsonl`` prints the same).
+``python benchmarks/costmodel_folds.py folds ROWS.jsonl [--again A.jsonl ...]`` prints the fold table: for
+each family held out (:data:`dcaccel.costmodel.evaluate.FAMILIES`), the models trained on the others and
+tested on it, and the means over the folds (it runs ``dcaccel costmodel eval ROWS.jsonl [--again ...]``).
 
 ``python benchmarks/costmodel_folds.py refeature ROWS.jsonl OUT.jsonl`` reads the features and tokens of
 every row again from its program, lowered anew (nothing compiled or run): the dataset follows a change of
 ``dcaccel/costmodel/features.py`` without measuring again (the shipped set was so renewed).
+
+``python benchmarks/costmodel_folds.py combine OUT.jsonl A.jsonl B.jsonl`` makes one set of passes measured one
+after another (the second with ``--reverse``, so that no family is measured only early or only late): each
+step's median the median of the passes' (:func:`dcaccel.costmodel.measure.combine_passes`).
 
 ``python benchmarks/costmodel_folds.py noise A.jsonl B.jsonl`` compares two measurements of the same
 programs (taken in two processes): the noise floor of the task times.
@@ -27,7 +31,15 @@ import torch
 from tqdm import tqdm
 
 import dcaccel
-from dcaccel.costmodel.measure import WARMUP, measure_programs, read_rows, refeature, run_key, write_rows
+from dcaccel.costmodel.measure import (
+    WARMUP,
+    combine_passes,
+    measure_programs,
+    read_rows,
+    refeature,
+    run_key,
+    write_rows,
+)
 from dcaccel.costmodel.timer import CLOCKS
 from dcaccel.transforms.lower import lower
 from dcaccel.workloads import conv_seed, lenet, mmm, mobilenetv2_block, resnet18, transformer_encoder
@@ -109,9 +121,8 @@ def catalogue():
 
 
 def run_measure(args) -> None:
-    for family, build, assignments in catalogue():
-        if args.families and family not in args.families:
-            continue
+    entries = [entry for entry in catalogue() if not args.families or entry[0] in args.families]
+    for family, build, assignments in reversed(entries) if args.reverse else entries:
         workload = build()
         start = time.perf_counter()
         lowereds = [lower(workload, choices) for choices in assignments]
@@ -167,14 +178,19 @@ def main() -> None:
     m.add_argument("--families", nargs="*", default=[])
     m.add_argument("--repeat", type=int, default=20, help="timed calls per program and process")
     m.add_argument("--processes", type=int, default=1, help="fresh processes timing each program, samples pooled")
+    m.add_argument("--reverse", action="store_true", help="the families in the catalogue's reverse order")
     m.add_argument(
         "--clock", choices=sorted(CLOCKS), default=None, help="default: thread-cpu on one OpenMP thread, else wall"
     )
     f = sub.add_parser("folds")
     f.add_argument("rows")
+    f.add_argument("--again", nargs="+", default=[], help="re-measurements: pair order over the pairs they reproduce")
     r = sub.add_parser("refeature")
     r.add_argument("rows")
     r.add_argument("out")
+    c = sub.add_parser("combine")
+    c.add_argument("out")
+    c.add_argument("passes", nargs="+")
     n = sub.add_parser("noise")
     n.add_argument("first")
     n.add_argument("second")
@@ -182,13 +198,16 @@ def main() -> None:
     if args.command in ("measure", "refeature"):
         (run_measure if args.command == "measure" else run_refeature)(args)
         return
-    from dcaccel.costmodel.evaluate import fold_means, fold_table, noise_floor
-
+    if args.command == "combine":
+        write_rows(combine_passes([read_rows(path) for path in args.passes]), args.out, append=False)
+        return
     if args.command == "folds":
-        table = fold_table(read_rows(args.rows))
-        print(table.to_string(index=False, float_format="%.3f"))
-        print("\nmean over folds\n" + fold_means(table).to_string(index=False, float_format="%.3f"))
+        from dcaccel.cli.costmodel import run_eval
+
+        run_eval(argparse.Namespace(rows=args.rows, model=None, families=None, again=args.again))
     else:
+        from dcaccel.costmodel.evaluate import noise_floor
+
         print(noise_floor(read_rows(args.first), read_rows(args.second)))
 
 

@@ -5,10 +5,14 @@ trees on hand features, a convolutional encoder of IR tokens) on the rows of ``d
 as one JSON file and prints the boosted model's miss cost (its prices per unit and per miss). ``eval ROWS
 --model MODEL.json`` scores a model on rows; ``eval ROWS`` alone runs the held-out protocol (leave one
 workload family out per fold) and prints the fold table and the means. ROWS defaults to the shipped dataset.
+``--again A.jsonl ...`` names other measurements of the same programs: pair order is then scored also over
+the pairs of assignments they all put in ROWS' order (``reproduced_pair_order``).
 """
 
 import argparse
 import sys
+
+import pandas as pd
 
 from dcaccel.cli.arguments import check_output
 from dcaccel.costmodel.data import SHIPPED_ROWS
@@ -29,6 +33,9 @@ def register(subparsers) -> None:
     evaluation.add_argument("rows", nargs="?", default=str(SHIPPED_ROWS), metavar="ROWS.jsonl")
     evaluation.add_argument("--model", metavar="MODEL.json", help="score this model (default: the folds)")
     evaluation.add_argument("--families", nargs="+", metavar="FAMILY", help="folds of these families only")
+    evaluation.add_argument(
+        "--again", nargs="+", default=[], metavar="ROWS.jsonl", help="re-measurements: the pairs they reproduce"
+    )
     evaluation.set_defaults(run=run_eval)
 
 
@@ -50,10 +57,15 @@ def run_train(args: argparse.Namespace) -> int:
 
 def run_eval(args: argparse.Namespace) -> int:
     rows = read_rows(args.rows)
+    again = [read_rows(path) for path in args.again]
     if args.model is not None:
-        sys.stdout.write(evaluate(CostModel.load(args.model), rows).to_string(index=False, float_format="%.3f") + "\n")
+        sys.stdout.write(_shown(evaluate(CostModel.load(args.model), rows, again), again) + "\n")
         return 0
-    table = fold_table(rows, args.families)
-    sys.stdout.write(table.to_string(index=False, float_format="%.3f") + "\n\nmean over folds\n")
-    sys.stdout.write(fold_means(table).to_string(index=False, float_format="%.3f") + "\n")
+    table = fold_table(rows, args.families, again=again)
+    sys.stdout.write(_shown(table, again) + "\n\nmean over folds\n" + _shown(fold_means(table), again) + "\n")
     return 0
+
+
+def _shown(table: pd.DataFrame, again: list) -> str:
+    """``table`` as text, without the pair order over reproduced pairs when no re-measurement was given."""
+    return (table if again else table.drop(columns="reproduced_pair_order")).to_string(index=False, float_format="%.3f")

@@ -7,7 +7,10 @@ Metrics of predicted against measured step times (:func:`scores`):
 * ``program_mape`` — the same as ``task_mape`` over whole programs: the sum of a program's steps, copies
   included (a program is a workload at its sizes under one assignment of implementations);
 * ``pair_order`` — of the pairs of assignments of one workload at its sizes, the fraction whose
-  whole-program times the model puts in the measured order (NaN when no workload has two assignments).
+  whole-program times the model puts in the measured order (NaN when no workload has two assignments);
+* ``reproduced_pair_order`` — the same over the pairs that every re-measurement of the programs (``again``)
+  puts in the rows' order: two assignments nearer than the measurement reproduces have no order to get
+  right (NaN without re-measurements, or when they reproduce no pair).
 
 The held-out protocol (:func:`fold_table`) is never random rows: each fold holds out one workload family
 (:data:`FAMILIES` lists the shipped set's), trains on the others and scores the held-out one.
@@ -55,32 +58,42 @@ class Scores:
     kendall_tau: float
     program_mape: float
     pair_order: float
+    reproduced_pair_order: float
     tasks: int
     programs: int
 
 
-def scores(rows: Sequence[Row], predicted: np.ndarray) -> Scores:
-    """The metrics of ``predicted`` (ns per row) against the measured times of ``rows``."""
+def program_times(rows: Sequence[Row], values: Sequence[float] | None = None) -> dict[tuple, float]:
+    """Per program (:meth:`Row.run`), the sum of its rows' ``values`` (default: their measured times)."""
+    totals: dict[tuple, float] = {}
+    for row, value in zip(rows, times(rows) if values is None else values, strict=True):
+        totals[row.run()] = totals.get(row.run(), 0.0) + float(value)
+    return totals
+
+
+def scores(rows: Sequence[Row], predicted: np.ndarray, again: Sequence[Sequence[Row]] = ()) -> Scores:
+    """The metrics of ``predicted`` (ns per row) against the measured times of ``rows``; ``again``, other
+    measurements of the same programs, decides which pairs count in ``reproduced_pair_order``."""
     if len(rows) == 0:
         raise DcaccelError("costmodel eval: no rows to score")
     measured = times(rows)
     predicted = np.asarray(predicted, dtype=np.float64)
     error = np.abs(predicted - measured) / measured
-    runs: dict[tuple, list[float]] = {}
-    for row, guess, truth in zip(rows, predicted, measured, strict=True):
-        total = runs.setdefault(row.run(), [0.0, 0.0])
-        total[0] += guess
-        total[1] += truth
-    program_error = [abs(guess - truth) / truth for guess, truth in runs.values()]
-    by_workload: dict[tuple, list[tuple[float, float]]] = {}
-    for key, total in runs.items():
-        by_workload.setdefault(key[:2], []).append(tuple(total))
-    pairs = [
-        (a[0] - b[0]) * (a[1] - b[1]) > 0
-        for totals in by_workload.values()
-        for a, b in itertools.combinations(totals, 2)
-        if a[1] != b[1]
-    ]
+    guessed, truths = program_times(rows, predicted), program_times(rows)
+    program_error = [abs(guessed[key] - truth) / truth for key, truth in truths.items()]
+    remeasured = [program_times(rows_again) for rows_again in again]
+    by_workload: dict[tuple, list[tuple]] = {}
+    for key in truths:
+        by_workload.setdefault(key[:2], []).append(key)
+    pairs, reproduced = [], []
+    for a, b in (pair for keys in by_workload.values() for pair in itertools.combinations(keys, 2)):
+        order = np.sign(truths[a] - truths[b])
+        if order == 0:
+            continue
+        right = np.sign(guessed[a] - guessed[b]) == order
+        pairs.append(right)
+        if again and all(a in m and b in m and np.sign(m[a] - m[b]) == order for m in remeasured):
+            reproduced.append(right)
     tau = kendalltau(predicted, measured).statistic if len(rows) > 1 else float("nan")
     return Scores(
         task_mape=float(np.mean(error)),
@@ -88,19 +101,23 @@ def scores(rows: Sequence[Row], predicted: np.ndarray) -> Scores:
         kendall_tau=float(tau),
         program_mape=float(np.mean(program_error)),
         pair_order=float(np.mean(pairs)) if pairs else float("nan"),
+        reproduced_pair_order=float(np.mean(reproduced)) if reproduced else float("nan"),
         tasks=len(rows),
-        programs=len(runs),
+        programs=len(truths),
     )
 
 
-def evaluate(model: CostModel, rows: Sequence[Row]) -> pd.DataFrame:
-    """One row of :class:`Scores` per model of ``model`` on ``rows``."""
-    return pd.DataFrame([{"model": kind, **asdict(scores(rows, model.predict(rows, kind)))} for kind in MODELS])
+def evaluate(model: CostModel, rows: Sequence[Row], again: Sequence[Sequence[Row]] = ()) -> pd.DataFrame:
+    """One row of :class:`Scores` per model of ``model`` on ``rows`` (``again``: :func:`scores`)."""
+    return pd.DataFrame([{"model": kind, **asdict(scores(rows, model.predict(rows, kind), again))} for kind in MODELS])
 
 
-def fold_table(rows: Sequence[Row], families: Sequence[str] | None = None, seed: int = 0) -> pd.DataFrame:
+def fold_table(
+    rows: Sequence[Row], families: Sequence[str] | None = None, seed: int = 0, again: Sequence[Sequence[Row]] = ()
+) -> pd.DataFrame:
     """Leave-one-family-out: per family of ``families`` (default: every family of ``rows``, in the order of
-    :data:`FAMILIES`), the models trained on the rows of the other families, scored on that family's rows."""
+    :data:`FAMILIES`), the models trained on the rows of the other families, scored on that family's rows
+    (and on the pairs the re-measurements ``again`` reproduce, :func:`scores`)."""
     present = {row.family for row in rows}
     order = [family for family in FAMILIES if family in present] + sorted(present - set(FAMILIES))
     families = order if families is None else list(families)
@@ -113,7 +130,8 @@ def fold_table(rows: Sequence[Row], families: Sequence[str] | None = None, seed:
         train = [row for row in rows if row.family != family]
         model = CostModel.train(train, seed=seed)
         for kind in MODELS:
-            table.append({"held out": family, "model": kind, **asdict(scores(test, model.predict(test, kind)))})
+            scored = scores(test, model.predict(test, kind), again)
+            table.append({"held out": family, "model": kind, **asdict(scored)})
     return pd.DataFrame(table)
 
 

@@ -553,6 +553,34 @@ def write_rows(rows: list[Row], path: str | os.PathLike, append: bool = True) ->
             stream.write(json.dumps(row.to_json(), sort_keys=True) + "\n")
 
 
+def combine_passes(passes: Sequence[Sequence[Row]]) -> list[Row]:
+    """One row per step of ``passes``, measurements of the same programs taken one after another (a pass
+    each), in the first pass's order: its median, p10 and p90 the median of the passes' (the mean of two),
+    its least time the least, its count the sum; features, tokens and provenance the first pass's. What
+    drifts over the minutes a measurement takes (the machine's other tenants) then weighs on every step
+    alike rather than on the family measured when it came. A step missing from a pass, or read with other
+    features in one, is refused in one line."""
+    if not passes:
+        raise DcaccelError("costmodel combine: no pass given")
+    keyed = [{(*row.run(), row.step): row for row in rows} for rows in passes]
+    combined = []
+    for row in passes[0]:
+        key = (*row.run(), row.step)
+        same = [rows.get(key) for rows in keyed]
+        if None in same:
+            raise DcaccelError(f"costmodel combine: pass {same.index(None) + 1} has no step {row.step} of {key[:3]}")
+        if any(other.features != row.features or other.tokens != row.tokens for other in same):
+            raise DcaccelError(f"costmodel combine: step {row.step} of {key[:3]} was read with other features")
+        timings = [other.timing for other in same]
+        timing = Timing(
+            *(float(np.median([getattr(t, name) for t in timings])) for name in ("median_ns", "p10_ns", "p90_ns")),
+            min(t.min_ns for t in timings),
+            sum(t.n for t in timings),
+        )
+        combined.append(replace(row, timing=timing))
+    return combined
+
+
 #: Largest rows file read (a shipped set is a few MB).
 MAX_ROWS_BYTES = 256 * 2**20
 

@@ -1,4 +1,5 @@
 import math
+from dataclasses import replace
 
 import numpy as np
 import pytest
@@ -35,6 +36,37 @@ def test_errors_and_pair_order():
 
 def test_no_pairs_without_two_assignments():
     assert math.isnan(scores(ROWS[:2], np.array([100.0, 200.0])).pair_order)
+
+
+def _measured_again(rows, b_total):
+    """``rows`` measured again: program a as before, program b's two steps scaled to ``b_total``."""
+    scale = b_total / 130.0
+    return [
+        replace(r, timing=Timing(r.timing.median_ns * (scale if r.assignment["n"] == "b" else 1), 0, 0, 0, 5))
+        for r in rows
+    ]
+
+
+@pytest.mark.parametrize(
+    ("again_totals", "predicted", "expected"),
+    [
+        ([], [100.0, 200.0, 100.0, 30.0], math.nan),  # no re-measurement: no pair to count
+        ([200.0], [100.0, 200.0, 100.0, 30.0], 1.0),  # b still faster (200 < 300): the pair counts, and is right
+        ([200.0], [150.0, 300.0, 150.0, 450.0], 0.0),  # ... and wrong
+        ([200.0, 400.0], [100.0, 200.0, 100.0, 30.0], math.nan),  # the second puts b slower: no order to get
+        ([300.0], [100.0, 200.0, 100.0, 30.0], math.nan),  # a tie measured again: not reproduced
+    ],
+)
+def test_pair_order_over_the_pairs_measured_again_alike(again_totals, predicted, expected):
+    again = [_measured_again(ROWS, total) for total in again_totals]
+    result = scores(ROWS, np.array(predicted), again)
+    assert result.pair_order == (1.0 if predicted[3] < 200 else 0.0)  # the metric over every pair is unchanged
+    assert result.reproduced_pair_order == pytest.approx(expected, nan_ok=True)
+
+
+def test_a_pair_missing_from_a_remeasurement_is_not_reproduced():
+    result = scores(ROWS, np.array([100.0, 200.0, 100.0, 30.0]), [_measured_again(ROWS[:2], 130.0)])
+    assert math.isnan(result.reproduced_pair_order)
 
 
 def test_noise_floor_matches_steps():
@@ -85,6 +117,7 @@ def test_fold_means_average_every_metric_per_model():
     )
     means = fold_means(table)
     assert list(means["model"]) == ["boosted", "analytic"]
-    assert list(means.columns) == ["model", "task_mape", "median_ape", "kendall_tau", "program_mape", "pair_order"]
+    metrics = ["task_mape", "median_ape", "kendall_tau", "program_mape", "pair_order", "reproduced_pair_order"]
+    assert list(means.columns) == ["model", *metrics]
     # fold g: errors 0.5, 0.5, 0.5 and 14 (450 against 30)
     assert means.loc[0, "pair_order"] == 0.5 and means.loc[0, "task_mape"] == pytest.approx((0 + 15.5 / 4) / 2)

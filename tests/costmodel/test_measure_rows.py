@@ -1,4 +1,5 @@
 import json
+from dataclasses import asdict, replace
 from types import SimpleNamespace
 
 import numpy as np
@@ -11,6 +12,7 @@ from dcaccel.costmodel.measure import (
     _manifest_entry,
     _timing,
     choose_clock,
+    combine_passes,
     read_rows,
     write_rows,
 )
@@ -106,3 +108,45 @@ def test_a_short_step_of_the_thread_timer_is_read_from_its_wall_clock(wall_ns, c
     timing, timed_by = _timing(samples, "t0", "thread-cpu")
     assert (timing.median_ns, timed_by) == (median, clock)
     assert _timing({"t0": np.full(5, 9.0)}, "t0", "wall")[1] == "wall"
+
+
+def _timed(source, timings):
+    return [replace(r, timing=Timing(*t)) for r, t in zip(source, timings, strict=True)]
+
+
+PASS = [row("f", "w", "a", "t0", 10, 100.0), row("f", "w", "a", "t1", 20, 200.0)]
+
+
+@pytest.mark.parametrize(
+    ("timings", "expected"),
+    [
+        # one pass: itself
+        ([[(100, 90, 120, 80, 20), (200, 190, 230, 180, 20)]], [(100, 90, 120, 80, 20), (200, 190, 230, 180, 20)]),
+        # two: the mean of the medians and quantiles, the least minimum, the samples summed
+        (
+            [[(100, 90, 120, 80, 20), (200, 190, 230, 180, 20)], [(140, 100, 200, 70, 40), (100, 90, 110, 85, 40)]],
+            [(120, 95, 160, 70, 60), (150, 140, 170, 85, 60)],
+        ),
+        # three: the median pass of each, a slow outlier pass ignored
+        (
+            [[(100, 0, 0, 1, 1)] * 2, [(900, 0, 0, 1, 1)] * 2, [(110, 0, 0, 1, 1)] * 2],
+            [(110, 0, 0, 1, 3)] * 2,
+        ),
+    ],
+)
+def test_passes_combine_step_by_step(timings, expected):
+    passes = [_timed(PASS, t)[:: -1 if k else 1] for k, t in enumerate(timings)]  # matched by step, not place
+    combined = combine_passes(passes)
+    assert [r.step for r in combined] == ["t0", "t1"]
+    assert [tuple(asdict(r.timing).values()) for r in combined] == expected
+    assert all(r.features == p.features for r, p in zip(combined, PASS, strict=True))
+
+
+def test_passes_of_other_steps_or_features_are_refused():
+    with pytest.raises(DcaccelError, match="pass 2 has no step t1"):
+        combine_passes([PASS, PASS[:1]])
+    other = replace(PASS[1], features={**PASS[1].features, "work": 21.0})
+    with pytest.raises(DcaccelError, match="step t1 .* other features"):
+        combine_passes([PASS, [PASS[0], other]])
+    with pytest.raises(DcaccelError, match="no pass"):
+        combine_passes([])
