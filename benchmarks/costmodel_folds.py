@@ -202,9 +202,9 @@ def main() -> None:
         write_rows(combine_passes([read_rows(path) for path in args.passes]), args.out, append=False)
         return
     if args.command == "folds":
-        from dcaccel.cli.costmodel import run_eval
+        from dcaccel.cli import main as dcaccel_main
 
-        run_eval(argparse.Namespace(rows=args.rows, model=None, families=None, again=args.again))
+        sys.exit(dcaccel_main(["costmodel", "eval", args.rows, *(["--again", *args.again] if args.again else [])]))
     else:
         from dcaccel.costmodel.evaluate import noise_floor
 

@@ -34,7 +34,11 @@ def register(subparsers) -> None:
     evaluation.add_argument("--model", metavar="MODEL.json", help="score this model (default: the folds)")
     evaluation.add_argument("--families", nargs="+", metavar="FAMILY", help="folds of these families only")
     evaluation.add_argument(
-        "--again", nargs="+", default=[], metavar="ROWS.jsonl", help="re-measurements: the pairs they reproduce"
+        "--again",
+        nargs="+",
+        default=[],
+        metavar="ROWS.jsonl",
+        help="other measurements of the same programs: pair order also over the pairs they all order as ROWS does",
     )
     evaluation.set_defaults(run=run_eval)
 
@@ -62,10 +66,12 @@ def run_eval(args: argparse.Namespace) -> int:
         sys.stdout.write(_shown(evaluate(CostModel.load(args.model), rows, again), again) + "\n")
         return 0
     table = fold_table(rows, args.families, again=again)
-    sys.stdout.write(_shown(table, again) + "\n\nmean over folds\n" + _shown(fold_means(table), again) + "\n")
+    means = _shown(fold_means(table), again)
+    sys.stdout.write(_shown(table, again) + "\n\nmean over folds (NaN: no pair to order)\n" + means + "\n")
     return 0
 
 
 def _shown(table: pd.DataFrame, again: list) -> str:
-    """``table`` as text, without the pair order over reproduced pairs when no re-measurement was given."""
-    return (table if again else table.drop(columns="reproduced_pair_order")).to_string(index=False, float_format="%.3f")
+    """``table`` as text, without the scores of reproduced pairs when no re-measurement was given."""
+    reproduced = [column for column in table.columns if column.startswith("reproduced_")]
+    return (table if again else table.drop(columns=reproduced)).to_string(index=False, float_format="%.3f")

@@ -10,7 +10,7 @@ Metrics of predicted against measured step times (:func:`scores`):
   whole-program times the model puts in the measured order (NaN when no workload has two assignments);
 * ``reproduced_pair_order`` — the same over the pairs that every re-measurement of the programs (``again``)
   puts in the rows' order: two assignments nearer than the measurement reproduces have no order to get
-  right (NaN without re-measurements, or when they reproduce no pair).
+  right (NaN without re-measurements, or when they reproduce no pair); ``reproduced_pairs`` counts them.
 
 The held-out protocol (:func:`fold_table`) is never random rows: each fold holds out one workload family
 (:data:`FAMILIES` lists the shipped set's), trains on the others and scores the held-out one.
@@ -19,7 +19,7 @@ The held-out protocol (:func:`fold_table`) is never random rows: each fold holds
 from __future__ import annotations
 
 import itertools
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import asdict, dataclass
 from typing import get_type_hints
 
@@ -28,7 +28,7 @@ import pandas as pd
 from scipy.stats import kendalltau
 
 from dcaccel.costmodel.measure import Row
-from dcaccel.costmodel.models import KINDS, CostModel, times
+from dcaccel.costmodel.models import KINDS, CostModel, program_times, times
 from dcaccel.errors import DcaccelError
 
 #: The workload families of the shipped dataset, each held out by one fold (benchmarks/costmodel_folds.py).
@@ -59,29 +59,45 @@ class Scores:
     program_mape: float
     pair_order: float
     reproduced_pair_order: float
+    reproduced_pairs: int
     tasks: int
     programs: int
 
 
-def program_times(rows: Sequence[Row], values: Sequence[float] | None = None) -> dict[tuple, float]:
-    """Per program (:meth:`Row.run`), the sum of its rows' ``values`` (default: their measured times)."""
-    totals: dict[tuple, float] = {}
-    for row, value in zip(rows, times(rows) if values is None else values, strict=True):
-        totals[row.run()] = totals.get(row.run(), 0.0) + float(value)
+def remeasured(rows: Sequence[Row], again: Sequence[Sequence[Row]]) -> list[dict[tuple, float]]:
+    """Per measurement of ``again``, the whole-program times of the programs it measured with the same steps
+    as ``rows`` (a program with a step missing or added is left out); a measurement that shares no such
+    program with ``rows`` is refused in one line (a file of other programs, by mistake)."""
+    steps = _steps(rows)
+    totals = []
+    for number, other in enumerate(again, start=1):
+        same = {run for run, named in _steps(other).items() if steps.get(run) == named}
+        if not same:
+            raise DcaccelError(f"costmodel eval: re-measurement {number} has no program measured with the same steps")
+        kept = [row for row in other if row.run() in same]
+        totals.append(program_times([row.run() for row in kept], times(kept)))
     return totals
 
 
-def scores(rows: Sequence[Row], predicted: np.ndarray, again: Sequence[Sequence[Row]] = ()) -> Scores:
-    """The metrics of ``predicted`` (ns per row) against the measured times of ``rows``; ``again``, other
-    measurements of the same programs, decides which pairs count in ``reproduced_pair_order``."""
+def _steps(rows: Sequence[Row]) -> dict[tuple, frozenset[str]]:
+    named: dict[tuple, set[str]] = {}
+    for row in rows:
+        named.setdefault(row.run(), set()).add(row.step)
+    return {run: frozenset(steps) for run, steps in named.items()}
+
+
+def scores(rows: Sequence[Row], predicted: np.ndarray, again: Sequence[Mapping[tuple, float]] = ()) -> Scores:
+    """The metrics of ``predicted`` (ns per row) against the measured times of ``rows``; ``again``, the
+    whole-program times of other measurements of the same programs (:func:`remeasured`), decides which pairs
+    count in ``reproduced_pair_order``."""
     if len(rows) == 0:
         raise DcaccelError("costmodel eval: no rows to score")
     measured = times(rows)
     predicted = np.asarray(predicted, dtype=np.float64)
     error = np.abs(predicted - measured) / measured
-    guessed, truths = program_times(rows, predicted), program_times(rows)
+    runs = [row.run() for row in rows]
+    guessed, truths = program_times(runs, predicted), program_times(runs, measured)
     program_error = [abs(guessed[key] - truth) / truth for key, truth in truths.items()]
-    remeasured = [program_times(rows_again) for rows_again in again]
     by_workload: dict[tuple, list[tuple]] = {}
     for key in truths:
         by_workload.setdefault(key[:2], []).append(key)
@@ -92,7 +108,7 @@ def scores(rows: Sequence[Row], predicted: np.ndarray, again: Sequence[Sequence[
             continue
         right = np.sign(guessed[a] - guessed[b]) == order
         pairs.append(right)
-        if again and all(a in m and b in m and np.sign(m[a] - m[b]) == order for m in remeasured):
+        if again and all(a in m and b in m and np.sign(m[a] - m[b]) == order for m in again):
             reproduced.append(right)
     tau = kendalltau(predicted, measured).statistic if len(rows) > 1 else float("nan")
     return Scores(
@@ -102,14 +118,17 @@ def scores(rows: Sequence[Row], predicted: np.ndarray, again: Sequence[Sequence[
         program_mape=float(np.mean(program_error)),
         pair_order=float(np.mean(pairs)) if pairs else float("nan"),
         reproduced_pair_order=float(np.mean(reproduced)) if reproduced else float("nan"),
+        reproduced_pairs=len(reproduced),
         tasks=len(rows),
         programs=len(truths),
     )
 
 
 def evaluate(model: CostModel, rows: Sequence[Row], again: Sequence[Sequence[Row]] = ()) -> pd.DataFrame:
-    """One row of :class:`Scores` per model of ``model`` on ``rows`` (``again``: :func:`scores`)."""
-    return pd.DataFrame([{"model": kind, **asdict(scores(rows, model.predict(rows, kind), again))} for kind in MODELS])
+    """One row of :class:`Scores` per model of ``model`` on ``rows`` (``again``, re-measurements of the same
+    programs: :func:`remeasured`)."""
+    totals = remeasured(rows, again)
+    return pd.DataFrame([{"model": kind, **asdict(scores(rows, model.predict(rows, kind), totals))} for kind in MODELS])
 
 
 def fold_table(
@@ -117,26 +136,28 @@ def fold_table(
 ) -> pd.DataFrame:
     """Leave-one-family-out: per family of ``families`` (default: every family of ``rows``, in the order of
     :data:`FAMILIES`), the models trained on the rows of the other families, scored on that family's rows
-    (and on the pairs the re-measurements ``again`` reproduce, :func:`scores`)."""
+    (and on the pairs the re-measurements ``again`` reproduce, :func:`remeasured`)."""
     present = {row.family for row in rows}
     order = [family for family in FAMILIES if family in present] + sorted(present - set(FAMILIES))
     families = order if families is None else list(families)
     missing = [family for family in families if family not in present]
     if missing:
         raise DcaccelError(f"costmodel folds: no rows of family '{missing[0]}' (families: {', '.join(order)})")
+    totals = remeasured(rows, again)
     table = []
     for family in families:
         test = [row for row in rows if row.family == family]
         train = [row for row in rows if row.family != family]
         model = CostModel.train(train, seed=seed)
         for kind in MODELS:
-            scored = scores(test, model.predict(test, kind), again)
+            scored = scores(test, model.predict(test, kind), totals)
             table.append({"held out": family, "model": kind, **asdict(scored)})
     return pd.DataFrame(table)
 
 
 def fold_means(table: pd.DataFrame) -> pd.DataFrame:
-    """The mean of each metric of :func:`fold_table` over the folds, per model."""
+    """The mean of each metric of :func:`fold_table` over the folds, per model (over the folds where it is a
+    number: a fold without a pair to order has none)."""
     metrics = [name for name, kind in get_type_hints(Scores).items() if kind is float]
     return table.groupby("model", sort=False)[metrics].mean().reset_index()
 

@@ -558,17 +558,23 @@ def combine_passes(passes: Sequence[Sequence[Row]]) -> list[Row]:
     each), in the first pass's order: its median, p10 and p90 the median of the passes' (the mean of two),
     its least time the least, its count the sum; features, tokens and provenance the first pass's. What
     drifts over the minutes a measurement takes (the machine's other tenants) then weighs on every step
-    alike rather than on the family measured when it came. A step missing from a pass, or read with other
-    features in one, is refused in one line."""
+    alike rather than on the family measured when it came. Passes of other steps, a step twice in a pass and
+    a step read with other features in one are refused in one line."""
     if not passes:
         raise DcaccelError("costmodel combine: no pass given")
-    keyed = [{(*row.run(), row.step): row for row in rows} for rows in passes]
+    keyed = []
+    for number, rows in enumerate(passes, start=1):
+        steps = {(*row.run(), row.step): row for row in rows}
+        if len(steps) != len(rows):
+            raise DcaccelError(f"costmodel combine: pass {number} measures a step twice (appended to twice?)")
+        if keyed and steps.keys() != keyed[0].keys():
+            step = next(iter(steps.keys() ^ keyed[0].keys()))
+            raise DcaccelError(f"costmodel combine: passes 1 and {number} differ in step {step[3]} of {step[:3]}")
+        keyed.append(steps)
     combined = []
     for row in passes[0]:
         key = (*row.run(), row.step)
-        same = [rows.get(key) for rows in keyed]
-        if None in same:
-            raise DcaccelError(f"costmodel combine: pass {same.index(None) + 1} has no step {row.step} of {key[:3]}")
+        same = [rows[key] for rows in keyed]
         if any(other.features != row.features or other.tokens != row.tokens for other in same):
             raise DcaccelError(f"costmodel combine: step {row.step} of {key[:3]} was read with other features")
         timings = [other.timing for other in same]

@@ -138,11 +138,19 @@ def program_weights(rows: Sequence[Row]) -> np.ndarray:
     pair order 0.665 -> 0.882, task MAPE 0.317 -> 0.291); the sequence model's does not (there, its task MAPE
     rose from 0.352 to 0.426)."""
     measured = times(rows)
-    totals: dict[tuple[str, str, str], float] = {}
-    for row, time in zip(rows, measured, strict=True):
-        totals[row.run()] = totals.get(row.run(), 0.0) + time
-    shares = measured / np.array([totals[row.run()] for row in rows])
+    runs = [row.run() for row in rows]
+    totals = program_times(runs, measured)
+    shares = measured / np.array([totals[run] for run in runs])
     return 1.0 + len(rows) / len(totals) * shares
+
+
+def program_times(runs: Sequence[tuple[str, str, str]], values: Sequence[float]) -> dict[tuple[str, str, str], float]:
+    """Per program (a row's :meth:`~dcaccel.costmodel.measure.Row.run`, given in ``runs``), the sum of its
+    rows' ``values`` (times, measured or predicted)."""
+    totals: dict[tuple[str, str, str], float] = {}
+    for run, value in zip(runs, values, strict=True):
+        totals[run] = totals.get(run, 0.0) + float(value)
+    return totals
 
 
 def _quantile(values: np.ndarray) -> float:

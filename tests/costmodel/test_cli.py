@@ -57,27 +57,45 @@ def test_folds(rows_file, capsys):
 
 
 def test_folds_with_a_remeasurement_score_its_pairs(tmp_path, capsys):
-    """op at 4 ns per element, mv at 3: each workload's pair has an order, and the same rows given again
-    reproduce it. The scaled analytic model puts the two at one time (a tie counts as wrong): 0 of the pairs
-    right, over all pairs and over the reproduced ones; the column is shown with ``--again`` only."""
-    rows_file = tmp_path / "rows.jsonl"
-    steps = [
-        row(family, f"{family}{i}", shape, f"t{j}", work, work * (4.0 if shape == "op" else 3.0))
-        for family in ("p", "q")
-        for i in range(2)
-        for shape in ("mv", "op")
-        for j, work in enumerate((10.0, 80.0))
-    ]
-    write_rows(steps, rows_file)
+    """op at 4 ns per element, mv at 3: each of q's two workloads has a pair in that order. Measured again
+    alike, both pairs are reproduced; measured again with q1's op faster than its mv, only q0's. The scaled
+    analytic model puts each pair at one time (a tie counts as wrong): 0 right, over all pairs and over the
+    reproduced ones. The columns are shown with ``--again`` only."""
+
+    def steps(slow_mv: str = ""):
+        return [
+            row(
+                family,
+                f"{family}{i}",
+                shape,
+                f"t{j}",
+                work,
+                work * (4.0 if (shape == "op") != (slow_mv == f"{family}{i}") else 3.0),
+            )
+            for family in ("p", "q")
+            for i in range(2)
+            for shape in ("mv", "op")
+            for j, work in enumerate((10.0, 80.0))
+        ]
+
+    rows_file, alike, reversed_q1 = tmp_path / "rows.jsonl", tmp_path / "alike.jsonl", tmp_path / "q1.jsonl"
+    for path, rows in ((rows_file, steps()), (alike, steps()), (reversed_q1, steps("q1"))):
+        write_rows(rows, path)
     assert main(["costmodel", "eval", str(rows_file), "--families", "q"]) == 0
-    assert "reproduced_pair_order" not in capsys.readouterr().out
-    assert main(["costmodel", "eval", str(rows_file), "--families", "q", "--again", str(rows_file)]) == 0
-    lines = capsys.readouterr().out.splitlines()
-    header = lines[0].split()
-    assert header[-3:] == ["reproduced_pair_order", "tasks", "programs"]
-    analytic = lines[1].split()
-    assert analytic[:2] == ["q", "analytic"]
-    assert analytic[-4:] == ["0.000", "0.000", "8", "4"]  # pair order, over the reproduced pairs, steps, programs
+    assert "reproduced_" not in capsys.readouterr().out
+    for again, reproduced in ((alike, "2"), (reversed_q1, "1")):
+        assert main(["costmodel", "eval", str(rows_file), "--families", "q", "--again", str(again)]) == 0
+        lines = capsys.readouterr().out.splitlines()
+        assert lines[0].split()[-4:] == ["reproduced_pair_order", "reproduced_pairs", "tasks", "programs"]
+        analytic = lines[1].split()
+        assert analytic[:2] == ["q", "analytic"]
+        assert analytic[-5:] == [
+            "0.000",
+            "0.000",
+            reproduced,
+            "8",
+            "4",
+        ]  # pair order, reproduced, pairs, steps, programs
 
 
 @pytest.mark.parametrize(

@@ -1,10 +1,11 @@
+import json
 import math
 from dataclasses import replace
 
 import numpy as np
 import pytest
 
-from dcaccel.costmodel.evaluate import fold_means, fold_table, noise_floor, scores
+from dcaccel.costmodel.evaluate import fold_means, fold_table, noise_floor, remeasured, scores
 from dcaccel.costmodel.measure import Timing
 from dcaccel.errors import DcaccelError
 
@@ -58,15 +59,33 @@ def _measured_again(rows, b_total):
     ],
 )
 def test_pair_order_over_the_pairs_measured_again_alike(again_totals, predicted, expected):
-    again = [_measured_again(ROWS, total) for total in again_totals]
+    again = remeasured(ROWS, [_measured_again(ROWS, total) for total in again_totals])
     result = scores(ROWS, np.array(predicted), again)
     assert result.pair_order == (1.0 if predicted[3] < 200 else 0.0)  # the metric over every pair is unchanged
     assert result.reproduced_pair_order == pytest.approx(expected, nan_ok=True)
+    assert result.reproduced_pairs == (0 if math.isnan(expected) else 1)
 
 
-def test_a_pair_missing_from_a_remeasurement_is_not_reproduced():
-    result = scores(ROWS, np.array([100.0, 200.0, 100.0, 30.0]), [_measured_again(ROWS[:2], 130.0)])
-    assert math.isnan(result.reproduced_pair_order)
+@pytest.mark.parametrize(
+    ("again", "kept"),
+    [
+        (ROWS[:2], {"a"}),  # b not measured again: its pair is not reproduced
+        (ROWS[:3], {"a"}),  # b measured without its step t1: left out, not compared on the one step
+        ([*ROWS, row("f", "w", "c", "t0", 10, 1.0)], {"a", "b"}),  # a program ROWS lacks: not used
+    ],
+)
+def test_a_remeasurement_counts_the_programs_of_the_same_steps(again, kept):
+    (totals,) = remeasured(ROWS, [again])
+    assert {json.loads(run[2])["n"] for run in totals} == kept
+    assert math.isnan(scores(ROWS, np.array([100.0, 200.0, 100.0, 30.0]), [totals]).reproduced_pair_order) == (
+        "b" not in kept
+    )
+
+
+def test_a_remeasurement_of_other_programs_is_refused():
+    other = [replace(r, program="v") for r in ROWS]
+    with pytest.raises(DcaccelError, match="re-measurement 2 has no program measured with the same steps"):
+        remeasured(ROWS, [ROWS, other])
 
 
 def test_noise_floor_matches_steps():
@@ -117,7 +136,14 @@ def test_fold_means_average_every_metric_per_model():
     )
     means = fold_means(table)
     assert list(means["model"]) == ["boosted", "analytic"]
-    metrics = ["task_mape", "median_ape", "kendall_tau", "program_mape", "pair_order", "reproduced_pair_order"]
+    metrics = [
+        "task_mape",
+        "median_ape",
+        "kendall_tau",
+        "program_mape",
+        "pair_order",
+        "reproduced_pair_order",
+    ]  # floats
     assert list(means.columns) == ["model", *metrics]
     # fold g: errors 0.5, 0.5, 0.5 and 14 (450 against 30)
     assert means.loc[0, "pair_order"] == 0.5 and means.loc[0, "task_mape"] == pytest.approx((0 + 15.5 / 4) / 2)

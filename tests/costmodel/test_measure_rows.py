@@ -143,8 +143,12 @@ def test_passes_combine_step_by_step(timings, expected):
 
 
 def test_passes_of_other_steps_or_features_are_refused():
-    with pytest.raises(DcaccelError, match="pass 2 has no step t1"):
+    with pytest.raises(DcaccelError, match="passes 1 and 2 differ in step t1"):
         combine_passes([PASS, PASS[:1]])
+    with pytest.raises(DcaccelError, match="passes 1 and 2 differ in step t1"):
+        combine_passes([PASS[:1], PASS])  # a step only the later pass has
+    with pytest.raises(DcaccelError, match="pass 2 measures a step twice"):
+        combine_passes([PASS, [*PASS, PASS[0]]])
     other = replace(PASS[1], features={**PASS[1].features, "work": 21.0})
     with pytest.raises(DcaccelError, match="step t1 .* other features"):
         combine_passes([PASS, [PASS[0], other]])
