@@ -17,6 +17,12 @@ every row again from its program, lowered anew (nothing compiled or run): the da
 after another (the second with ``--reverse``, so that no family is measured only early or only late): each
 step's median the median of the passes' (:func:`dcaccel.costmodel.measure.combine_passes`).
 
+``python benchmarks/costmodel_folds.py leaf ROWS.jsonl`` chooses the boosted model's rows a leaf by a nested
+selection: for each fold, the size of :data:`LEAF_CHOICES` with the least task MAPE + program MAPE over an
+inner leave-one-family-out on the fold's training families alone; it prints each fold's choice, the held-out
+scores of the sizes so chosen and of every size, and the size the same rule chooses on every family
+(``dcaccel.costmodel.models.LEAF_ROWS``).
+
 ``python benchmarks/costmodel_folds.py noise A.jsonl B.jsonl`` compares two measurements of the same
 programs (taken in two processes): the noise floor of the task times.
 """
@@ -27,6 +33,8 @@ import sys
 import time
 from pathlib import Path
 
+import numpy as np
+import pandas as pd
 import torch
 from tqdm import tqdm
 
@@ -141,6 +149,57 @@ def run_measure(args) -> None:
         tqdm.write(f"{workload.name}: {sum(map(len, measured))} rows, {time.perf_counter() - start:.1f} s", sys.stderr)
 
 
+#: The rows a leaf the nested selection of ``leaf`` chooses among.
+LEAF_CHOICES = (5, 10, 20, 40)
+
+
+def run_leaf(args) -> None:
+    from dcaccel.costmodel.evaluate import FAMILIES, scores
+    from dcaccel.costmodel.models import BoostedModel
+
+    rows = read_rows(args.rows)
+    families = [family for family in FAMILIES if any(row.family == family for row in rows)]
+
+    def score(train, test, leaf_rows):
+        return scores(test, BoostedModel(leaf_rows=leaf_rows).fit(train).predict(test))
+
+    def select(among: list[str]) -> tuple[int, dict[int, float]]:
+        """The size of least mean task MAPE + program MAPE over leave-one-family-out on ``among``."""
+        inner = {}
+        for size in LEAF_CHOICES:
+            held = [
+                score(
+                    [r for r in rows if r.family in among and r.family != other],
+                    [r for r in rows if r.family == other],
+                    size,
+                )
+                for other in among
+            ]
+            inner[size] = float(np.mean([s.task_mape + s.program_mape for s in held]))
+        return min(inner, key=inner.get), inner
+
+    chosen, held_out = [], {size: [] for size in LEAF_CHOICES}
+    for family in tqdm(families, desc="outer folds", file=sys.stderr):
+        train = [row for row in rows if row.family != family]
+        test = [row for row in rows if row.family == family]
+        best, inner = select([other for other in families if other != family])
+        outer = {size: score(train, test, size) for size in LEAF_CHOICES}
+        chosen.append(outer[best])
+        for size in LEAF_CHOICES:
+            held_out[size].append(outer[size])
+        tqdm.write(f"{family}: {best} rows a leaf (inner {', '.join(f'{k}: {v:.4f}' for k, v in inner.items())})")
+    metrics = ("task_mape", "median_ape", "kendall_tau", "program_mape", "pair_order")
+    table = pd.DataFrame(
+        [
+            {"leaf rows": name, **{m: np.nanmean([getattr(s, m) for s in scored]) for m in metrics}}
+            for name, scored in [("nested", chosen), *held_out.items()]
+        ]
+    )
+    print(table.to_string(index=False, float_format="%.3f"))
+    best, inner = select(families)
+    print(f"chosen on every family: {best} rows a leaf ({', '.join(f'{k}: {v:.4f}' for k, v in inner.items())})")
+
+
 def _key(family: str, program: str, sizes: dict, assignment: dict) -> tuple[str, ...]:
     """A measured program of a family (:func:`~dcaccel.costmodel.measure.run_key`)."""
     return family, *run_key(program, sizes, assignment)
@@ -191,12 +250,17 @@ def main() -> None:
     c = sub.add_parser("combine")
     c.add_argument("out")
     c.add_argument("passes", nargs="+")
+    leaf = sub.add_parser("leaf")
+    leaf.add_argument("rows")
     n = sub.add_parser("noise")
     n.add_argument("first")
     n.add_argument("second")
     args = parser.parse_args()
     if args.command in ("measure", "refeature"):
         (run_measure if args.command == "measure" else run_refeature)(args)
+        return
+    if args.command == "leaf":
+        run_leaf(args)
         return
     if args.command == "combine":
         write_rows(combine_passes([read_rows(path) for path in args.passes]), args.out, append=False)

@@ -72,6 +72,16 @@ def test_per_unit_target_extrapolates_in_work(target, extrapolates):
     assert (abs(predicted - 24000.0) / 24000.0 < 0.1) == extrapolates
 
 
+@pytest.mark.parametrize(("leaf_rows", "distinct"), [(2, 2), (8, 2), (9, 1), (20, 1)])
+def test_leaf_rows_bound_what_the_trees_tell_apart(leaf_rows, distinct):
+    """16 steps, 8 at 1 ns per element and 8 at 3, told apart by their work: a split needs ``leaf_rows`` rows
+    on each side, so leaves of 9 or more rows cannot separate them and every step gets one time per unit."""
+    rows = [row("f", f"w{i}", "a", "t", 10 + (i >= 8), (10 + (i >= 8)) * (3.0 if i >= 8 else 1.0)) for i in range(16)]
+    model = BoostedModel(loss="squared", floored=False, iterations=20, leaf_rows=leaf_rows).fit(rows)
+    per_unit = model.predict(rows) / np.array([r.analytic for r in rows])
+    assert len(np.unique(per_unit.round(6))) == distinct
+
+
 @pytest.mark.parametrize(("loss", "per_unit"), [("squared", 2.0), ("absolute", 2.0), ("relative", 1.0)])
 def test_each_loss_fits_its_constant(loss, per_unit):
     """Steps the features cannot tell apart at 1, 2 and 4 ns per element (5 of each): the squared error of the
