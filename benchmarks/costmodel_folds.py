@@ -31,6 +31,7 @@ import argparse
 import itertools
 import sys
 import time
+from dataclasses import asdict
 from pathlib import Path
 
 import numpy as np
@@ -154,7 +155,7 @@ LEAF_CHOICES = (5, 10, 20, 40)
 
 
 def run_leaf(args) -> None:
-    from dcaccel.costmodel.evaluate import FAMILIES, scores
+    from dcaccel.costmodel.evaluate import FAMILIES, fold_means, scores
     from dcaccel.costmodel.models import BoostedModel
 
     rows = read_rows(args.rows)
@@ -188,14 +189,15 @@ def run_leaf(args) -> None:
         for size in LEAF_CHOICES:
             held_out[size].append(outer[size])
         tqdm.write(f"{family}: {best} rows a leaf (inner {', '.join(f'{k}: {v:.4f}' for k, v in inner.items())})")
-    metrics = ("task_mape", "median_ape", "kendall_tau", "program_mape", "pair_order")
     table = pd.DataFrame(
         [
-            {"leaf rows": name, **{m: np.nanmean([getattr(s, m) for s in scored]) for m in metrics}}
+            {"model": f"{name} rows a leaf", **asdict(s)}
             for name, scored in [("nested", chosen), *held_out.items()]
+            for s in scored
         ]
     )
-    print(table.to_string(index=False, float_format="%.3f"))
+    means = fold_means(table).drop(columns=["reproduced_pair_order"])
+    print(means.to_string(index=False, float_format="%.3f"))
     best, inner = select(families)
     print(f"chosen on every family: {best} rows a leaf ({', '.join(f'{k}: {v:.4f}' for k, v in inner.items())})")
 

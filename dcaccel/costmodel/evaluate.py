@@ -165,8 +165,8 @@ def fold_means(table: pd.DataFrame) -> pd.DataFrame:
 def noise_floor(first: Sequence[Row], second: Sequence[Row]) -> Scores:
     """Two measurements of the same programs: the second's times scored as a prediction of the first's, over
     the steps both hold (matched by program, sizes, assignment and step)."""
-    second_by_key = {(*row.run(), row.step): row for row in second}
-    pairs = [(row, second_by_key[(*row.run(), row.step)]) for row in first if (*row.run(), row.step) in second_by_key]
+    second_by_key = {row.key(): row for row in second}
+    pairs = [(row, second_by_key[row.key()]) for row in first if row.key() in second_by_key]
     if not pairs:
         raise DcaccelError("costmodel noise: the two measurements share no step")
     return scores([a for a, _ in pairs], times([b for _, b in pairs]))

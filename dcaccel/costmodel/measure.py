@@ -117,6 +117,10 @@ class Row:
         """The program the row is a step of: the workload at its sizes under one assignment."""
         return run_key(self.program, self.sizes, self.assignment)
 
+    def key(self) -> tuple[str, str, str, str]:
+        """The step in its program (:meth:`run` and the step): what two measurements of it share."""
+        return (*self.run(), self.step)
+
     def to_json(self) -> dict:
         return asdict(self)
 
@@ -564,7 +568,7 @@ def combine_passes(passes: Sequence[Sequence[Row]]) -> list[Row]:
         raise DcaccelError("costmodel combine: no pass given")
     keyed = []
     for number, rows in enumerate(passes, start=1):
-        steps = {(*row.run(), row.step): row for row in rows}
+        steps = {row.key(): row for row in rows}
         if len(steps) != len(rows):
             raise DcaccelError(f"costmodel combine: pass {number} measures a step twice (appended to twice?)")
         if keyed and steps.keys() != keyed[0].keys():
@@ -573,7 +577,7 @@ def combine_passes(passes: Sequence[Sequence[Row]]) -> list[Row]:
         keyed.append(steps)
     combined = []
     for row in passes[0]:
-        key = (*row.run(), row.step)
+        key = row.key()
         same = [rows[key] for rows in keyed]
         if any(other.features != row.features or other.tokens != row.tokens for other in same):
             raise DcaccelError(f"costmodel combine: step {row.step} of {key[:3]} was read with other features")
