@@ -25,6 +25,11 @@ scores of the sizes so chosen and of every size, and the size the same rule choo
 
 ``python benchmarks/costmodel_folds.py noise A.jsonl B.jsonl`` compares two measurements of the same
 programs (taken in two processes): the noise floor of the task times.
+
+``python benchmarks/costmodel_folds.py machine ROWS.jsonl HERE.jsonl [--probe FAMILY]`` scores the models of
+ROWS (measured on another machine) on the rows HERE.jsonl measured on this one, family by family held out:
+for each family of HERE but the probe, the models trained on ROWS without it, scored on HERE's rows of it
+as trained and calibrated on HERE's rows of the probe family (``dcaccel costmodel calibrate``).
 """
 
 import argparse
@@ -202,6 +207,29 @@ def run_leaf(args) -> None:
     print(f"chosen on every family: {best} rows a leaf ({', '.join(f'{k}: {v:.4f}' for k, v in inner.items())})")
 
 
+def run_machine(args) -> None:
+    from dcaccel.cli.costmodel import scores_text
+    from dcaccel.costmodel.evaluate import FAMILIES, fold_means, scores
+    from dcaccel.costmodel.models import MODELS, CostModel
+
+    rows, here = read_rows(args.rows), read_rows(args.here)
+    probe = [row for row in here if row.family == args.probe]
+    if not probe:
+        sys.exit(f"costmodel machine: {args.here} has no rows of the probe family {args.probe}")
+    present = {row.family for row in here} - {args.probe}
+    table = []
+    for family in tqdm([f for f in FAMILIES if f in present], desc="folds", file=sys.stderr):
+        trained = CostModel.train([row for row in rows if row.family != family])
+        test = [row for row in here if row.family == family]
+        for name, model in (("as trained", trained), (f"calibrated on {args.probe}", trained.calibrated(probe))):
+            for kind in MODELS:
+                scored = asdict(scores(test, model.predict(test, kind)))
+                table.append({"held out": family, "model": f"{kind}, {name}", "scale": model.scales[kind], **scored})
+    table = pd.DataFrame(table)
+    print(scores_text(table, again=[]))
+    print("\nmean over folds (NaN: no pair to order)\n" + scores_text(fold_means(table), again=[]))
+
+
 def _key(family: str, program: str, sizes: dict, assignment: dict) -> tuple[str, ...]:
     """A measured program of a family (:func:`~dcaccel.costmodel.measure.run_key`)."""
     return family, *run_key(program, sizes, assignment)
@@ -257,12 +285,19 @@ def main() -> None:
     n = sub.add_parser("noise")
     n.add_argument("first")
     n.add_argument("second")
+    machine = sub.add_parser("machine")
+    machine.add_argument("rows")
+    machine.add_argument("here")
+    machine.add_argument("--probe", default="conv-seed", help="the family HERE's rows calibrate the models on")
     args = parser.parse_args()
     if args.command in ("measure", "refeature"):
         (run_measure if args.command == "measure" else run_refeature)(args)
         return
     if args.command == "leaf":
         run_leaf(args)
+        return
+    if args.command == "machine":
+        run_machine(args)
         return
     if args.command == "combine":
         write_rows(combine_passes([read_rows(path) for path in args.passes]), args.out, append=False)
@@ -272,9 +307,11 @@ def main() -> None:
 
         sys.exit(dcaccel_main(["costmodel", "eval", args.rows, *(["--again", *args.again] if args.again else [])]))
     else:
+        from dcaccel.cli.costmodel import scores_text
         from dcaccel.costmodel.evaluate import noise_floor
 
-        print(noise_floor(read_rows(args.first), read_rows(args.second)))
+        floor = noise_floor(read_rows(args.first), read_rows(args.second))
+        print(scores_text(pd.DataFrame([asdict(floor)]), again=[]))
 
 
 if __name__ == "__main__":

@@ -1,4 +1,4 @@
-"""``dcaccel costmodel train|eval``: the learned cost model of a step's time on this CPU (docs/costmodel.md).
+"""``dcaccel costmodel train|eval|calibrate``: the learned cost model of a step's time on this CPU (docs/costmodel.md).
 
 ``train ROWS --out MODEL.json`` fits the scaled analytic baseline and the two learned models (gradient-boosted
 trees on hand features, a convolutional encoder of IR tokens) on the rows of ``dcaccel measure``, writes them
@@ -6,7 +6,9 @@ as one JSON file and prints the boosted model's miss cost (its prices per unit a
 --model MODEL.json`` scores a model on rows; ``eval ROWS`` alone runs the held-out protocol (leave one
 workload family out per fold) and prints the fold table and the means. ROWS defaults to the shipped dataset.
 ``--again A.jsonl ...`` names other measurements of the same programs: pair order is then scored also over
-the pairs of assignments they all put in ROWS' order (``reproduced_pair_order``).
+the pairs of assignments they all put in ROWS' order (``reproduced_pair_order``). ``calibrate MODEL.json
+ROWS.jsonl --out OUT.json`` fits each model's factor for the machine ROWS were measured on (a few programs
+measured there) and prints it with the task MAPE on ROWS before and after.
 """
 
 import argparse
@@ -16,7 +18,7 @@ import pandas as pd
 
 from dcaccel.cli.arguments import check_output
 from dcaccel.costmodel.data import SHIPPED_ROWS
-from dcaccel.costmodel.evaluate import evaluate, fold_means, fold_table
+from dcaccel.costmodel.evaluate import calibration_table, evaluate, fold_means, fold_table
 from dcaccel.costmodel.measure import read_rows
 from dcaccel.costmodel.models import CostModel
 
@@ -41,6 +43,11 @@ def register(subparsers) -> None:
         help="other measurements of the same programs: pair order also over the pairs they all order as ROWS does",
     )
     evaluation.set_defaults(run=run_eval)
+    calibration = actions.add_parser("calibrate", help="fit each model's factor for the machine rows were measured on")
+    calibration.add_argument("model", metavar="MODEL.json")
+    calibration.add_argument("rows", metavar="ROWS.jsonl", help="steps measured on this machine (dcaccel measure)")
+    calibration.add_argument("--out", required=True, metavar="OUT.json")
+    calibration.set_defaults(run=run_calibrate)
 
 
 def run_train(args: argparse.Namespace) -> int:
@@ -63,15 +70,30 @@ def run_eval(args: argparse.Namespace) -> int:
     rows = read_rows(args.rows)
     again = [read_rows(path) for path in args.again]
     if args.model is not None:
-        sys.stdout.write(_shown(evaluate(CostModel.load(args.model), rows, again), again) + "\n")
+        sys.stdout.write(scores_text(evaluate(CostModel.load(args.model), rows, again), again) + "\n")
         return 0
     table = fold_table(rows, args.families, again=again)
-    means = _shown(fold_means(table), again)
-    sys.stdout.write(_shown(table, again) + "\n\nmean over folds (NaN: no pair to order)\n" + means + "\n")
+    means = scores_text(fold_means(table), again)
+    sys.stdout.write(scores_text(table, again) + "\n\nmean over folds (NaN: no pair to order)\n" + means + "\n")
     return 0
 
 
-def _shown(table: pd.DataFrame, again: list) -> str:
+def run_calibrate(args: argparse.Namespace) -> int:
+    check_output("--out", args.out, (".json",))
+    model, rows = CostModel.load(args.model), read_rows(args.rows)
+    calibrated = model.calibrated(rows)
+    calibrated.save(args.out)
+    programs = len({row.run() for row in rows})
+    table = calibration_table(model, calibrated, rows).to_string(index=False, float_format="%.3f")
+    sys.stdout.write(
+        f"calibrated on {len(rows)} rows ({programs} programs) of {args.rows}: {args.out}\n{table}\n"
+        "(task MAPE on the rows the scales were fitted on; score other programs with "
+        f"dcaccel costmodel eval ROWS --model {args.out})\n"
+    )
+    return 0
+
+
+def scores_text(table: pd.DataFrame, again: list) -> str:
     """``table`` as text, without the scores of reproduced pairs when no re-measurement was given."""
     reproduced = [column for column in table.columns if column.startswith("reproduced_")]
     return (table if again else table.drop(columns=reproduced)).to_string(index=False, float_format="%.3f")

@@ -28,7 +28,7 @@ import pandas as pd
 from scipy.stats import kendalltau
 
 from dcaccel.costmodel.measure import Row
-from dcaccel.costmodel.models import KINDS, CostModel, program_times, times
+from dcaccel.costmodel.models import MODELS, CostModel, program_times, times
 from dcaccel.errors import DcaccelError
 
 #: The workload families of the shipped dataset, each held out by one fold (benchmarks/costmodel_folds.py).
@@ -45,8 +45,6 @@ FAMILIES = (
     "corpus-resnet",
     "corpus-mobilenet-v2",
 )
-#: The models every fold scores.
-MODELS = ("analytic", *KINDS)
 
 
 @dataclass(frozen=True)
@@ -160,6 +158,33 @@ def fold_means(table: pd.DataFrame) -> pd.DataFrame:
     number: a fold without a pair to order has none)."""
     metrics = [name for name, kind in get_type_hints(Scores).items() if kind is float]
     return table.groupby("model", sort=False)[metrics].mean().reset_index()
+
+
+@dataclass(frozen=True)
+class Calibration:
+    """One model's scale for a machine (:meth:`~dcaccel.costmodel.models.CostModel.calibrated`) and its task
+    MAPE on the rows the scale was fitted on, before and after (in-sample)."""
+
+    model: str
+    scale: float
+    task_mape_before: float
+    task_mape_after: float
+
+
+def calibration_table(model: CostModel, calibrated: CostModel, rows: Sequence[Row]) -> pd.DataFrame:
+    """One row of :class:`Calibration` per model: ``calibrated`` (``model`` calibrated on ``rows``) against
+    ``model``, scored on ``rows``."""
+    measured = times(rows)
+
+    def mape(cost: CostModel, kind: str) -> float:
+        return float(np.mean(np.abs(cost.predict(rows, kind) - measured) / measured))
+
+    return pd.DataFrame(
+        [
+            asdict(Calibration(kind, calibrated.scales[kind], mape(model, kind), mape(calibrated, kind)))
+            for kind in MODELS
+        ]
+    )
 
 
 def noise_floor(first: Sequence[Row], second: Sequence[Row]) -> Scores:

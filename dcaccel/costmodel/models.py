@@ -27,7 +27,7 @@ import json
 import math
 import os
 from collections.abc import Mapping, Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 from types import MappingProxyType
 from typing import ClassVar
@@ -38,11 +38,14 @@ from dcaccel.costmodel.features import CACHE, CATEGORICAL, DERIVED, NUMERIC, fea
 from dcaccel.costmodel.measure import Row
 from dcaccel.errors import DcaccelError
 
-#: The model file's format name and version (a file of another format or version is refused).
+#: The model file's format name and version (a file of another format or version is refused; 8 added the
+#: machine's scales of :meth:`CostModel.calibrated`).
 FORMAT = "dcaccel-costmodel"
-VERSION = 7
+VERSION = 8
 #: The learned models a file holds, by name.
 KINDS = ("boosted", "sequence")
+#: Every model a file holds: the analytic baseline and the learned ones.
+MODELS = ("analytic", *KINDS)
 #: Largest model file read.
 MAX_MODEL_BYTES = 64 * 2**20
 #: Widest sequence model read (its network is built before the weights are checked against it).
@@ -57,6 +60,16 @@ def _finite(value, name: str, positive: bool = False) -> float:
     if not math.isfinite(number) or (positive and number <= 0):
         raise DcaccelError(f"costmodel model: the {name} is {number}, expected a finite number{' > 0' * positive}")
     return number
+
+
+def relative_scale(predicted: np.ndarray, measured: np.ndarray) -> float:
+    """The factor ``c`` of least mean relative error ``|c * predicted - measured| / measured``: the median of
+    ``measured / predicted`` weighted by ``predicted / measured`` (the error is that weight times ``|c - ratio|``,
+    piecewise linear in ``c``)."""
+    ratios, weights = measured / predicted, predicted / measured
+    order = np.argsort(ratios)
+    cumulative = np.cumsum(weights[order])
+    return float(ratios[order][np.searchsorted(cumulative, cumulative[-1] / 2)])
 
 
 def times(rows: Sequence[Row]) -> np.ndarray:
@@ -604,34 +617,46 @@ class SequenceModel:
 
 @dataclass
 class CostModel:
-    """The analytic baseline and the two learned models, trained on the same rows."""
+    """The analytic baseline and the two learned models, trained on the same rows; ``scales``, each model's
+    factor for the machine it is used on (:meth:`calibrated`; 1 for a model not calibrated)."""
 
     analytic: AnalyticModel
     boosted: BoostedModel
     sequence: SequenceModel
     trained_on: dict[str, int] = field(default_factory=dict)  # family -> rows
+    scales: dict[str, float] = field(default_factory=lambda: dict.fromkeys(MODELS, 1.0))
+    calibrated_on: dict[str, int] = field(default_factory=dict)  # family -> rows; empty: not calibrated
 
     @classmethod
     def train(cls, rows: Sequence[Row], seed: int = 0) -> CostModel:
         if not rows:
             raise DcaccelError("costmodel train: no rows to train on")
-        families: dict[str, int] = {}
-        for row in rows:
-            families[row.family] = families.get(row.family, 0) + 1
         return cls(
             AnalyticModel().fit(rows),
             BoostedModel(seed=seed).fit(rows),
             SequenceModel(seed=seed).fit(rows),
-            dict(sorted(families.items())),
+            _families(rows),
         )
+
+    def calibrated(self, rows: Sequence[Row]) -> CostModel:
+        """This model for the machine ``rows`` were measured on: each model's predictions times the factor of
+        least task MAPE on ``rows`` (:func:`relative_scale`), its trees, network and miss cost unchanged. A
+        machine of the same kind at another clock runs every step faster or slower alike (docs/costmodel.md,
+        "On another machine"), which one factor follows; a few programs measured there fit it."""
+        if not rows:
+            raise DcaccelError("costmodel calibrate: no rows to calibrate on")
+        measured = times(rows)
+        unscaled = replace(self, scales=dict.fromkeys(MODELS, 1.0))
+        scales = {kind: relative_scale(unscaled.predict(rows, kind), measured) for kind in MODELS}
+        return replace(self, scales=scales, calibrated_on=_families(rows))
 
     def predict(self, rows: Sequence[Row], kind: str) -> np.ndarray:
         """The predicted time in nanoseconds of each of ``rows`` by the model ``kind`` (``analytic`` or one of
-        :data:`KINDS`)."""
-        if kind not in ("analytic", *KINDS):
-            raise DcaccelError(f"costmodel: no model '{kind}' (models: analytic, {', '.join(KINDS)})")
+        :data:`KINDS`), times its scale."""
+        if kind not in MODELS:
+            raise DcaccelError(f"costmodel: no model '{kind}' (models: {', '.join(MODELS)})")
         with np.errstate(over="ignore"):
-            predicted = getattr(self, kind).predict(rows)
+            predicted = getattr(self, kind).predict(rows) * self.scales[kind]
         if not np.isfinite(predicted).all():
             raise DcaccelError(f"costmodel: the {kind} model predicts a time that is not a finite number")
         return predicted
@@ -641,6 +666,8 @@ class CostModel:
             "format": FORMAT,
             "version": VERSION,
             "trained_on": self.trained_on,
+            "scales": self.scales,
+            "calibrated_on": self.calibrated_on,
             "analytic": self.analytic.to_json(),
             "boosted": self.boosted.to_json(),
             "sequence": self.sequence.to_json(),
@@ -671,6 +698,16 @@ class CostModel:
                 BoostedModel.from_json(data["boosted"]),
                 SequenceModel.from_json(data["sequence"]),
                 {str(k): int(v) for k, v in data["trained_on"].items()},
+                {kind: _finite(data["scales"][kind], f"scale of the {kind} model", positive=True) for kind in MODELS},
+                {str(k): int(v) for k, v in data["calibrated_on"].items()},
             )
         except (KeyError, TypeError, ValueError, AttributeError) as err:
             raise DcaccelError(f"costmodel model {path}: field {err} missing or of the wrong type") from None
+
+
+def _families(rows: Sequence[Row]) -> dict[str, int]:
+    """The rows per family of ``rows``, by family name."""
+    families: dict[str, int] = {}
+    for row in rows:
+        families[row.family] = families.get(row.family, 0) + 1
+    return dict(sorted(families.items()))

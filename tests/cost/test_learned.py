@@ -1,6 +1,7 @@
 """The learned cost model as a cost source: --cost learned:FILE on schedule and explore (issue 26 item 5)."""
 
 import json
+from dataclasses import replace
 
 import numpy as np
 import pandas as pd
@@ -96,6 +97,22 @@ def test_every_task_map_is_costed_by_the_model(model_file, lenet_dag):
     serial = learned_makespan(schedule(dag, 1, "list"), times)
     assert serial >= times.node_ns[tasks].sum() * 1e-9 * (1 - 1e-9)
     assert learned_makespan(schedule(dag, 16, "list"), times) <= serial
+
+
+@pytest.mark.slow
+def test_a_calibrated_model_scales_every_duration(model_file, lenet_dag, tmp_path):
+    """A model calibrated for a machine twice as slow (every scale 2): every task's and forwarded copy's
+    duration, and so the learned makespan, twice as long."""
+    dag = TaskDAG.from_json(lenet_dag)
+    model = CostModel.load(model_file)
+    slower = tmp_path / "slower.json"
+    replace(model, scales=dict.fromkeys(model.scales, 2.0), calibrated_on={"here": 1}).save(slower)
+    base, scaled = (task_times(lowered_of(dag), dag, cost_source(f"learned:{path}")) for path in (model_file, slower))
+    np.testing.assert_allclose(scaled.node_ns, 2 * base.node_ns, rtol=1e-12)
+    assert scaled.unplaced_ns == pytest.approx(2 * base.unplaced_ns, rel=1e-12)
+    placed = schedule(dag, 16, "list")  # re-timed in whole nanoseconds a task: twice as long within 1 ns a task
+    doubled = pytest.approx(2 * learned_makespan(placed, base), abs=len(dag.tasks) * 1e-9)
+    assert learned_makespan(placed, scaled) == doubled
 
 
 @pytest.mark.slow

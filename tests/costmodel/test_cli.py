@@ -1,9 +1,11 @@
 import re
+from dataclasses import replace
 
+import numpy as np
 import pytest
 
 from dcaccel.cli import main
-from dcaccel.costmodel.measure import write_rows
+from dcaccel.costmodel.measure import read_rows, write_rows
 from dcaccel.costmodel.models import CostModel
 
 from .rows import RATES, missing, row
@@ -98,9 +100,42 @@ def test_folds_with_a_remeasurement_score_its_pairs(tmp_path, capsys):
         ]  # pair order, reproduced, pairs, steps, programs
 
 
+def test_calibrate_fits_the_clock_of_another_machine(rows_file, tmp_path, capsys):
+    """The rows measured again on a machine 0.8 times as fast: the analytic model (3 ns per element exactly)
+    is scaled by 0.8 and then predicts them exactly; the file keeps the scales and where they were fitted."""
+    model, calibrated, faster = tmp_path / "model.json", tmp_path / "here.json", tmp_path / "faster.jsonl"
+    assert main(["costmodel", "train", str(rows_file), "--out", str(model)]) == 0
+    rows = read_rows(rows_file)
+    write_rows([replace(r, timing=replace(r.timing, median_ns=0.8 * r.timing.median_ns)) for r in rows], faster)
+    capsys.readouterr()
+    assert main(["costmodel", "calibrate", str(model), str(faster), "--out", str(calibrated)]) == 0
+    lines = capsys.readouterr().out.splitlines()
+    assert lines[0] == f"calibrated on 16 rows (8 programs) of {faster}: {calibrated}"
+    assert lines[1].split() == ["model", "scale", "task_mape_before", "task_mape_after"]
+    assert lines[2].split() == ["analytic", "0.800", "0.250", "0.000"]  # 3 ns predicted, 2.4 measured
+    assert [line.split()[0] for line in lines[3:5]] == ["boosted", "sequence"]
+    loaded = CostModel.load(calibrated)
+    assert loaded.scales["analytic"] == pytest.approx(0.8)
+    assert loaded.calibrated_on == {"p": 8, "q": 8}
+    unscaled = CostModel.load(model).predict(rows, "boosted")
+    np.testing.assert_allclose(loaded.predict(rows, "boosted"), loaded.scales["boosted"] * unscaled)
+
+
+def test_calibrate_on_no_rows_is_refused_in_one_line(rows_file, tmp_path, capsys):
+    model, empty = tmp_path / "model.json", tmp_path / "empty.jsonl"
+    assert main(["costmodel", "train", str(rows_file), "--out", str(model)]) == 0
+    empty.write_text("")
+    capsys.readouterr()
+    assert main(["costmodel", "calibrate", str(model), str(empty), "--out", str(tmp_path / "c.json")]) == 2
+    err = capsys.readouterr().err
+    assert "no rows to calibrate on" in err and err.count("\n") == 1
+    assert not (tmp_path / "c.json").exists()
+
+
 @pytest.mark.parametrize(
     ("argv", "message"),
     [
+        (["costmodel", "calibrate", "m.json", "missing.jsonl", "--out", "c.txt"], "--out c.txt: unknown format"),
         (["costmodel", "eval", "missing.jsonl"], "costmodel rows missing.jsonl: no such file"),
         (["costmodel", "train", "missing.jsonl", "--out", "m.txt"], "--out m.txt: unknown format"),
         (["measure", "conv-seed", "--out", "rows.csv"], "--out rows.csv: unknown format"),

@@ -1,5 +1,6 @@
 import json
 import math
+from dataclasses import replace
 
 import numpy as np
 import pytest
@@ -18,6 +19,7 @@ from dcaccel.costmodel.models import (
     SequenceModel,
     mean_loss,
     program_weights,
+    relative_scale,
     times,
 )
 from dcaccel.errors import DcaccelError
@@ -161,6 +163,10 @@ def test_unknown_model_kind_refused(trained, small):
         (lambda data: data.pop("analytic"), "'analytic' missing"),
         (lambda data: data["boosted"].pop("misses"), "'misses' missing"),
         (lambda data: data["sequence"]["misses"]["per_miss"].update(l1_misses=math.inf), "price of a miss of l1"),
+        (lambda data: data["scales"].update(boosted=0.0), "scale of the boosted model is 0.0, expected .* > 0"),
+        (lambda data: data["scales"].update(sequence=math.nan), "scale of the sequence model is nan"),
+        (lambda data: data["scales"].pop("analytic"), "'analytic' missing"),
+        (lambda data: data.pop("calibrated_on"), "'calibrated_on' missing"),
     ],
 )
 def test_bad_model_file_refused(trained, tmp_path, edit, message):
@@ -170,6 +176,56 @@ def test_bad_model_file_refused(trained, tmp_path, edit, message):
     path.write_text(json.dumps(data))
     with pytest.raises(DcaccelError, match=message):
         CostModel.load(path)
+
+
+@pytest.mark.parametrize(
+    ("predicted", "measured", "expected"),
+    [
+        ([10.0, 20.0, 40.0], [13.0, 26.0, 52.0], 1.3),  # one factor apart: that factor
+        ([10.0], [7.7], 0.77),
+        # the median of the ratios 0.5, 1 and 3 weighted 2, 1 and 1/3 (predicted / measured), not their median 1
+        ([10.0, 10.0, 10.0], [5.0, 10.0, 30.0], 0.5),
+    ],
+)
+def test_relative_scale_is_the_factor_of_least_relative_error(predicted, measured, expected):
+    predicted, measured = np.array(predicted), np.array(measured)
+    scale = relative_scale(predicted, measured)
+    assert scale == pytest.approx(expected)
+    grid = np.linspace(0.1, 5.0, 4901)
+    errors = [np.mean(np.abs(c * predicted - measured) / measured) for c in grid]
+    assert np.mean(np.abs(scale * predicted - measured) / measured) <= min(errors) + 1e-12
+
+
+def test_a_model_is_not_calibrated_until_asked(trained):
+    assert trained.scales == {"analytic": 1.0, "boosted": 1.0, "sequence": 1.0}
+    assert trained.calibrated_on == {}
+
+
+@pytest.mark.parametrize("kind", ["analytic", "boosted", "sequence"])
+@pytest.mark.parametrize("clock", [0.77, 1.0, 1.6])
+def test_calibration_follows_a_machine_at_another_clock(trained, small, kind, clock):
+    """The same steps measured on a machine ``clock`` times as slow: every model's scale is ``clock`` times its
+    scale on the rows as measured, and its predictions are ``clock`` times as long; nothing else changes."""
+    other = [replace(r, timing=replace(r.timing, median_ns=r.timing.median_ns * clock)) for r in small]
+    here, there = trained.calibrated(small), trained.calibrated(other)
+    assert there.scales[kind] == pytest.approx(clock * here.scales[kind])
+    np.testing.assert_allclose(there.predict(small, kind), clock * here.predict(small, kind), rtol=1e-9)
+    assert there.boosted is trained.boosted and there.trained_on == trained.trained_on
+    assert there.calibrated_on == {"conv-seed": 30, "products": 84}
+
+
+def test_calibrated_model_survives_its_file(trained, small, tmp_path):
+    calibrated = trained.calibrated(small[:7])
+    path = tmp_path / "calibrated.json"
+    calibrated.save(path)
+    loaded = CostModel.load(path)
+    assert (loaded.scales, loaded.calibrated_on) == (calibrated.scales, calibrated.calibrated_on)
+    np.testing.assert_allclose(loaded.predict(small, "boosted"), calibrated.predict(small, "boosted"), rtol=1e-5)
+
+
+def test_calibration_without_rows_refused(trained):
+    with pytest.raises(DcaccelError, match="no rows to calibrate on"):
+        trained.calibrated([])
 
 
 def test_miss_cost_fits_the_prices_of_a_miss():
