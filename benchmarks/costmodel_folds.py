@@ -160,11 +160,11 @@ LEAF_CHOICES = (5, 10, 20, 40)
 
 
 def run_leaf(args) -> None:
-    from dcaccel.costmodel.evaluate import FAMILIES, fold_means, scores
+    from dcaccel.costmodel.evaluate import families_of, fold_means, scores
     from dcaccel.costmodel.models import BoostedModel
 
     rows = read_rows(args.rows)
-    families = [family for family in FAMILIES if any(row.family == family for row in rows)]
+    families = families_of(rows)
 
     def score(train, test, leaf_rows):
         return scores(test, BoostedModel(leaf_rows=leaf_rows).fit(train).predict(test))
@@ -209,16 +209,15 @@ def run_leaf(args) -> None:
 
 def run_machine(args) -> None:
     from dcaccel.cli.costmodel import scores_text
-    from dcaccel.costmodel.evaluate import FAMILIES, fold_means, scores
+    from dcaccel.costmodel.evaluate import families_of, fold_means, scores
     from dcaccel.costmodel.models import MODELS, CostModel
 
     rows, here = read_rows(args.rows), read_rows(args.here)
     probe = [row for row in here if row.family == args.probe]
     if not probe:
         sys.exit(f"costmodel machine: {args.here} has no rows of the probe family {args.probe}")
-    present = {row.family for row in here} - {args.probe}
     table = []
-    for family in tqdm([f for f in FAMILIES if f in present], desc="folds", file=sys.stderr):
+    for family in tqdm([f for f in families_of(here) if f != args.probe], desc="folds", file=sys.stderr):
         trained = CostModel.train([row for row in rows if row.family != family])
         test = [row for row in here if row.family == family]
         for name, model in (("as trained", trained), (f"calibrated on {args.probe}", trained.calibrated(probe))):
@@ -226,8 +225,8 @@ def run_machine(args) -> None:
                 scored = asdict(scores(test, model.predict(test, kind)))
                 table.append({"held out": family, "model": f"{kind}, {name}", "scale": model.scales[kind], **scored})
     table = pd.DataFrame(table)
-    print(scores_text(table, again=[]))
-    print("\nmean over folds (NaN: no pair to order)\n" + scores_text(fold_means(table), again=[]))
+    print(scores_text(table, reproduced=False))
+    print("\nmean over folds (NaN: no pair to order)\n" + scores_text(fold_means(table), reproduced=False))
 
 
 def _key(family: str, program: str, sizes: dict, assignment: dict) -> tuple[str, ...]:
@@ -311,7 +310,7 @@ def main() -> None:
         from dcaccel.costmodel.evaluate import noise_floor
 
         floor = noise_floor(read_rows(args.first), read_rows(args.second))
-        print(scores_text(pd.DataFrame([asdict(floor)]), again=[]))
+        print(scores_text(pd.DataFrame([asdict(floor)]), reproduced=False))
 
 
 if __name__ == "__main__":

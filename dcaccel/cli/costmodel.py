@@ -70,11 +70,11 @@ def run_eval(args: argparse.Namespace) -> int:
     rows = read_rows(args.rows)
     again = [read_rows(path) for path in args.again]
     if args.model is not None:
-        sys.stdout.write(scores_text(evaluate(CostModel.load(args.model), rows, again), again) + "\n")
+        sys.stdout.write(scores_text(evaluate(CostModel.load(args.model), rows, again), bool(again)) + "\n")
         return 0
     table = fold_table(rows, args.families, again=again)
-    means = scores_text(fold_means(table), again)
-    sys.stdout.write(scores_text(table, again) + "\n\nmean over folds (NaN: no pair to order)\n" + means + "\n")
+    means = scores_text(fold_means(table), bool(again))
+    sys.stdout.write(scores_text(table, bool(again)) + "\n\nmean over folds (NaN: no pair to order)\n" + means + "\n")
     return 0
 
 
@@ -93,7 +93,7 @@ def run_calibrate(args: argparse.Namespace) -> int:
     return 0
 
 
-def scores_text(table: pd.DataFrame, again: list) -> str:
-    """``table`` as text, without the scores of reproduced pairs when no re-measurement was given."""
-    reproduced = [column for column in table.columns if column.startswith("reproduced_")]
-    return (table if again else table.drop(columns=reproduced)).to_string(index=False, float_format="%.3f")
+def scores_text(table: pd.DataFrame, reproduced: bool) -> str:
+    """``table`` as text, with the scores of reproduced pairs only if ``reproduced`` (re-measurements given)."""
+    columns = [column for column in table.columns if column.startswith("reproduced_")]
+    return (table if reproduced else table.drop(columns=columns)).to_string(index=False, float_format="%.3f")

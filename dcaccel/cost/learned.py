@@ -11,8 +11,9 @@ those predictions become the durations of the tasks of the program's task DAG:
   a copy into a container that is no node of the DAG (an edge forwarded between tasks) has no place in
   the schedule and is added to the makespan, as the CPU runs it between its tasks;
 * a task of no map the model reads (an opaque task, a host-side library node) takes the model file's
-  scaled analytic time (ns per element of work, fitted on the same rows, times the analytic model's scale
-  for this machine when the file is calibrated: :meth:`~dcaccel.costmodel.models.CostModel.calibrated`).
+  scaled analytic time (ns per element of work, fitted on the same rows), times the scale of the model
+  that costs the maps when the file is calibrated (:meth:`~dcaccel.costmodel.models.CostModel.calibrated`):
+  that scale follows the machine, the analytic model's own also makes up for its error on the rows.
 
 The schedule keeps its placement and order and is re-timed with these durations in nanoseconds
 (:func:`~dcaccel.cost.schedule.retimed_runs`), giving the learned makespan in seconds. It predicts the
@@ -121,7 +122,7 @@ def task_times(lowered, dag: TaskDAG, cost: LearnedCost) -> TaskTimes:
                 f"{info.map!r} of state {info.state!r}, which the lowered program does not have"
             )
         elif info.role is not Role.PSEUDO:
-            node_ns[v] = cost.model.analytic.factor * cost.model.scales["analytic"] * max(work[v], 1.0)
+            node_ns[v] = cost.model.analytic.factor * cost.model.scales[KIND] * max(work[v], 1.0)
     for key, nodes in members.items():
         shares = work[nodes]
         total = shares.sum()

@@ -129,16 +129,21 @@ def evaluate(model: CostModel, rows: Sequence[Row], again: Sequence[Sequence[Row
     return pd.DataFrame([{"model": kind, **asdict(scores(rows, model.predict(rows, kind), totals))} for kind in MODELS])
 
 
+def families_of(rows: Sequence[Row]) -> list[str]:
+    """The families of ``rows``: those of :data:`FAMILIES` in its order, then any other by name."""
+    present = {row.family for row in rows}
+    return [family for family in FAMILIES if family in present] + sorted(present - set(FAMILIES))
+
+
 def fold_table(
     rows: Sequence[Row], families: Sequence[str] | None = None, seed: int = 0, again: Sequence[Sequence[Row]] = ()
 ) -> pd.DataFrame:
     """Leave-one-family-out: per family of ``families`` (default: every family of ``rows``, in the order of
     :data:`FAMILIES`), the models trained on the rows of the other families, scored on that family's rows
     (and on the pairs the re-measurements ``again`` reproduce, :func:`remeasured`)."""
-    present = {row.family for row in rows}
-    order = [family for family in FAMILIES if family in present] + sorted(present - set(FAMILIES))
+    order = families_of(rows)
     families = order if families is None else list(families)
-    missing = [family for family in families if family not in present]
+    missing = [family for family in families if family not in order]
     if missing:
         raise DcaccelError(f"costmodel folds: no rows of family '{missing[0]}' (families: {', '.join(order)})")
     totals = remeasured(rows, again)
@@ -174,10 +179,9 @@ class Calibration:
 def calibration_table(model: CostModel, calibrated: CostModel, rows: Sequence[Row]) -> pd.DataFrame:
     """One row of :class:`Calibration` per model: ``calibrated`` (``model`` calibrated on ``rows``) against
     ``model``, scored on ``rows``."""
-    measured = times(rows)
 
     def mape(cost: CostModel, kind: str) -> float:
-        return float(np.mean(np.abs(cost.predict(rows, kind) - measured) / measured))
+        return scores(rows, cost.predict(rows, kind)).task_mape
 
     return pd.DataFrame(
         [

@@ -640,14 +640,18 @@ class CostModel:
 
     def calibrated(self, rows: Sequence[Row]) -> CostModel:
         """This model for the machine ``rows`` were measured on: each model's predictions times the factor of
-        least task MAPE on ``rows`` (:func:`relative_scale`), its trees, network and miss cost unchanged. A
-        machine of the same kind at another clock runs every step faster or slower alike (docs/costmodel.md,
-        "On another machine"), which one factor follows; a few programs measured there fit it."""
+        least task MAPE on ``rows`` (:func:`relative_scale`, fitted anew on the unscaled predictions), its
+        trees, network and miss cost unchanged. Another host of the project's machine kind ran whole programs
+        0.78 to 0.86 times as long as the shipped rows' host (docs/costmodel.md, "On another machine"): one
+        factor fitted on programs like the ones to be predicted follows most of that."""
         if not rows:
             raise DcaccelError("costmodel calibrate: no rows to calibrate on")
         measured = times(rows)
         unscaled = replace(self, scales=dict.fromkeys(MODELS, 1.0))
-        scales = {kind: relative_scale(unscaled.predict(rows, kind), measured) for kind in MODELS}
+        scales = {
+            kind: _finite(relative_scale(unscaled.predict(rows, kind), measured), f"scale of the {kind} model", True)
+            for kind in MODELS
+        }
         return replace(self, scales=scales, calibrated_on=_families(rows))
 
     def predict(self, rows: Sequence[Row], kind: str) -> np.ndarray:
@@ -697,12 +701,26 @@ class CostModel:
                 AnalyticModel.from_json(data["analytic"]),
                 BoostedModel.from_json(data["boosted"]),
                 SequenceModel.from_json(data["sequence"]),
-                {str(k): int(v) for k, v in data["trained_on"].items()},
-                {kind: _finite(data["scales"][kind], f"scale of the {kind} model", positive=True) for kind in MODELS},
-                {str(k): int(v) for k, v in data["calibrated_on"].items()},
+                _counts(data["trained_on"], "trained_on"),
+                _scales(data["scales"]),
+                _counts(data["calibrated_on"], "calibrated_on"),
             )
         except (KeyError, TypeError, ValueError, AttributeError) as err:
             raise DcaccelError(f"costmodel model {path}: field {err} missing or of the wrong type") from None
+
+
+def _counts(data: dict, name: str) -> dict[str, int]:
+    """A file's rows per family (``trained_on``, ``calibrated_on``): each a whole number above 0."""
+    if any(type(count) is not int or count <= 0 for count in data.values()):
+        raise DcaccelError(f"costmodel model: {name} holds a count of rows that is not a whole number above 0")
+    return {str(family): count for family, count in data.items()}
+
+
+def _scales(data: dict) -> dict[str, float]:
+    """A file's scales: one finite number above 0 for each of :data:`MODELS`, and no other."""
+    if set(data) != set(MODELS):
+        raise DcaccelError(f"costmodel model: the scales are of {sorted(data)}, expected one of each of {list(MODELS)}")
+    return {kind: _finite(data[kind], f"scale of the {kind} model", positive=True) for kind in MODELS}
 
 
 def _families(rows: Sequence[Row]) -> dict[str, int]:

@@ -13,6 +13,7 @@ from dcaccel.costmodel.data import SHIPPED_ROWS
 from dcaccel.costmodel.measure import read_rows
 from dcaccel.costmodel.models import VERSION, CostModel
 from dcaccel.costmodel.predict import predict_steps
+from dcaccel.dag.metrics import task_costs
 from dcaccel.dag.task import Role
 from dcaccel.dag.taskdag import TaskDAG
 from dcaccel.errors import DcaccelError
@@ -101,13 +102,21 @@ def test_every_task_map_is_costed_by_the_model(model_file, lenet_dag):
 
 @pytest.mark.slow
 def test_a_calibrated_model_scales_every_duration(model_file, lenet_dag, tmp_path):
-    """A model calibrated for a machine twice as slow (every scale 2): every task's and forwarded copy's
-    duration, and so the learned makespan, twice as long."""
-    dag = TaskDAG.from_json(lenet_dag)
+    """A model calibrated for a machine twice as slow by the boosted model (the one that costs the maps;
+    the analytic and sequence scales other): every task's and forwarded copy's duration, and so the learned
+    makespan, twice as long, the task of no map (the first task's record without its map: an opaque task)
+    included."""
+    data = json.loads(lenet_dag.read_text())
+    opaque = next(node for node in data["nodes"] if node["kind"] == "task")
+    del opaque["info"]["map"]
+    edited = tmp_path / "lenet.json"
+    edited.write_text(json.dumps(data))
+    dag = TaskDAG.from_json(edited)
     model = CostModel.load(model_file)
     slower = tmp_path / "slower.json"
-    replace(model, scales=dict.fromkeys(model.scales, 2.0), calibrated_on={"here": 1}).save(slower)
+    replace(model, scales={"analytic": 3.0, "boosted": 2.0, "sequence": 5.0}, calibrated_on={"here": 1}).save(slower)
     base, scaled = (task_times(lowered_of(dag), dag, cost_source(f"learned:{path}")) for path in (model_file, slower))
+    assert base.node_ns[opaque["id"]] == pytest.approx(model.analytic.factor * float(task_costs(dag)[opaque["id"]]))
     np.testing.assert_allclose(scaled.node_ns, 2 * base.node_ns, rtol=1e-12)
     assert scaled.unplaced_ns == pytest.approx(2 * base.unplaced_ns, rel=1e-12)
     placed = schedule(dag, 16, "list")  # re-timed in whole nanoseconds a task: twice as long within 1 ns a task

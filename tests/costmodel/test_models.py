@@ -165,8 +165,12 @@ def test_unknown_model_kind_refused(trained, small):
         (lambda data: data["sequence"]["misses"]["per_miss"].update(l1_misses=math.inf), "price of a miss of l1"),
         (lambda data: data["scales"].update(boosted=0.0), "scale of the boosted model is 0.0, expected .* > 0"),
         (lambda data: data["scales"].update(sequence=math.nan), "scale of the sequence model is nan"),
-        (lambda data: data["scales"].pop("analytic"), "'analytic' missing"),
+        (lambda data: data["scales"].pop("analytic"), r"scales are of \['boosted', 'sequence'\]"),
+        (lambda data: data["scales"].update(gbm=1.0), "expected one of each of"),
         (lambda data: data.pop("calibrated_on"), "'calibrated_on' missing"),
+        (lambda data: data["calibrated_on"].update(lenet=True), "calibrated_on holds a count of rows that is not"),
+        (lambda data: data["calibrated_on"].update(lenet=2.5), "calibrated_on holds a count"),
+        (lambda data: data["trained_on"].update(lenet=-3), "trained_on holds a count"),
     ],
 )
 def test_bad_model_file_refused(trained, tmp_path, edit, message):
@@ -212,6 +216,20 @@ def test_calibration_follows_a_machine_at_another_clock(trained, small, kind, cl
     np.testing.assert_allclose(there.predict(small, kind), clock * here.predict(small, kind), rtol=1e-9)
     assert there.boosted is trained.boosted and there.trained_on == trained.trained_on
     assert there.calibrated_on == {"conv-seed": 30, "products": 84}
+
+
+def test_calibrating_again_fits_anew(trained, small):
+    """A calibrated model calibrated on other rows has the scales the model as trained gets on those rows."""
+    fast = [replace(r, timing=replace(r.timing, median_ns=0.5 * r.timing.median_ns)) for r in small]
+    again = trained.calibrated(small).calibrated(fast)
+    assert again.scales == pytest.approx(trained.calibrated(fast).scales, rel=1e-12)
+
+
+def test_an_infinite_count_of_rows_is_refused_in_one_line(trained, tmp_path):
+    path = tmp_path / "bad.json"
+    path.write_text(json.dumps(trained.to_json()).replace('"calibrated_on": {}', '"calibrated_on": {"lenet": 1e999}'))
+    with pytest.raises(DcaccelError, match="calibrated_on holds a count"):
+        CostModel.load(path)
 
 
 def test_calibrated_model_survives_its_file(trained, small, tmp_path):
