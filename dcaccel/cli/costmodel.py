@@ -86,7 +86,8 @@ def run_calibrate(args: argparse.Namespace) -> int:
     programs = len({row.run() for row in rows})
     table = calibration_table(model, calibrated, rows).to_string(index=False, float_format="%.3f")
     sys.stdout.write(
-        f"calibrated on {len(rows)} rows ({programs} programs) of {args.rows}: {args.out}\n{table}\n"
+        f"calibrated on {len(rows)} rows ({programs} program{'s' * (programs != 1)}) of {args.rows}: {args.out}\n"
+        f"{table}\n"
         "(task MAPE on the rows the scales were fitted on; score other programs with "
         f"dcaccel costmodel eval ROWS --model {args.out})\n"
     )
