@@ -24,8 +24,10 @@ from dcaccel.costmodel.models import CostModel
 
 
 def register(subparsers) -> None:
-    """Add the ``costmodel`` sub-command and its ``train`` and ``eval`` actions."""
-    parser = subparsers.add_parser("costmodel", help="train and evaluate the learned cost model of task times")
+    """Add the ``costmodel`` sub-command and its ``train``, ``eval`` and ``calibrate`` actions."""
+    parser = subparsers.add_parser(
+        "costmodel", help="train, evaluate and calibrate the learned cost model of task times"
+    )
     actions = parser.add_subparsers(dest="action", metavar="ACTION", required=True)
     train = actions.add_parser("train", help="fit the models on measured rows")
     train.add_argument("rows", nargs="?", default=str(SHIPPED_ROWS), metavar="ROWS.jsonl")
@@ -84,14 +86,18 @@ def run_calibrate(args: argparse.Namespace) -> int:
     calibrated = model.calibrated(rows)
     calibrated.save(args.out)
     programs = len({row.run() for row in rows})
-    table = calibration_table(model, calibrated, rows).to_string(index=False, float_format="%.3f")
+    table = scores_text(calibration_table(model, calibrated, rows), reproduced=False)
     sys.stdout.write(
-        f"calibrated on {len(rows)} rows ({programs} program{'s' * (programs != 1)}) of {args.rows}: {args.out}\n"
+        f"calibrated on {_counted(len(rows), 'row')} ({_counted(programs, 'program')}) of {args.rows}: {args.out}\n"
         f"{table}\n"
         "(task MAPE on the rows the scales were fitted on; score other programs with "
         f"dcaccel costmodel eval ROWS --model {args.out})\n"
     )
     return 0
+
+
+def _counted(count: int, noun: str) -> str:
+    return f"{count} {noun}{'s' * (count != 1)}"
 
 
 def scores_text(table: pd.DataFrame, reproduced: bool) -> str:

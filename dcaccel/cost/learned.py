@@ -47,7 +47,9 @@ def check_cost(text: str) -> str:
     """``text`` if it names a cost source (``analytic`` or ``learned:FILE``), else a ValueError saying so."""
     if text == ANALYTIC or (text.startswith(LEARNED) and text[len(LEARNED) :]):
         return text
-    raise ValueError(f"cost {text!r} is neither {ANALYTIC} nor {LEARNED}FILE (a model of dcaccel costmodel train)")
+    raise ValueError(
+        f"cost {text!r} is neither {ANALYTIC} nor {LEARNED}FILE (a model of dcaccel costmodel train or calibrate)"
+    )
 
 
 @dataclass(frozen=True)

@@ -649,7 +649,9 @@ class CostModel:
         measured = times(rows)
         unscaled = replace(self, scales=dict.fromkeys(MODELS, 1.0))
         scales = {
-            kind: _finite(relative_scale(unscaled.predict(rows, kind), measured), f"scale of the {kind} model", True)
+            kind: _finite(
+                relative_scale(unscaled.predict(rows, kind), measured), f"scale of the {kind} model", positive=True
+            )
             for kind in MODELS
         }
         return replace(self, scales=scales, calibrated_on=_families(rows))
@@ -707,19 +709,32 @@ class CostModel:
             )
         except (KeyError, TypeError, ValueError, AttributeError) as err:
             raise DcaccelError(f"costmodel model {path}: field {err} missing or of the wrong type") from None
+        except DcaccelError as err:
+            raise DcaccelError(f"costmodel model {path}: {str(err).removeprefix('costmodel model: ')}") from None
 
 
-def _counts(data: dict, name: str) -> dict[str, int]:
+def _mapping(data, name: str) -> dict:
+    """A file's field ``name`` that must be a JSON object."""
+    if not isinstance(data, dict):
+        raise DcaccelError(f"costmodel model: {name} is {type(data).__name__}, expected an object")
+    return data
+
+
+def _counts(data, name: str) -> dict[str, int]:
     """A file's rows per family (``trained_on``, ``calibrated_on``): each a whole number above 0."""
-    if any(type(count) is not int or count <= 0 for count in data.values()):
-        raise DcaccelError(f"costmodel model: {name} holds a count of rows that is not a whole number above 0")
+    for family, count in _mapping(data, name).items():
+        if type(count) is not int or count <= 0:
+            raise DcaccelError(f"costmodel model: {name}[{family!r}] is {count!r}, expected a whole number above 0")
     return {str(family): count for family, count in data.items()}
 
 
-def _scales(data: dict) -> dict[str, float]:
+def _scales(data) -> dict[str, float]:
     """A file's scales: one finite number above 0 for each of :data:`MODELS`, and no other."""
-    if set(data) != set(MODELS):
+    if set(_mapping(data, "scales")) != set(MODELS):
         raise DcaccelError(f"costmodel model: the scales are of {sorted(data)}, expected one of each of {list(MODELS)}")
+    for kind, scale in data.items():
+        if isinstance(scale, bool) or not isinstance(scale, int | float):
+            raise DcaccelError(f"costmodel model: the scale of the {kind} model is {scale!r}, expected a number")
     return {kind: _finite(data[kind], f"scale of the {kind} model", positive=True) for kind in MODELS}
 
 

@@ -270,7 +270,7 @@ class Study(_Part):
     cost: str = Field(
         ANALYTIC,
         description="analytic, or learned:FILE: also the makespan on this machine's CPU predicted by the model "
-        "file of dcaccel costmodel train (the learned_seconds column)",
+        "file of dcaccel costmodel train or calibrate (the learned_seconds column)",
     )
     partition: PartitionOptions = Field(default_factory=PartitionOptions, description="host/accelerator split")
     dag: DagOptions = Field(default_factory=DagOptions, description="how task DAGs are built")
