@@ -160,6 +160,7 @@ LEAF_CHOICES = (5, 10, 20, 40)
 
 
 def run_leaf(args) -> None:
+    from dcaccel.cli.costmodel import scores_text
     from dcaccel.costmodel.evaluate import families_of, fold_means, scores
     from dcaccel.costmodel.models import BoostedModel
 
@@ -201,15 +202,14 @@ def run_leaf(args) -> None:
             for s in scored
         ]
     )
-    means = fold_means(table).drop(columns=["reproduced_pair_order"])
-    print(means.to_string(index=False, float_format="%.3f"))
+    print(scores_text(fold_means(table), reproduced=False))
     best, inner = select(families)
     print(f"chosen on every family: {best} rows a leaf ({', '.join(f'{k}: {v:.4f}' for k, v in inner.items())})")
 
 
 def run_machine(args) -> None:
-    from dcaccel.cli.costmodel import scores_text
-    from dcaccel.costmodel.evaluate import families_of, fold_means, scores
+    from dcaccel.cli.costmodel import folds_text
+    from dcaccel.costmodel.evaluate import families_of, scores
     from dcaccel.costmodel.models import MODELS, CostModel
 
     rows, here = read_rows(args.rows), read_rows(args.here)
@@ -224,9 +224,7 @@ def run_machine(args) -> None:
             for kind in MODELS:
                 scored = asdict(scores(test, model.predict(test, kind)))
                 table.append({"held out": family, "model": f"{kind}, {name}", "scale": model.scales[kind], **scored})
-    table = pd.DataFrame(table)
-    print(scores_text(table, reproduced=False))
-    print("\nmean over folds (NaN: no pair to order)\n" + scores_text(fold_means(table), reproduced=False))
+    print(folds_text(pd.DataFrame(table), reproduced=False))
 
 
 def _key(family: str, program: str, sizes: dict, assignment: dict) -> tuple[str, ...]:

@@ -74,9 +74,7 @@ def run_eval(args: argparse.Namespace) -> int:
     if args.model is not None:
         sys.stdout.write(scores_text(evaluate(CostModel.load(args.model), rows, again), bool(again)) + "\n")
         return 0
-    table = fold_table(rows, args.families, again=again)
-    means = scores_text(fold_means(table), bool(again))
-    sys.stdout.write(scores_text(table, bool(again)) + "\n\nmean over folds (NaN: no pair to order)\n" + means + "\n")
+    sys.stdout.write(folds_text(fold_table(rows, args.families, again=again), bool(again)) + "\n")
     return 0
 
 
@@ -98,6 +96,12 @@ def run_calibrate(args: argparse.Namespace) -> int:
 
 def _counted(count: int, noun: str) -> str:
     return f"{count} {noun}{'s' * (count != 1)}"
+
+
+def folds_text(table: pd.DataFrame, reproduced: bool) -> str:
+    """A fold table (:func:`~dcaccel.costmodel.evaluate.fold_table`) and its means as text (:func:`scores_text`)."""
+    means = scores_text(fold_means(table), reproduced)
+    return scores_text(table, reproduced) + "\n\nmean over folds (NaN: no pair to order)\n" + means
 
 
 def scores_text(table: pd.DataFrame, reproduced: bool) -> str:
