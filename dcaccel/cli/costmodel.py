@@ -63,7 +63,7 @@ def run_train(args: argparse.Namespace) -> int:
         f"trained on {len(rows)} rows of {args.rows}: {args.out}\n"
         f"miss cost (boosted model): {misses.map_ns:.3f} ns a unit of a map, {misses.vector_ns:.3f} of a map "
         f"whose loop is vectorised, {misses.copy_ns:.3f} of a copy; "
-        f"ns a miss: {prices}\n"
+        f"ns a miss: {prices}; {misses.atomic_ns:.3f} ns an atomic write\n"
     )
     return 0
 

@@ -38,10 +38,10 @@ from dcaccel.costmodel.features import CACHE, CATEGORICAL, DERIVED, NUMERIC, fea
 from dcaccel.costmodel.measure import Row
 from dcaccel.errors import DcaccelError
 
-#: The model file's format name and version (a file of another format or version is refused; 8 added the
-#: machine's scales of :meth:`CostModel.calibrated`).
+#: The model file's format name and version (a file of another format or version is refused; 9 added the
+#: miss cost's price of an atomic write, 8 the machine's scales of :meth:`CostModel.calibrated`).
 FORMAT = "dcaccel-costmodel"
-VERSION = 8
+VERSION = 9
 #: The learned models a file holds, by name.
 KINDS = ("boosted", "sequence")
 #: Every model a file holds: the analytic baseline and the learned ones.
@@ -219,11 +219,13 @@ class MissCost:
     each kind of step (:data:`CONSTANTS`: maps whose loop the compiler does not vectorise, maps whose loop it does,
     by the feature ``vector_loop``, and copies), plus, for each level of the cache model
     (:data:`~dcaccel.costmodel.features.CACHE`), a price per miss times the level's misses per access times the
-    step's accesses per unit (its volumes in and out over its units). The prices are fitted on the training
-    rows' time per unit above their floors by non-negative least squares of the relative error (each row
-    weighted by 1 / its time per unit). A level a step's window could not be read for (-1) counts the training
-    rows' mean rate (``rates``). A kind absent from the training rows takes the constant of the nearest kind
-    present (:data:`STAND_INS`).
+    step's accesses per unit (its volumes in and out over its units), plus a price per atomic write times the
+    step's atomic writes per unit (``atomic_writes``: a reduction's parallel map updates its outputs with a
+    locked read-modify-write, 3–6 ns an element measured, where a map that hits takes 0.1–0.5). The prices
+    are fitted on the training rows' time per unit above their floors by non-negative least squares of the
+    relative error (each row weighted by 1 / its time per unit). A level a step's window could not be read for
+    (-1) counts the training rows' mean rate (``rates``). A kind absent from the training rows takes the
+    constant of the nearest kind present (:data:`STAND_INS`).
 
     The learned models' default target (``over-misses``) is the time over it: they learn what the misses do
     not explain, and a step that misses more than any training step of its kind (OP's partial sums of a large
@@ -238,6 +240,7 @@ class MissCost:
     copy_ns: float = 0.0
     per_miss: dict[str, float] = field(default_factory=lambda: dict.fromkeys(CACHE, 0.0))  # ns per miss, by level
     rates: dict[str, float] = field(default_factory=lambda: dict.fromkeys(CACHE, 0.0))  # mean rates, by level
+    atomic_ns: float = 0.0  # ns per atomic write
 
     #: The constants, one per kind of step, each named by its field.
     CONSTANTS: ClassVar[tuple[str, ...]] = ("map_ns", "vector_ns", "copy_ns")
@@ -261,25 +264,26 @@ class MissCost:
         constants = dict(zip(cls.CONSTANTS, map(float, prices[: len(cls.CONSTANTS)]), strict=True))
         for kind in (kind for kind in cls.CONSTANTS if not present[kind]):
             constants[kind] = next((constants[other] for other in cls.STAND_INS[kind] if present[other]), 0.0)
-        per_miss = dict(zip(CACHE, map(float, prices[len(cls.CONSTANTS) :]), strict=True))
-        return cls(**constants, per_miss=per_miss, rates=rates)
+        per_miss = dict(zip(CACHE, map(float, prices[len(cls.CONSTANTS) : -1]), strict=True))
+        return cls(**constants, per_miss=per_miss, rates=rates, atomic_ns=float(prices[-1]))
 
     def _columns(self, rows: Sequence[Row]) -> np.ndarray:
-        """Per row: 1 in its kind's column (:data:`CONSTANTS`), and each level's misses per unit (the prices'
-        factors)."""
+        """Per row: 1 in its kind's column (:data:`CONSTANTS`), each level's misses per unit and the atomic
+        writes per unit (the prices' factors)."""
         copies = _copies(rows)
         vector = np.array([float(row.features["vector_loop"]) > 0 for row in rows], dtype=bool) & ~copies
         volumes = np.array([float(row.features["volume_in"]) + float(row.features["volume_out"]) for row in rows])
         rates = np.array([[float(row.features[level]) for level in CACHE] for row in rows]).reshape(-1, len(CACHE))
         rates = np.where(rates < 0, np.array([self.rates[level] for level in CACHE]), rates)
+        atomic = np.array([float(row.features["atomic_writes"]) for row in rows])
         kinds = [~copies & ~vector, vector, copies]
-        return np.column_stack([*kinds, rates * (volumes / units(rows))[:, None]]).astype(np.float64)
+        per_unit = 1 / units(rows)
+        return np.column_stack([*kinds, rates * (volumes * per_unit)[:, None], atomic * per_unit]).astype(np.float64)
 
     def per_unit(self, rows: Sequence[Row]) -> np.ndarray:
         """The miss cost of each of ``rows`` per unit (ns, at least :data:`LEAST_MISS_COST`)."""
-        prices = np.array(
-            [*(getattr(self, kind) for kind in self.CONSTANTS), *(self.per_miss[level] for level in CACHE)]
-        )
+        constants = [getattr(self, kind) for kind in self.CONSTANTS]
+        prices = np.array([*constants, *(self.per_miss[level] for level in CACHE), self.atomic_ns])
         return np.maximum(self._columns(rows) @ prices, LEAST_MISS_COST)
 
     def to_json(self) -> dict:
@@ -287,6 +291,7 @@ class MissCost:
             **{kind: getattr(self, kind) for kind in self.CONSTANTS},
             "per_miss": self.per_miss,
             "rates": self.rates,
+            "atomic_ns": self.atomic_ns,
         }
 
     @classmethod
@@ -294,8 +299,9 @@ class MissCost:
         per_miss = {level: _finite(data["per_miss"][level], f"price of a miss of {level}") for level in CACHE}
         rates = {level: _finite(data["rates"][level], f"mean rate of {level}") for level in CACHE}
         constants = {kind: _finite(data[kind], f"miss cost {kind}") for kind in cls.CONSTANTS}
-        cost = cls(**constants, per_miss=per_miss, rates=rates)
-        if min(*constants.values(), *per_miss.values(), *rates.values()) < 0:
+        atomic = _finite(data["atomic_ns"], "price of an atomic write")
+        cost = cls(**constants, per_miss=per_miss, rates=rates, atomic_ns=atomic)
+        if min(*constants.values(), *per_miss.values(), *rates.values(), atomic) < 0:
             raise DcaccelError("costmodel model: a price or rate of the miss cost is below 0")
         if max(rates.values()) > 1:
             raise DcaccelError("costmodel model: a mean rate of the miss cost is above 1 miss per access")

@@ -22,6 +22,7 @@ def row(family: str, program: str, assignment: str, step: str, work: float, ns: 
         "inner_iterations": work,
         "same_shape": 0.0,
         "vector_loop": 0.0,
+        "atomic_writes": 0.0,
         **dict.fromkeys(CACHE, 1 / 16),
         "program_bytes": 2 * work,
     }
@@ -47,15 +48,18 @@ PRICES = {"l1_misses": 0.3, "l2_misses": 1.0, "dtlb_misses": 2.0, "stlb_misses":
 #: The constant each kind of step is measured at by :func:`missing` (ns a unit).
 CONSTANTS = {"map_ns": 0.1, "vector_ns": 0.02, "copy_ns": 0.05}
 
+#: The price (ns) of an atomic write that :func:`missing` measures its steps at.
+ATOMIC_NS = 4.0
 
-def missing(work: float, rates: dict[str, float], copy: bool = False, vector: bool = False):
-    """A step of ``work`` units at ``rates`` misses per access, measured at its kind's constant
-    (:data:`CONSTANTS`: a map, a map whose loop is vectorised, a copy) plus :data:`PRICES` per miss, 2 accesses
-    a unit (its volumes in and out are its work)."""
+
+def missing(work: float, rates: dict[str, float], copy: bool = False, vector: bool = False, atomic: float = 0.0):
+    """A step of ``work`` units at ``rates`` misses per access and ``atomic`` atomic writes per unit, measured at
+    its kind's constant (:data:`CONSTANTS`: a map, a map whose loop is vectorised, a copy) plus :data:`PRICES`
+    per miss, 2 accesses a unit (its volumes in and out are its work), plus :data:`ATOMIC_NS` per atomic write."""
     kind = "copy_ns" if copy else "vector_ns" if vector else "map_ns"
-    ns = work * (CONSTANTS[kind] + 2 * sum(PRICES[level] * rates[level] for level in CACHE))
+    ns = work * (CONSTANTS[kind] + 2 * sum(PRICES[level] * rates[level] for level in CACHE) + ATOMIC_NS * atomic)
     step = row("f", "w", "a", f"t{len(rates)}", work, ns)
-    step.features.update(rates, vector_loop=float(vector))
+    step.features.update(rates, vector_loop=float(vector), atomic_writes=atomic * work)
     if copy:
         step.features.update(kind="copy", bytes_out=work)
     return step

@@ -38,7 +38,10 @@ def test_train_then_eval(rows_file, tmp_path, capsys):
 def test_train_prints_the_miss_cost(tmp_path, capsys):
     """Steps measured at known prices per miss: the line gives the saved model's prices, in the levels' order."""
     rows_file, model = tmp_path / "rows.jsonl", tmp_path / "model.json"
-    steps = [missing(100.0 * (i + 1), rates, copy=i % 3 == 0, vector=i % 3 == 1) for i, rates in enumerate(RATES)]
+    steps = [
+        missing(100.0 * (i + 1), rates, copy=i % 3 == 0, vector=i % 3 == 1, atomic=float(i in (2, 14)))
+        for i, rates in enumerate(RATES)
+    ]
     write_rows(steps, rows_file)
     assert main(["costmodel", "train", str(rows_file), "--out", str(model)]) == 0
     line = capsys.readouterr().out.splitlines()[1]
@@ -47,8 +50,8 @@ def test_train_prints_the_miss_cost(tmp_path, capsys):
     misses = CostModel.load(model).boosted.misses
     printed = [float(number) for number in re.findall(r"\d+\.\d{3}", line)]
     constants = [misses.map_ns, misses.vector_ns, misses.copy_ns]
-    assert printed == pytest.approx([*constants, *misses.per_miss.values()], abs=5e-4)
-    assert max(printed[3:]) > 0  # not a line of zeros
+    assert printed == pytest.approx([*constants, *misses.per_miss.values(), misses.atomic_ns], abs=5e-4)
+    assert max(printed[3:7]) > 0 and printed[7] > 0  # not a line of zeros
 
 
 def test_folds(rows_file, capsys):

@@ -68,9 +68,12 @@ def test_a_feature_not_read_is_missing_to_the_models():
     assert np.isnan(matrix[1, columns]).all() and not np.isnan(np.delete(matrix[1], columns)).any()
 
 
-def _one_map_features(inputs: dict, code: str, loop: str = "0:64", write: str = "out[i]", cpp: bool = False) -> dict:
-    """The features of one map over i in ``loop`` (a range, ``0:64``) writing ``write`` (``out[i]``) of a
-    hand-built SDFG (``inp``, ``out``: 128 floats), its tasklet Python or C++."""
+def _one_map_features(
+    inputs: dict, code: str, loop: str = "0:64", write: str = "out[i]", cpp: bool = False, wcr: str | None = None
+) -> dict:
+    """The features of one map over i in ``loop`` (a range, ``0:64``) writing ``write`` (``out[i]``, with the
+    write-conflict resolution ``wcr`` if given) of a hand-built SDFG (``inp``, ``out``: 128 floats), its
+    tasklet Python or C++."""
     import dace
 
     from dcaccel.costmodel.measure import step_places
@@ -82,7 +85,7 @@ def _one_map_features(inputs: dict, code: str, loop: str = "0:64", write: str = 
         sdfg.add_array(name, [128], dace.float32)
     state = sdfg.add_state()
     language = dace.Language.CPP if cpp else dace.Language.Python
-    outputs = {"b": dace.Memlet(write)}
+    outputs = {"b": dace.Memlet(write, wcr=wcr)}
     state.add_mapped_tasklet("m", {"i": loop}, inputs, code, outputs, external_edges=True, language=language)
     entry = next(node for node in state.nodes() if isinstance(node, dace.nodes.MapEntry))
     program = read_program(sdfg, {}, sources={entry.guid: TaskInfo().derive(guid=entry.guid)})
@@ -133,6 +136,23 @@ def test_the_vector_loop(read, code, loop, write, vectorised):
     import dace
 
     assert _one_map_features({"a": dace.Memlet(read)}, code, loop, write)["vector_loop"] == vectorised
+
+
+@pytest.mark.parametrize(
+    ("write", "wcr", "atomic"),
+    [
+        # a sum of 64 iterations into one element: DaCe makes each update atomic
+        ("out[0]", "lambda x, y: x + y", 64.0),
+        ("out[0]", "lambda x, y: max(x, y)", 64.0),
+        # each iteration updates its own element: no conflict, no atomic
+        ("out[i]", "lambda x, y: x + y", 0.0),
+        ("out[i]", None, 0.0),
+    ],
+)
+def test_the_atomic_writes_are_dace_code_generations(write, wcr, atomic):
+    import dace
+
+    assert _one_map_features({"a": dace.Memlet("inp[i]")}, "b = a", write=write, wcr=wcr)["atomic_writes"] == atomic
 
 
 def test_a_cpp_tasklet_is_not_read_as_vectorised():

@@ -24,7 +24,7 @@ from dcaccel.costmodel.models import (
 )
 from dcaccel.errors import DcaccelError
 
-from .rows import CONSTANTS, PRICES, RATES, missing, row
+from .rows import ATOMIC_NS, CONSTANTS, PRICES, RATES, missing, row
 
 
 @pytest.fixture(scope="module")
@@ -253,10 +253,14 @@ def test_calibration_without_rows_refused(trained):
 
 
 def test_miss_cost_fits_the_prices_of_a_miss():
-    rows = [missing(100.0, rates, copy=i % 3 == 0, vector=i % 3 == 1) for i, rates in enumerate(RATES)]
+    rows = [
+        missing(100.0, rates, copy=i % 3 == 0, vector=i % 3 == 1, atomic={2: 0.5, 14: 1.0, 22: 0.25}.get(i, 0.0))
+        for i, rates in enumerate(RATES)
+    ]
     cost = MissCost.fit(rows, Floors())
     assert {kind: getattr(cost, kind) for kind in MissCost.CONSTANTS} == pytest.approx(CONSTANTS)
     assert cost.per_miss == pytest.approx(PRICES)
+    assert cost.atomic_ns == pytest.approx(ATOMIC_NS)
     assert cost.rates == pytest.approx({level: np.mean([rates[level] for rates in RATES]) for level in CACHE})
     np.testing.assert_allclose(cost.per_unit(rows), times(rows) / 100.0)
 
@@ -326,11 +330,12 @@ def test_miss_cost_survives_its_file():
     for group, value, message in [
         ("vector_ns", -1.0, "price or rate of the miss cost is below 0"),
         ("per_miss", -1.0, "price or rate of the miss cost is below 0"),
+        ("atomic_ns", -1.0, "price or rate of the miss cost is below 0"),
         ("rates", -0.5, "price or rate of the miss cost is below 0"),
         ("rates", 1.5, "mean rate of the miss cost is above 1 miss per access"),
     ]:
         data = json.loads(json.dumps(cost.to_json()))
-        if group in MissCost.CONSTANTS:
+        if group in (*MissCost.CONSTANTS, "atomic_ns"):
             data[group] = value
         else:
             data[group]["l2_misses"] = value
