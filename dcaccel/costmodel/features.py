@@ -6,7 +6,8 @@ or a copy between two containers (a DAG edge). Its features come from the step a
 counted from the tasklets by :mod:`dcaccel.dag.arithmetic`, which containers are buffers) and from the map
 scope in the SDFG (iterations of the outermost map, nesting depth, element types, how many innermost
 accesses run along the innermost loop, i.e. at unit stride, and that loop's iterations, the largest stride
-in bytes and the power of two in it, whether a copy's two containers have one shape), from where a window of
+in bytes and the power of two in it, whether a copy's two containers have one shape, how many elements its
+writes update atomically), from where a window of
 its accesses misses in this machine's caches and TLBs (:data:`CACHE`, :mod:`~dcaccel.costmodel.cachesim`)
 and from its place in the program (how many bytes the whole program moves: :data:`CONTEXT`), and whether
 the compiler vectorises the loop around its tasklets (``vector_loop``, :func:`_vector_loop`).

@@ -232,8 +232,8 @@ class MissCost:
     convolution, read a page apart) is no longer put at the time per unit of the steps that hit. On the shipped
     set's folds it moved the boosted model's means from 0.266, 0.184, 0.845, 0.233, 0.832 (task MAPE, median
     APE, τ, program MAPE, pair order) to 0.256, 0.177, 0.856, 0.186, 0.891, and the constant of vectorised maps
-    (with ``vector_loop`` among the trees' features) on to 0.242, 0.179, 0.858, 0.155, 0.786
-    (docs/costmodel.md)."""
+    (with ``vector_loop`` among the trees' features) on to 0.242, 0.179, 0.858, 0.155, 0.786, and the price of
+    an atomic write on to 0.237, 0.184, 0.864, 0.145, 0.812 (docs/costmodel.md)."""
 
     map_ns: float = 0.0
     vector_ns: float = 0.0
