@@ -33,7 +33,6 @@ from dataclasses import dataclass
 import dace
 import numpy as np
 import sympy
-from dace.codegen.targets import cpp
 from dace.sdfg import nodes as dnodes
 
 from dcaccel.costmodel import cachesim
@@ -141,9 +140,10 @@ def bucket(value: float) -> int:
 @dataclass(frozen=True)
 class StepPlace:
     """Where a step is in its program: the SDFG, the state, the map entry (None for a copy), the
-    containers as :mod:`dcaccel.dag.scopes` read them, the values of the program's sizes and, for a copy,
-    what code generation makes of it (the implementation DaCe's copy node chooses: ``MemcpyCPU`` a call of
-    ``memcpy``, ``MappedTasklet`` a parallel map, ``Tasklet`` one element)."""
+    containers as :mod:`dcaccel.dag.scopes` read them, the values of the program's sizes and what code
+    generation makes of the step: for a copy, the implementation DaCe's copy node chooses (``MemcpyCPU`` a
+    call of ``memcpy``, ``MappedTasklet`` a parallel map, ``Tasklet`` one element), for a map, the
+    containers it updates atomically (:func:`~dcaccel.costmodel.measure.atomic_containers`)."""
 
     sdfg: dace.SDFG
     state: dace.SDFGState
@@ -151,6 +151,7 @@ class StepPlace:
     containers: Mapping[str, Container]
     symbols: Mapping[str, int]
     copy_implementation: str | None = None  # None for a map
+    atomic: frozenset[str] = frozenset()  # empty for a copy
 
     def size(self, value) -> float | None:
         """A size of the SDFG with the program's sizes given; None when it depends on map parameters."""
@@ -211,7 +212,7 @@ def step_features(step: TaskScope | Copy, place: StepPlace) -> dict[str, float |
         "buffers_in": _buffers(reads, containers),
         "buffers_out": _buffers(writes, containers),
         "accumulate": float(any(access.accumulate for access in writes)),
-        "atomic_writes": _atomic_writes(writes, place),
+        "atomic_writes": float(sum(_number(a.volume) for a in writes if a.accumulate and a.data in place.atomic)),
         "itemsize": float(max((sdfg.arrays[a.data].dtype.bytes for a in (*reads, *writes)), default=0)),
         "unit_stride": unit / accesses if accesses else 0.0,
         "tasklets": float(tasklets),
@@ -227,21 +228,6 @@ def program_context(features: list[Mapping[str, float | str]]) -> dict[str, floa
     """The :data:`CONTEXT` features of the steps of one program, from their own features (every map and copy
     of the program, in any order): the bytes the program moves in one call."""
     return {"program_bytes": float(sum(f["bytes_in"] + f["bytes_out"] for f in features))}
-
-
-def _atomic_writes(writes: tuple[Access, ...], place: StepPlace) -> float:
-    """The elements a map step writes atomically in one call: the volume of its writes with write-conflict
-    resolution that DaCe's code generation makes atomic (``is_write_conflicted``: iterations of the parallel
-    map update one element, as a reduction's do), each a locked read-modify-write on this CPU."""
-    state = place.state
-    atomic = {
-        edge.data.data
-        for node in state.scope_subgraph(place.scope).nodes()
-        if isinstance(node, dnodes.Tasklet)
-        for edge in state.out_edges(node)
-        if edge.data.wcr is not None and cpp.is_write_conflicted(state, edge)
-    }
-    return float(sum(_number(access.volume) for access in writes if access.accumulate and access.data in atomic))
 
 
 def _contiguous(access: Access, place: StepPlace) -> bool:

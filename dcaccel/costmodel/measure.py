@@ -36,6 +36,7 @@ from pathlib import Path
 import dace
 import numpy as np
 from dace.codegen.compiled_sdfg import CompiledSDFG
+from dace.codegen.targets import cpp
 from dace.libraries.standard.nodes.copy import CopyLibraryNode, select_copy_implementation
 from dace.sdfg import infer_types
 from dace.transformation.passes.insert_explicit_copies import InsertExplicitCopies
@@ -249,6 +250,27 @@ def copy_implementations(sdfg: dace.SDFG) -> dict[tuple[str, str, str], list[str
         chosen = node.implementation
         made.setdefault(key, []).append(select_copy_implementation(node, state) if chosen in (None, "Auto") else chosen)
     return made
+
+
+def atomic_containers(sdfg: dace.SDFG) -> dict[str, frozenset[str]]:
+    """Per top-level map of ``sdfg`` (by its entry's guid), the containers its scope updates atomically in the
+    code DaCe generates, read on a copy of it with the schedules code generation gives (a map nested in a
+    parallel one runs sequentially): the writes with write-conflict resolution that DaCe's
+    ``is_write_conflicted`` says conflict, a tasklet's or a scope-local container's, each named by the
+    container its path ends at (a nested SDFG's writes out of it are read, not its own states)."""
+    view = copying.deepcopy(sdfg)
+    infer_types.set_default_schedule_and_storage_types(view, None)
+    atomic = {}
+    for state in view.states():
+        scopes = state.scope_dict()
+        for entry in (n for n in state.nodes() if isinstance(n, dace.nodes.MapEntry) and scopes[n] is None):
+            ends = (
+                state.memlet_path(edge)[-1].dst
+                for edge in state.scope_subgraph(entry).edges()
+                if cpp.is_write_conflicted(state, edge)
+            )
+            atomic[entry.guid] = frozenset(end.data for end in ends if isinstance(end, dace.nodes.AccessNode))
+    return atomic
 
 
 def _top_level_maps(sdfg: dace.SDFG) -> list:
@@ -535,10 +557,12 @@ def step_places(sdfg: dace.SDFG, program: LoweredProgram, symbols: Mapping[str, 
     node at the top level, a view)."""
     states = {state.label: state for state in sdfg.states()}
     entries = {node.guid: node for state in sdfg.states() for node in state.nodes()}
+    atomic = atomic_containers(sdfg)
     places = []
     for step, made in zip(program.steps, _paired(program, copy_implementations(sdfg)), strict=True):
         scope = entries.get(step.info.guid) if isinstance(step, TaskScope) else None
-        place = StepPlace(sdfg, states[step.state], scope, program.containers, symbols, made)
+        updated = atomic.get(scope.guid, frozenset()) if isinstance(scope, dace.nodes.MapEntry) else frozenset()
+        place = StepPlace(sdfg, states[step.state], scope, program.containers, symbols, made, updated)
         if not isinstance(scope, dace.nodes.MapEntry) and made is None:
             places.append((replace(place, scope=None), None, None))
             continue

@@ -76,10 +76,6 @@ def _one_map_features(
     tasklet Python or C++."""
     import dace
 
-    from dcaccel.costmodel.measure import step_places
-    from dcaccel.dag.scopes import read_program
-    from dcaccel.dag.task import TaskInfo
-
     sdfg = dace.SDFG("window")
     for name in ("inp", "out"):
         sdfg.add_array(name, [128], dace.float32)
@@ -87,7 +83,19 @@ def _one_map_features(
     language = dace.Language.CPP if cpp else dace.Language.Python
     outputs = {"b": dace.Memlet(write, wcr=wcr)}
     state.add_mapped_tasklet("m", {"i": loop}, inputs, code, outputs, external_edges=True, language=language)
-    entry = next(node for node in state.nodes() if isinstance(node, dace.nodes.MapEntry))
+    return _top_map_features(sdfg)
+
+
+def _top_map_features(sdfg) -> dict:
+    """The features of the one top-level map of the hand-built ``sdfg`` (one state)."""
+    import dace
+
+    from dcaccel.costmodel.measure import step_places
+    from dcaccel.dag.scopes import read_program
+    from dcaccel.dag.task import TaskInfo
+
+    state = sdfg.start_state
+    entry = next(n for n in state.nodes() if isinstance(n, dace.nodes.MapEntry) and state.entry_node(n) is None)
     program = read_program(sdfg, {}, sources={entry.guid: TaskInfo().derive(guid=entry.guid)})
     return next(features for _, features, _ in step_places(sdfg, program, {}) if features is not None)
 
@@ -153,6 +161,40 @@ def test_the_atomic_writes_are_dace_code_generations(write, wcr, atomic):
     import dace
 
     assert _one_map_features({"a": dace.Memlet("inp[i]")}, "b = a", write=write, wcr=wcr)["atomic_writes"] == atomic
+
+
+@pytest.mark.parametrize(
+    ("write", "local", "atomic"),
+    [
+        # the inner map runs sequentially in the code: out[i] is one parallel iteration's alone
+        ("out[i]", False, 0.0),
+        ("out[0]", False, 64.0),
+        # the inner map sums into a container of the outer iteration, added to out[0] atomically once per i
+        ("out[0]", True, 4.0),
+    ],
+)
+def test_the_atomic_writes_of_a_nested_map(write, local, atomic):
+    """A map over i in 0:4 around a map over j in 0:16 (one of i's iterations writes 16 elements)."""
+    import dace
+
+    sdfg = dace.SDFG("nested_wcr")
+    sdfg.add_array("inp", [4, 16], dace.float32)
+    sdfg.add_array("out", [4], dace.float32)
+    state = sdfg.add_state()
+    outer_entry, outer_exit = state.add_map("outer", {"i": "0:4"})
+    inner_entry, inner_exit = state.add_map("inner", {"j": "0:16"})
+    tasklet = state.add_tasklet("t", {"a"}, {"b"}, "b = a")
+    read = dace.Memlet("inp[i, j]")
+    state.add_memlet_path(state.add_read("inp"), outer_entry, inner_entry, tasklet, dst_conn="a", memlet=read)
+    out, wcr = state.add_write("out"), "lambda x, y: x + y"
+    if local:
+        sdfg.add_transient("acc", [1], dace.float32)
+        acc = state.add_access("acc")
+        state.add_memlet_path(tasklet, inner_exit, acc, src_conn="b", memlet=dace.Memlet("acc[0]", wcr=wcr))
+        state.add_memlet_path(acc, outer_exit, out, memlet=dace.Memlet(write, wcr=wcr))
+    else:
+        state.add_memlet_path(tasklet, inner_exit, outer_exit, out, src_conn="b", memlet=dace.Memlet(write, wcr=wcr))
+    assert _top_map_features(sdfg)["atomic_writes"] == atomic
 
 
 def test_a_cpp_tasklet_is_not_read_as_vectorised():

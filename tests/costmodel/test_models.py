@@ -325,7 +325,8 @@ def test_miss_cost_target_extrapolates_in_misses(target, extrapolates):
 
 
 def test_miss_cost_survives_its_file():
-    cost = MissCost.fit([missing(100.0, rates) for rates in RATES], Floors())
+    cost = MissCost.fit([missing(100.0, rates, atomic=float(i == 3)) for i, rates in enumerate(RATES)], Floors())
+    assert cost.atomic_ns == pytest.approx(ATOMIC_NS)
     assert MissCost.from_json(json.loads(json.dumps(cost.to_json()))) == cost
     for group, value, message in [
         ("vector_ns", -1.0, "price or rate of the miss cost is below 0"),
