@@ -221,7 +221,7 @@ class MissCost:
     (:data:`~dcaccel.costmodel.features.CACHE`), a price per miss times the level's misses per access times the
     step's accesses per unit (its volumes in and out over its units), plus a price per atomic write times the
     step's atomic writes per unit (``atomic_writes``: a reduction's parallel map updates its outputs with a
-    locked read-modify-write, 3–6 ns an element measured, where a map that hits takes 0.1–0.5). The prices
+    locked read-modify-write, 2.8–6.2 ns an element measured, where a map that hits takes 0.1–0.5). The prices
     are fitted on the training rows' time per unit above their floors by non-negative least squares of the
     relative error (each row weighted by 1 / its time per unit). A level a step's window could not be read for
     (-1) counts the training rows' mean rate (``rates``). A kind absent from the training rows takes the
@@ -277,8 +277,8 @@ class MissCost:
         rates = np.where(rates < 0, np.array([self.rates[level] for level in CACHE]), rates)
         atomic = np.array([float(row.features["atomic_writes"]) for row in rows])
         kinds = [~copies & ~vector, vector, copies]
-        per_unit = 1 / units(rows)
-        return np.column_stack([*kinds, rates * (volumes * per_unit)[:, None], atomic * per_unit]).astype(np.float64)
+        factors = np.column_stack([rates * volumes[:, None], atomic]) / units(rows)[:, None]
+        return np.column_stack([*kinds, factors]).astype(np.float64)
 
     def per_unit(self, rows: Sequence[Row]) -> np.ndarray:
         """The miss cost of each of ``rows`` per unit (ns, at least :data:`LEAST_MISS_COST`)."""
