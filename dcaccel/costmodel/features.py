@@ -151,7 +151,7 @@ class StepPlace:
     containers: Mapping[str, Container]
     symbols: Mapping[str, int]
     copy_implementation: str | None = None  # None for a map
-    atomic: frozenset[str] = frozenset()  # empty for a copy
+    atomic: frozenset[str] = frozenset()  # empty for a copy, and for a map without atomic writes
 
     def size(self, value) -> float | None:
         """A size of the SDFG with the program's sizes given; None when it depends on map parameters."""
@@ -212,6 +212,7 @@ def step_features(step: TaskScope | Copy, place: StepPlace) -> dict[str, float |
         "buffers_in": _buffers(reads, containers),
         "buffers_out": _buffers(writes, containers),
         "accumulate": float(any(access.accumulate for access in writes)),
+        # the writes that code generation makes atomic (measure.atomic_containers), their whole volume
         "atomic_writes": float(sum(_number(a.volume) for a in writes if a.accumulate and a.data in place.atomic)),
         "itemsize": float(max((sdfg.arrays[a.data].dtype.bytes for a in (*reads, *writes)), default=0)),
         "unit_stride": unit / accesses if accesses else 0.0,

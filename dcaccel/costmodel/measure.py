@@ -253,34 +253,36 @@ def copy_implementations(sdfg: dace.SDFG) -> dict[tuple[str, str, str], list[str
 
 
 def atomic_containers(sdfg: dace.SDFG) -> dict[str, frozenset[str]]:
-    """Per top-level map of ``sdfg`` (by its entry's guid), the containers its scope updates atomically in the
-    code DaCe generates, read on a copy of it with the schedules code generation gives (a map nested in a
-    parallel one runs sequentially): the writes with write-conflict resolution that DaCe's
-    ``is_write_conflicted`` says conflict, a tasklet's or a scope-local container's, each named by the
-    container its path ends at (a nested SDFG's writes out of it are read, not its own states)."""
-    view = copying.deepcopy(sdfg)
-    infer_types.set_default_schedule_and_storage_types(view, None)
+    """Per top-level map of ``sdfg`` (by its entry's guid), the access nodes' containers its scope writes
+    atomically in the code DaCe generates, read on a copy of it with the schedules code generation gives (a
+    map nested in a parallel one runs sequentially): the writes with write-conflict resolution that DaCe's
+    ``is_write_conflicted`` says conflict, a tasklet's, a scope-local container's or a nested SDFG's, each
+    named by the access node its path ends at (a scope-local one too; a view by itself). A nested SDFG's own
+    states are not read: an update in it whose edge out of the SDFG has no write-conflict resolution counts
+    none."""
+    generated = copying.deepcopy(sdfg)
+    infer_types.set_default_schedule_and_storage_types(generated, None)
     atomic = {}
-    for state in view.states():
-        scopes = state.scope_dict()
-        for entry in (n for n in state.nodes() if isinstance(n, dace.nodes.MapEntry) and scopes[n] is None):
-            ends = (
-                state.memlet_path(edge)[-1].dst
-                for edge in state.scope_subgraph(entry).edges()
-                if cpp.is_write_conflicted(state, edge)
-            )
-            atomic[entry.guid] = frozenset(end.data for end in ends if isinstance(end, dace.nodes.AccessNode))
+    for state, entry in _top_level_entries(generated):
+        ends = (
+            state.memlet_path(edge)[-1].dst
+            for edge in state.scope_subgraph(entry).edges()
+            if cpp.is_write_conflicted(state, edge)
+        )
+        atomic[entry.guid] = frozenset(end.data for end in ends if isinstance(end, dace.nodes.AccessNode))
     return atomic
+
+
+def _top_level_entries(sdfg: dace.SDFG):
+    """The entries of the maps at the top level of the states of ``sdfg``, each with its state."""
+    for state in sdfg.states():
+        scopes = state.scope_dict()
+        yield from ((state, n) for n in state.nodes() if isinstance(n, dace.nodes.MapEntry) and scopes[n] is None)
 
 
 def _top_level_maps(sdfg: dace.SDFG) -> list:
     """The maps at the top level of the states of ``sdfg`` (a nested SDFG a copy expanded to)."""
-    return [
-        n.map
-        for state in sdfg.states()
-        for n in state.nodes()
-        if isinstance(n, dace.nodes.MapEntry) and state.scope_dict()[n] is None
-    ]
+    return [entry.map for _, entry in _top_level_entries(sdfg)]
 
 
 def run_timed(program, arguments: Mapping, repeat: int, progress: Callable[[], None] | None = None) -> dict:

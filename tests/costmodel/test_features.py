@@ -197,6 +197,31 @@ def test_the_atomic_writes_of_a_nested_map(write, local, atomic):
     assert _top_map_features(sdfg)["atomic_writes"] == atomic
 
 
+def test_the_atomic_writes_out_of_a_nested_sdfg():
+    """A map over i in 0:64 around a nested SDFG whose tasklet adds inp[i] to out[0]: 64 atomic updates."""
+    import dace
+
+    inner = dace.SDFG("inner")
+    inner.add_array("a", [64], dace.float32)
+    inner.add_array("o", [1], dace.float32)
+    inner.add_symbol("i", dace.int64)
+    inner_state = inner.add_state()
+    tasklet = inner_state.add_tasklet("t", {"x"}, {"y"}, "y = x")
+    inner_state.add_edge(inner_state.add_read("a"), None, tasklet, "x", dace.Memlet("a[i]"))
+    wcr = "lambda x, y: x + y"
+    inner_state.add_edge(tasklet, "y", inner_state.add_write("o"), None, dace.Memlet("o[0]", wcr=wcr))
+    sdfg = dace.SDFG("nested_sdfg_wcr")
+    sdfg.add_array("inp", [64], dace.float32)
+    sdfg.add_array("out", [1], dace.float32)
+    state = sdfg.add_state()
+    entry, exit_ = state.add_map("m", {"i": "0:64"})
+    nested = state.add_nested_sdfg(inner, {"a"}, {"o"}, symbol_mapping={"i": "i"})
+    state.add_memlet_path(state.add_read("inp"), entry, nested, dst_conn="a", memlet=dace.Memlet("inp[0:64]"))
+    out = state.add_write("out")
+    state.add_memlet_path(nested, exit_, out, src_conn="o", memlet=dace.Memlet("out[0]", wcr=wcr))
+    assert _top_map_features(sdfg)["atomic_writes"] == 64.0
+
+
 def test_a_cpp_tasklet_is_not_read_as_vectorised():
     import dace
 
