@@ -193,11 +193,6 @@ class Floors:
         """The floor of each of ``rows``."""
         return np.where(serial(rows), self.serial, self.parallel)
 
-    def above(self, rows: Sequence[Row]) -> np.ndarray:
-        """The measured times of ``rows`` above their floors (at least :data:`LEAST_LEARNED` of the time)."""
-        measured = times(rows)
-        return np.maximum(measured - self.of(rows), LEAST_LEARNED * measured)
-
     def to_json(self) -> dict:
         return {"parallel": self.parallel, "serial": self.serial}
 
@@ -219,21 +214,23 @@ class MissCost:
     each kind of step (:data:`CONSTANTS`: maps whose loop the compiler does not vectorise, maps whose loop it does,
     by the feature ``vector_loop``, and copies), plus, for each level of the cache model
     (:data:`~dcaccel.costmodel.features.CACHE`), a price per miss times the level's misses per access times the
-    step's accesses per unit (its volumes in and out over its units), plus a price per atomic write times the
-    step's atomic writes per unit (``atomic_writes``: a reduction's parallel map updates its outputs with a
-    locked read-modify-write, 2.8–6.2 ns an element measured, where a map that hits takes 0.1–0.5). The prices
-    are fitted on the training rows' time per unit above their floors by non-negative least squares of the
-    relative error (each row weighted by 1 / its time per unit). A level a step's window could not be read for
-    (-1) counts the training rows' mean rate (``rates``). A kind absent from the training rows takes the
-    constant of the nearest kind present (:data:`STAND_INS`).
+    step's accesses per unit (its volumes in and out over its units). The prices are fitted on the training
+    rows' time per unit above their floors by non-negative least squares of the relative error (each row
+    weighted by 1 / its time per unit), together with a price per atomic write (``atomic_writes``: a
+    reduction's parallel map updates its outputs with a locked read-modify-write, 2.8–6.2 ns an element
+    measured, where a map that hits takes 0.1–0.5). That price is not part of the miss cost the models scale
+    (:meth:`per_unit`): a step's atomic writes (:meth:`atomic`) cost what they cost whatever else it does, and
+    the models learn the time above them and the floor (:func:`above_fixed`). A level a step's window could
+    not be read for (-1) counts the training rows' mean rate (``rates``). A kind absent from the training rows
+    takes the constant of the nearest kind present (:data:`STAND_INS`).
 
     The learned models' default target (``over-misses``) is the time over it: they learn what the misses do
     not explain, and a step that misses more than any training step of its kind (OP's partial sums of a large
     convolution, read a page apart) is no longer put at the time per unit of the steps that hit. On the shipped
     set's folds it moved the boosted model's means from 0.266, 0.184, 0.845, 0.233, 0.832 (task MAPE, median
     APE, τ, program MAPE, pair order) to 0.256, 0.177, 0.856, 0.186, 0.891, and the constant of vectorised maps
-    (with ``vector_loop`` among the trees' features) on to 0.242, 0.179, 0.858, 0.155, 0.786, and the price of
-    an atomic write on to 0.237, 0.184, 0.864, 0.145, 0.812 (docs/costmodel.md)."""
+    (with ``vector_loop`` among the trees' features) on to 0.242, 0.179, 0.858, 0.155, 0.786, and the atomic
+    writes on to 0.237, 0.177, 0.865, 0.149, 0.819 (docs/costmodel.md)."""
 
     map_ns: float = 0.0
     vector_ns: float = 0.0
@@ -258,7 +255,7 @@ class MissCost:
             level: float(np.mean(values[values >= 0])) if (values >= 0).any() else 0.0 for level, values in read.items()
         }
         columns = cls(rates=rates)._columns(rows)
-        per_unit = floors.above(rows) / units(rows)
+        per_unit = above_fixed(rows, floors, cls()) / units(rows)  # above the floors: the atomic price is fitted here
         prices, _ = nnls(columns / per_unit[:, None], np.ones(len(rows)))
         present = dict(zip(cls.CONSTANTS, columns[:, : len(cls.CONSTANTS)].any(axis=0), strict=True))
         constants = dict(zip(cls.CONSTANTS, map(float, prices[: len(cls.CONSTANTS)]), strict=True))
@@ -281,10 +278,15 @@ class MissCost:
         return np.column_stack([*kinds, factors]).astype(np.float64)
 
     def per_unit(self, rows: Sequence[Row]) -> np.ndarray:
-        """The miss cost of each of ``rows`` per unit (ns, at least :data:`LEAST_MISS_COST`)."""
+        """The miss cost of each of ``rows`` per unit (ns, at least :data:`LEAST_MISS_COST`), its atomic writes
+        apart (:meth:`atomic`)."""
         constants = [getattr(self, kind) for kind in self.CONSTANTS]
-        prices = np.array([*constants, *(self.per_miss[level] for level in CACHE), self.atomic_ns])
-        return np.maximum(self._columns(rows) @ prices, LEAST_MISS_COST)
+        prices = np.array([*constants, *(self.per_miss[level] for level in CACHE)])
+        return np.maximum(self._columns(rows)[:, :-1] @ prices, LEAST_MISS_COST)
+
+    def atomic(self, rows: Sequence[Row]) -> np.ndarray:
+        """What the atomic writes of each of ``rows`` cost (ns): the price of one times their number."""
+        return self.atomic_ns * np.array([float(row.features["atomic_writes"]) for row in rows])
 
     def to_json(self) -> dict:
         return {
@@ -306,6 +308,13 @@ class MissCost:
         if max(rates.values()) > 1:
             raise DcaccelError("costmodel model: a mean rate of the miss cost is above 1 miss per access")
         return cost
+
+
+def above_fixed(rows: Sequence[Row], floors: Floors, misses: MissCost) -> np.ndarray:
+    """The measured times of ``rows`` above what they take whatever a learned model says: their floors and
+    their atomic writes (at least :data:`LEAST_LEARNED` of the time)."""
+    measured = times(rows)
+    return np.maximum(measured - floors.of(rows) - misses.atomic(rows), LEAST_LEARNED * measured)
 
 
 def _fit_bases(rows: Sequence[Row], target: str, floored: bool) -> tuple[Floors, MissCost]:
@@ -392,7 +401,7 @@ class BoostedModel:
         )
         self.floors, self.misses = _fit_bases(rows, self.target, self.floored)
         measured, scale = times(rows), _scale(rows, self.target, self.misses)
-        target = self.floors.above(rows) / scale
+        target = above_fixed(rows, self.floors, self.misses) / scale
         with threadpool_limits(1, user_api="openmp"):  # a shared machine: OpenMP threads spin-wait for cores
             if self.loss == "relative":  # |predicted - measured| / measured = |error of the target| * scale / measured
                 regressor.fit(features, target, sample_weight=scale / measured * program_weights(rows))
@@ -408,8 +417,8 @@ class BoostedModel:
         for tree in self.trees:
             raw += _evaluate_tree(tree, features)
         target = np.maximum(raw, 0.0) if self.loss == "relative" else np.exp(raw)  # relative: the target itself
-        above = target * _scale(rows, self.target, self.misses)
-        return np.maximum(self.floors.of(rows) + above, 1.0)  # at least 1 ns, as measured times are read
+        fixed = self.floors.of(rows) + self.misses.atomic(rows)
+        return np.maximum(fixed + target * _scale(rows, self.target, self.misses), 1.0)  # 1 ns, as times are read
 
     def to_json(self) -> dict:
         return {
@@ -547,7 +556,8 @@ class SequenceModel:
         ids, lengths, work = self._inputs(rows)
         self.floors, self.misses = _fit_bases(rows, self.target, self.floored)
         target = torch.tensor(
-            np.log(self.floors.above(rows) / _scale(rows, self.target, self.misses)), dtype=torch.float32
+            np.log(above_fixed(rows, self.floors, self.misses) / _scale(rows, self.target, self.misses)),
+            dtype=torch.float32,
         )
         shift = float(target.mean())
         optimizer = torch.optim.Adam(network.parameters(), lr=3e-3)
@@ -588,7 +598,8 @@ class SequenceModel:
         network.eval()
         with torch.no_grad():
             log_time = network(*self._inputs(rows)).numpy() + self.state["shift"]["values"][0]
-        return self.floors.of(rows) + np.exp(log_time.astype(np.float64)) * _scale(rows, self.target, self.misses)
+        fixed = self.floors.of(rows) + self.misses.atomic(rows)
+        return fixed + np.exp(log_time.astype(np.float64)) * _scale(rows, self.target, self.misses)
 
     def to_json(self) -> dict:
         return {

@@ -17,6 +17,7 @@ from dcaccel.costmodel.models import (
     Floors,
     MissCost,
     SequenceModel,
+    above_fixed,
     mean_loss,
     program_weights,
     relative_scale,
@@ -262,7 +263,19 @@ def test_miss_cost_fits_the_prices_of_a_miss():
     assert cost.per_miss == pytest.approx(PRICES)
     assert cost.atomic_ns == pytest.approx(ATOMIC_NS)
     assert cost.rates == pytest.approx({level: np.mean([rates[level] for rates in RATES]) for level in CACHE})
-    np.testing.assert_allclose(cost.per_unit(rows), times(rows) / 100.0)
+    # the atomic writes cost apart from the miss cost the models scale
+    np.testing.assert_allclose(100.0 * cost.per_unit(rows) + cost.atomic(rows), times(rows))
+    assert cost.atomic(rows)[14] == pytest.approx(100.0 * ATOMIC_NS)
+
+
+@pytest.mark.parametrize(("measured", "above"), [(1000.0, 600.0), (420.0, 21.0)])
+def test_a_model_learns_the_time_above_the_floor_and_the_atomic_writes(measured, above):
+    """A map of 100 units with 75 atomic writes at 4 ns (300 ns) over a floor of 100 ns: 1,000 ns measured
+    leave 600 to learn; 420 ns would leave 20, less than 5% of the time (21 ns are kept)."""
+    step = row("f", "w", "a", "t0", 100.0, measured)
+    step.features["atomic_writes"] = 75.0
+    cost = MissCost(atomic_ns=ATOMIC_NS)
+    assert above_fixed([step], Floors(parallel=100.0), cost)[0] == pytest.approx(above)
 
 
 def test_miss_cost_fits_the_relative_error():
