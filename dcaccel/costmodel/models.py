@@ -14,8 +14,9 @@
   took a second per batch of 64 on this shared machine: minutes per fold.)
 
 Both learn the time above a step's floor (:class:`Floors`: the fixed cost of a step, which a step of a few
-elements takes whole) and are trained for the metric by default: their loss (:data:`LOSSES`) is the relative
-error of a step's time, what task MAPE scores.
+elements takes whole) and its atomic writes (:meth:`MissCost.atomic`; :func:`above_fixed`) and are trained
+for the metric by default: their loss (:data:`LOSSES`) is the relative error of a step's time, what task MAPE
+scores.
 
 :class:`CostModel` holds the three trained on one set of rows and reads and writes them as one JSON file
 (no pickle: the trees and the network's weights are lists of numbers, checked when read).
@@ -128,7 +129,8 @@ LEAF_ROWS = 5
 #: A learned model's floors (a step's fixed cost, one for the steps that open an OpenMP parallel region and one
 #: for those that do not: :func:`serial`) are this quantile of the training rows' times of each kind.
 FLOOR_QUANTILE = 0.01
-#: The least part of a training step's time left to the learned per-unit cost when its floor is taken away.
+#: The least part of a training step's time left to the learned per-unit cost when its floor and its atomic
+#: writes are taken away (:func:`above_fixed`).
 LEAST_LEARNED = 0.05
 
 
@@ -272,9 +274,8 @@ class MissCost:
         volumes = np.array([float(row.features["volume_in"]) + float(row.features["volume_out"]) for row in rows])
         rates = np.array([[float(row.features[level]) for level in CACHE] for row in rows]).reshape(-1, len(CACHE))
         rates = np.where(rates < 0, np.array([self.rates[level] for level in CACHE]), rates)
-        atomic = np.array([float(row.features["atomic_writes"]) for row in rows])
         kinds = [~copies & ~vector, vector, copies]
-        factors = np.column_stack([rates * volumes[:, None], atomic]) / units(rows)[:, None]
+        factors = np.column_stack([rates * volumes[:, None], _atomic_writes(rows)]) / units(rows)[:, None]
         return np.column_stack([*kinds, factors]).astype(np.float64)
 
     def per_unit(self, rows: Sequence[Row]) -> np.ndarray:
@@ -286,7 +287,7 @@ class MissCost:
 
     def atomic(self, rows: Sequence[Row]) -> np.ndarray:
         """What the atomic writes of each of ``rows`` cost (ns): the price of one times their number."""
-        return self.atomic_ns * np.array([float(row.features["atomic_writes"]) for row in rows])
+        return self.atomic_ns * _atomic_writes(rows)
 
     def to_json(self) -> dict:
         return {
@@ -308,6 +309,11 @@ class MissCost:
         if max(rates.values()) > 1:
             raise DcaccelError("costmodel model: a mean rate of the miss cost is above 1 miss per access")
         return cost
+
+
+def _atomic_writes(rows: Sequence[Row]) -> np.ndarray:
+    """The elements each of ``rows`` writes atomically (the feature ``atomic_writes``)."""
+    return np.array([float(row.features["atomic_writes"]) for row in rows])
 
 
 def above_fixed(rows: Sequence[Row], floors: Floors, misses: MissCost) -> np.ndarray:
@@ -369,9 +375,9 @@ class AnalyticModel:
 @dataclass
 class BoostedModel:
     """Gradient-boosted regression trees on the hand features, predicting a step's time above its floor
-    (:class:`Floors`) over its miss cost (:class:`MissCost`), or per unit of work, or itself (``target``,
-    :data:`TARGETS`): its logarithm under the ``squared`` and ``absolute`` losses, itself under ``relative``
-    (``loss``, :data:`LOSSES`)."""
+    (:class:`Floors`) and its atomic writes (:func:`above_fixed`) over its miss cost (:class:`MissCost`), or per
+    unit of work, or itself (``target``, :data:`TARGETS`): its logarithm under the ``squared`` and ``absolute``
+    losses, itself under ``relative`` (``loss``, :data:`LOSSES`)."""
 
     target: str = "over-misses"
     loss: str = BOOSTED_LOSS
@@ -501,8 +507,8 @@ def mean_loss(loss: str, error):
 @dataclass
 class SequenceModel:
     """A convolutional encoder of a step's IR tokens with the logarithm of its analytic work, predicting the
-    logarithm of the time above the step's floor (:class:`Floors`) over its miss cost (:class:`MissCost`), or per
-    unit of work, or of itself (``target``, :data:`TARGETS`)."""
+    logarithm of the time above the step's floor (:class:`Floors`) and its atomic writes (:func:`above_fixed`)
+    over its miss cost (:class:`MissCost`), or per unit of work, or of itself (``target``, :data:`TARGETS`)."""
 
     target: str = "over-misses"
     loss: str = SEQUENCE_LOSS

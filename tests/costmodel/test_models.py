@@ -6,7 +6,7 @@ import numpy as np
 import pytest
 
 from dcaccel.costmodel.data import SHIPPED_ROWS
-from dcaccel.costmodel.features import CACHE, feature_matrix
+from dcaccel.costmodel.features import CACHE, CATEGORICAL, feature_matrix
 from dcaccel.costmodel.measure import read_rows
 from dcaccel.costmodel.models import (
     LEAST_MISS_COST,
@@ -268,8 +268,22 @@ def test_miss_cost_fits_the_prices_of_a_miss():
     assert cost.atomic(rows)[14] == pytest.approx(100.0 * ATOMIC_NS)
 
 
+def test_a_prediction_adds_the_atomic_writes_unscaled():
+    """Trees that learned a factor of 2 over a miss cost of 1 ns a unit: 100 units with 75 atomic writes at 4 ns
+    over a floor of 100 ns take 100 + 300 + 2 x 100 ns (900 if the atomic writes were scaled too)."""
+    step = row("f", "w", "a", "t0", 100.0, 1000.0)
+    step.features.update(dict.fromkeys(CACHE, 0.0), atomic_writes=75.0)
+    model = BoostedModel(
+        categories={name: [] for name in CATEGORICAL},
+        baseline=2.0,
+        floors=Floors(parallel=100.0),
+        misses=MissCost(map_ns=1.0, atomic_ns=ATOMIC_NS),
+    )
+    assert model.predict([step])[0] == pytest.approx(600.0)
+
+
 @pytest.mark.parametrize(("measured", "above"), [(1000.0, 600.0), (420.0, 21.0)])
-def test_a_model_learns_the_time_above_the_floor_and_the_atomic_writes(measured, above):
+def test_the_time_learned_is_above_the_floor_and_the_atomic_writes(measured, above):
     """A map of 100 units with 75 atomic writes at 4 ns (300 ns) over a floor of 100 ns: 1,000 ns measured
     leave 600 to learn; 420 ns would leave 20, less than 5% of the time (21 ns are kept)."""
     step = row("f", "w", "a", "t0", 100.0, measured)
