@@ -242,11 +242,12 @@ def _explicit_copies(sdfg: dace.SDFG):
 
 
 def copy_implementations(sdfg: dace.SDFG) -> dict[tuple[str, str, str], list[str]]:
-    """What code generation makes of each top-level copy of ``sdfg`` (read on a copy of it): the implementation
-    DaCe's explicit copy node chooses (``MemcpyCPU``, ``MappedTasklet``, ``Tasklet``), per (state label,
-    source, destination) in the order :func:`instrument` times them."""
+    """What code generation makes of each top-level copy of ``sdfg`` (made DaCe's explicit copy nodes in
+    place: pass a copy): the implementation DaCe's explicit copy node chooses (``MemcpyCPU``,
+    ``MappedTasklet``, ``Tasklet``), per (state label, source, destination) in the order :func:`instrument`
+    times them."""
     made: dict[tuple[str, str, str], list[str]] = {}
-    for state, node, key in _explicit_copies(copying.deepcopy(sdfg)):
+    for state, node, key in _explicit_copies(sdfg):
         chosen = node.implementation
         made.setdefault(key, []).append(select_copy_implementation(node, state) if chosen in (None, "Auto") else chosen)
     return made
@@ -254,16 +255,15 @@ def copy_implementations(sdfg: dace.SDFG) -> dict[tuple[str, str, str], list[str
 
 def atomic_containers(sdfg: dace.SDFG) -> dict[str, frozenset[str]]:
     """Per top-level map of ``sdfg`` (by its entry's guid), the access nodes' containers its scope writes
-    atomically in the code DaCe generates, read on a copy of it with the schedules code generation gives (a
-    map nested in a parallel one runs sequentially): the writes with write-conflict resolution that DaCe's
-    ``is_write_conflicted`` says conflict, a tasklet's, a scope-local container's or a nested SDFG's, each
-    named by the access node its path ends at (a scope-local one too; a view by itself). A nested SDFG's own
-    states are not read: an update in it whose edge out of the SDFG has no write-conflict resolution counts
-    none."""
-    generated = copying.deepcopy(sdfg)
-    infer_types.set_default_schedule_and_storage_types(generated, None)
+    atomically in the code DaCe generates, read with the schedules code generation gives, set on ``sdfg`` in
+    place (pass a copy; a map nested in a parallel one runs sequentially): the writes with write-conflict
+    resolution that DaCe's ``is_write_conflicted`` says conflict, a tasklet's, a scope-local container's or a
+    nested SDFG's, each named by the access node its path ends at (a scope-local one too; a view by itself).
+    A nested SDFG's own states are not read: an update in it whose edge out of the SDFG has no write-conflict
+    resolution counts none."""
+    infer_types.set_default_schedule_and_storage_types(sdfg, None)
     atomic = {}
-    for state, entry in _top_level_entries(generated):
+    for state, entry in _top_level_entries(sdfg):
         ends = (
             state.memlet_path(edge)[-1].dst
             for edge in state.scope_subgraph(entry).edges()
@@ -559,9 +559,11 @@ def step_places(sdfg: dace.SDFG, program: LoweredProgram, symbols: Mapping[str, 
     node at the top level, a view)."""
     states = {state.label: state for state in sdfg.states()}
     entries = {node.guid: node for state in sdfg.states() for node in state.nodes()}
-    atomic = atomic_containers(sdfg)
+    generated = copying.deepcopy(sdfg)  # read as code generation makes it: copies explicit, schedules set
+    implementations = copy_implementations(generated)
+    atomic = atomic_containers(generated)
     places = []
-    for step, made in zip(program.steps, _paired(program, copy_implementations(sdfg)), strict=True):
+    for step, made in zip(program.steps, _paired(program, implementations), strict=True):
         scope = entries.get(step.info.guid) if isinstance(step, TaskScope) else None
         updated = atomic.get(scope.guid, frozenset()) if isinstance(scope, dace.nodes.MapEntry) else frozenset()
         place = StepPlace(sdfg, states[step.state], scope, program.containers, symbols, made, updated)
