@@ -316,11 +316,16 @@ def _atomic_writes(rows: Sequence[Row]) -> np.ndarray:
     return np.array([float(row.features["atomic_writes"]) for row in rows])
 
 
+def _fixed(rows: Sequence[Row], floors: Floors, misses: MissCost) -> np.ndarray:
+    """What ``rows`` take whatever a learned model says (ns): their floors and their atomic writes."""
+    return floors.of(rows) + misses.atomic(rows)
+
+
 def above_fixed(rows: Sequence[Row], floors: Floors, misses: MissCost) -> np.ndarray:
-    """The measured times of ``rows`` above what they take whatever a learned model says: their floors and
-    their atomic writes (at least :data:`LEAST_LEARNED` of the time)."""
+    """The measured times of ``rows`` above what they take whatever a learned model says (:func:`_fixed`), at
+    least :data:`LEAST_LEARNED` of the time."""
     measured = times(rows)
-    return np.maximum(measured - floors.of(rows) - misses.atomic(rows), LEAST_LEARNED * measured)
+    return np.maximum(measured - _fixed(rows, floors, misses), LEAST_LEARNED * measured)
 
 
 def _fit_bases(rows: Sequence[Row], target: str, floored: bool) -> tuple[Floors, MissCost]:
@@ -423,7 +428,7 @@ class BoostedModel:
         for tree in self.trees:
             raw += _evaluate_tree(tree, features)
         target = np.maximum(raw, 0.0) if self.loss == "relative" else np.exp(raw)  # relative: the target itself
-        fixed = self.floors.of(rows) + self.misses.atomic(rows)
+        fixed = _fixed(rows, self.floors, self.misses)
         return np.maximum(fixed + target * _scale(rows, self.target, self.misses), 1.0)  # 1 ns, as times are read
 
     def to_json(self) -> dict:
@@ -604,7 +609,7 @@ class SequenceModel:
         network.eval()
         with torch.no_grad():
             log_time = network(*self._inputs(rows)).numpy() + self.state["shift"]["values"][0]
-        fixed = self.floors.of(rows) + self.misses.atomic(rows)
+        fixed = _fixed(rows, self.floors, self.misses)
         return fixed + np.exp(log_time.astype(np.float64)) * _scale(rows, self.target, self.misses)
 
     def to_json(self) -> dict:
